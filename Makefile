@@ -1,0 +1,235 @@
+# Concurrency Patterns in C - one entry point for building, running, testing,
+# grading and documenting the kit. `make help` lists the targets.
+#
+#   make run [CH=NN] [IMPL=exercises]   build and run the chapter programs
+#   make test                           every test against the reference solutions
+#   make grade [CH=NN] [SUBMISSION=dir] score the exercises (or a student's tree)
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+comma := ,
+
+# ---- Knobs -------------------------------------------------------------------
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CFLAGS  ?= -O2 -g
+WERROR  ?= -Werror
+CH      ?=
+IMPL    ?= solutions
+SAN     ?=
+TIMEOUT ?= 30
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+
+# ---- Chapters ------------------------------------------------------------------
+# Each chapter says what it is made of in chapters/NN-name/build.mk: the
+# files students implement (chNN_impl), the earlier chapters it links
+# (chNN_uses), its program and its tests.
+CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
+include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
+
+number = $(firstword $(subst -, ,$(1)))
+pad2   = $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))
+# CH=1, CH=01, CH="01 02" or CH=01-monitor-queue select chapters; empty selects all.
+SELECTED := $(if $(strip $(CH)),$(foreach c,$(CHAPTER_DIRS),$(if $(filter $(c) $(call number,$(c)),$(CH) $(foreach n,$(CH),$(call pad2,$(n)))),$(c))),$(CHAPTER_DIRS))
+ifneq ($(strip $(CH)),)
+ifeq ($(strip $(SELECTED)),)
+$(error CH=$(CH) matches no chapter; chapters are: $(CHAPTER_DIRS))
+endif
+endif
+# Chapters that need a service (chNN_needs) run in `make run` only when asked for by CH.
+RUN_SELECTED := $(if $(strip $(CH)),$(SELECTED),$(foreach c,$(SELECTED),$(if $(ch$(call number,$(c))_needs),,$(c))))
+
+# ---- Where things are built ---------------------------------------------------------
+# IMPL picks the implementation: solutions (build/), exercises (build/exercises/)
+# or any folder laid out like them. SAN=tsan|asan builds a sanitizer variant
+# below it. Everything lands in $(OUT).
+ifeq ($(IMPL),solutions)
+OUT_ROOT := build
+else ifeq ($(IMPL),exercises)
+OUT_ROOT := build/exercises
+else
+OUT_ROOT := build/impl/$(subst /,_,$(patsubst /%,%,$(IMPL)))
+endif
+OUT ?= $(OUT_ROOT)$(if $(SAN),/$(SAN))
+
+SAN_CFLAGS_tsan := -fsanitize=thread
+SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
+KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
+INCLUDES   := -Ilib $(addprefix -Ichapters/,$(CHAPTER_DIRS)) -Itests/support
+LDLIBS     := -lpthread
+CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
+# Test programs see every condition wait and allocation of the code under
+# test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
+TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait malloc calloc realloc free)
+
+LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_thread.c \
+            lib/kit_time.c lib/kit_timeline.c lib/kit_trace.c
+SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c
+GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
+               tests/support/grader/grader_report.c
+GRADER := build/tools/kit-grade
+
+KITLIB := $(OUT)/lib/libkit.a
+SUPPORT_OBJS := $(patsubst %.c,$(OUT)/obj/src/%.o,$(SUPPORT_SRCS))
+
+# Objects of chapter $(1)'s implementation, from $(IMPL).
+impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl))
+# An earlier chapter that $(1) builds on: the reference files when the tree
+# has them, so one unfinished chapter does not break the next.
+used_objs = $(if $(and $(filter-out solutions,$(IMPL)),$(wildcard solutions/$(1))),$(patsubst %.c,$(OUT)/obj/ref/$(1)/%.o,$(ch$(call number,$(1))_impl)),$(call impl_objs,$(1)))
+chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d)))
+
+PROGRAMS  := $(foreach c,$(SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
+RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
+TEST_BINS := $(foreach c,$(SELECTED),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
+
+# ---- Compiling and linking ------------------------------------------------------------
+$(OUT)/obj/src/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+
+$(OUT)/obj/impl/%.o: $(IMPL)/%.c
+	@mkdir -p $(@D)
+	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(OUT)/obj/ref/%.o: solutions/%.c
+	@mkdir -p $(@D)
+	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(KITLIB): $(patsubst %.c,$(OUT)/obj/src/%.o,$(LIB_SRCS))
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+define chapter_program
+$(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(OUT)/obj/src/chapters/$(1)/%.o,$(ch$(2)_main)) $(call chapter_objs,$(1)) $(KITLIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
+endef
+
+define chapter_test
+$(OUT)/tests/$(1)/$(3): $(OUT)/obj/src/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+endef
+
+$(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
+$(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
+
+# The runner is a tool, not code under test: always built plainly, once.
+$(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g $(GRADER_SRCS) -o $@
+
+-include $(shell find $(OUT)/obj -name '*.d' 2>/dev/null)
+
+# ---- Building -------------------------------------------------------------------------
+.PHONY: all programs tests-bin grader deps
+all: deps ## build every program and test, for the solutions and the exercises
+	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
+	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises
+
+programs: $(PROGRAMS) ## the chapter programs, for IMPL
+tests-bin: $(TEST_BINS) ## the test programs, for IMPL
+grader: $(GRADER)
+
+# Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
+# it can, or says exactly what to run.
+deps:
+	@tools/bootstrap
+
+# ---- Running --------------------------------------------------------------------------
+.PHONY: run
+run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yours)
+	@$(MAKE) --no-print-directory -j$(JOBS) programs
+	@status=0; for prog in $(RUN_PROGRAMS); do \
+	  printf '\n======== %s ========\n' "$$prog"; \
+	  "$$prog" || { status=1; echo "($$prog exited with status $$?)"; }; \
+	done; exit $$status
+
+# ---- Testing --------------------------------------------------------------------------
+GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(SELECTED),--chapter $(c))
+
+.PHONY: test tsan valgrind asan smoke
+test: deps ## run every test against the solutions, and smoke-run the programs
+	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
+	@start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(GRADE_FLAGS); rc=$$?; \
+	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
+	@$(MAKE) --no-print-directory smoke
+
+smoke: programs ## run each program briefly, with --help, and with a bad option
+	@$(foreach c,$(RUN_SELECTED),tests/support/smoke.sh $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
+
+# ThreadSanitizer needs a memory layout some kernels' address randomisation
+# breaks ("unexpected memory mapping"); running without randomisation fixes it.
+TSAN_WRAPPER := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo "setarch $$(uname -m) -R")
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
+            --errors-for-leak-kinds=definite,indirect --fair-sched=yes
+
+tsan: deps ## every test under ThreadSanitizer (a race report fails the test)
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan tests-bin
+	@$(MAKE) --no-print-directory grader
+	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tsan/tests --report build/test-tsan \
+	  --wrapper "$(TSAN_WRAPPER)" $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
+
+asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=asan tests-bin
+	@$(MAKE) --no-print-directory grader
+	@KIT_SLOW=1 $(GRADER) --mode test --bin build/asan/tests --report build/test-asan \
+	  --unlimited-memory $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
+
+valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
+	@command -v valgrind >/dev/null || { echo "valgrind is not installed: sudo apt-get install valgrind"; exit 1; }
+	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
+	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tests --report build/test-valgrind \
+	  --wrapper "$(VALGRIND)" $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 10 ))
+
+# ---- Grading --------------------------------------------------------------------------
+# SUBMISSION may be a copy of exercises/ or a whole kit tree (then its exercises/ is used).
+SUBMISSION ?=
+GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION)/exercises),$(SUBMISSION)/exercises,$(SUBMISSION))),exercises)
+GRADE_OUT   = $(shell $(MAKE) --no-print-directory -s IMPL=$(GRADE_IMPL) print-OUT_ROOT)
+AUTOLAB ?=
+
+.PHONY: grade
+grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
+	@$(MAKE) --no-print-directory grader
+	@echo "Building $(GRADE_IMPL) ..."
+	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >build/grade-build.log 2>&1 \
+	  || echo "(some files did not compile: see build/grade-build.log; their chapters score 0)"
+	@$(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report build/grade --implementation "$(GRADE_IMPL)" \
+	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
+	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>build/grade-build.log 2>&1' \
+	  $(GRADE_FLAGS)
+
+print-%:
+	@echo $($*)
+
+# ---- Mutants ----------------------------------------------------------------------------
+.PHONY: mutants
+mutants: deps ## apply each classic bug in tests/mutants/ and require the tests to catch it
+	@$(MAKE) --no-print-directory grader
+	@tests/support/mutants.sh $(SELECTED)
+
+# ---- Docs -------------------------------------------------------------------------------
+.PHONY: docs
+docs: deps ## the Doxygen site in build/docs/html (zero warnings)
+	@tools/make-docs
+
+# ---- Distribution -----------------------------------------------------------------------
+.PHONY: dist-student
+dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions
+	@tools/dist-student
+
+.PHONY: clean help
+clean: ## remove build/
+	rm -rf build
+
+help: ## this list
+	@echo "Concurrency Patterns in C - make targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
+	@echo
+	@echo "Variables: CH=NN (one chapter)  IMPL=solutions|exercises|DIR  SUBMISSION=DIR  CC=clang"
+	@echo "           SAN=tsan|asan  TIMEOUT=seconds per test  SEED=N (replay a stress run)"

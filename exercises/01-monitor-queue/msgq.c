@@ -1,0 +1,82 @@
+/**
+ * @file msgq.c
+ * @brief Chapter 01 exercise: a bounded message queue built as a monitor.
+ *
+ * Read chapters/01-monitor-queue/README.md, run `make run CH=01`, then
+ * implement the functions below; `make grade CH=01` scores them. Every
+ * function returns ENOSYS until you do.
+ *
+ * The rules of this chapter: ONE mutex guards everything, ONE condition
+ * variable carries every change, every change is announced with
+ * pthread_cond_broadcast, and every wait sits in a `while` loop that
+ * re-checks its condition.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "msgq.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "kit_log.h"
+
+struct msgq {
+    /* TODO: capacity and a ring of msg_t (immutable after create);
+     * a mutex and ONE condition variable; and, guarded by the mutex:
+     * head (index of the oldest message), count, and a closed flag. */
+    int placeholder; /* delete me */
+};
+
+int msgq_create(msgq_t **out, size_t capacity)
+{
+    /* TODO: EINVAL for NULL out (set *out = NULL otherwise), capacity 0, or a
+     * capacity whose ring would overflow size_t. Allocate, initialise the
+     * mutex and the condvar, undo everything on failure. */
+    (void)out;
+    (void)capacity;
+    return ENOSYS;
+}
+
+int msgq_put(msgq_t *q, msg_t msg)
+{
+    /* TODO: lock; WHILE the queue is full and not closed, wait (log
+     * kit_log("msgq", "full, waiting ...") first, so the program's trace
+     * shows it); if closed, unlock and return ECANCELED; store msg at
+     * (head + count) % capacity; count++; broadcast; unlock. */
+    (void)q;
+    (void)msg;
+    return ENOSYS;
+}
+
+int msgq_take(msgq_t *q, msg_t *out)
+{
+    /* TODO: lock; WHILE empty and not closed, wait; if still empty (so the
+     * queue is closed), unlock and return ECANCELED; copy ring[head] to
+     * *out, advance head, count--; broadcast (a producer may be waiting
+     * for this slot); unlock. */
+    (void)q;
+    (void)out;
+    return ENOSYS;
+}
+
+int msgq_close(msgq_t *q)
+{
+    /* TODO: set closed under the lock and wake EVERY waiter. */
+    (void)q;
+    return ENOSYS;
+}
+
+size_t msgq_size(msgq_t *q)
+{
+    /* TODO: count, read under the lock (0 for NULL). */
+    (void)q;
+    return 0;
+}
+
+void msgq_destroy(msgq_t *q)
+{
+    /* TODO: NULL is a no-op; destroy the condvar and the mutex, free the ring and q. */
+    (void)q;
+}

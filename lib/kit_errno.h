@@ -1,0 +1,20 @@
+/**
+ * @file kit_errno.h
+ * @brief Symbolic names for the error codes the kit returns.
+ * @ingroup kit
+ */
+#ifndef KIT_ERRNO_H
+#define KIT_ERRNO_H
+
+/** @addtogroup kit
+ *  @{ */
+
+/**
+ * @brief "EINVAL", "ETIMEDOUT", ... for the codes the kit uses, "0" for
+ *        success, "E?" otherwise. Handy in messages: students see the name
+ *        the header documents, not a number.
+ */
+const char *kit_errno_name(int code);
+
+/** @} */
+#endif

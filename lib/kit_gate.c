@@ -1,0 +1,117 @@
+/**
+ * @file kit_gate.c
+ * @brief Start gate and countdown latch on one mutex and one condition variable each.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_gate.h"
+
+#include <errno.h>
+
+#include "kit_time.h"
+
+_Thread_local int kit_harness_waiting;
+
+int kit_gate_init(kit_gate_t *gate)
+{
+    int err = pthread_mutex_init(&gate->lock, NULL);
+    if (err != 0)
+        return err;
+    err = kit_cond_init(&gate->changed);
+    if (err != 0) {
+        pthread_mutex_destroy(&gate->lock);
+        return err;
+    }
+    gate->arrived = 0;
+    gate->open = false;
+    return 0;
+}
+
+void kit_gate_destroy(kit_gate_t *gate)
+{
+    pthread_cond_destroy(&gate->changed);
+    pthread_mutex_destroy(&gate->lock);
+}
+
+void kit_gate_wait(kit_gate_t *gate)
+{
+    pthread_mutex_lock(&gate->lock);
+    gate->arrived++;
+    /* One condvar serves two predicates here (arrivals for the main thread,
+     * "open" for the others), so every change is a broadcast. */
+    pthread_cond_broadcast(&gate->changed);
+    /* while, not if: wake-ups can be spurious, and arrivals wake us too. */
+    kit_harness_waiting++;
+    while (!gate->open)
+        pthread_cond_wait(&gate->changed, &gate->lock);
+    kit_harness_waiting--;
+    pthread_mutex_unlock(&gate->lock);
+}
+
+int kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms)
+{
+    struct timespec deadline;
+    int err = kit_deadline_after(timeout_ms, &deadline);
+    if (err != 0)
+        return err;
+    pthread_mutex_lock(&gate->lock);
+    /* Loop on the same deadline: spurious wake-ups do not extend the wait. */
+    kit_harness_waiting++;
+    while (gate->arrived < count && err == 0)
+        err = pthread_cond_timedwait(&gate->changed, &gate->lock, &deadline);
+    kit_harness_waiting--;
+    err = gate->arrived >= count ? 0 : ETIMEDOUT;
+    pthread_mutex_unlock(&gate->lock);
+    return err;
+}
+
+void kit_gate_open(kit_gate_t *gate)
+{
+    pthread_mutex_lock(&gate->lock);
+    gate->open = true;
+    pthread_cond_broadcast(&gate->changed);
+    pthread_mutex_unlock(&gate->lock);
+}
+
+int kit_latch_init(kit_latch_t *latch, size_t count)
+{
+    int err = pthread_mutex_init(&latch->lock, NULL);
+    if (err != 0)
+        return err;
+    err = kit_cond_init(&latch->reached_zero);
+    if (err != 0) {
+        pthread_mutex_destroy(&latch->lock);
+        return err;
+    }
+    latch->count = count;
+    return 0;
+}
+
+void kit_latch_destroy(kit_latch_t *latch)
+{
+    pthread_cond_destroy(&latch->reached_zero);
+    pthread_mutex_destroy(&latch->lock);
+}
+
+void kit_latch_count_down(kit_latch_t *latch)
+{
+    pthread_mutex_lock(&latch->lock);
+    if (latch->count > 0 && --latch->count == 0)
+        pthread_cond_broadcast(&latch->reached_zero);
+    pthread_mutex_unlock(&latch->lock);
+}
+
+int kit_latch_wait(kit_latch_t *latch, long timeout_ms)
+{
+    struct timespec deadline;
+    int err = kit_deadline_after(timeout_ms, &deadline);
+    if (err != 0)
+        return err;
+    pthread_mutex_lock(&latch->lock);
+    kit_harness_waiting++;
+    while (latch->count > 0 && err == 0)
+        err = pthread_cond_timedwait(&latch->reached_zero, &latch->lock, &deadline);
+    kit_harness_waiting--;
+    err = latch->count == 0 ? 0 : ETIMEDOUT;
+    pthread_mutex_unlock(&latch->lock);
+    return err;
+}

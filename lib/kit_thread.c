@@ -1,0 +1,77 @@
+/**
+ * @file kit_thread.c
+ * @brief Named thread creation: a small trampoline sets the name, then runs the body.
+ */
+#if defined(__linux__)
+#define _GNU_SOURCE /* pthread_setname_np */
+#else
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "kit_thread.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char thread_name[KIT_THREAD_NAME_MAX];
+static atomic_uint unnamed_count;
+
+struct start_record {
+    void *(*fn)(void *);
+    void *arg;
+    char name[KIT_THREAD_NAME_MAX];
+};
+
+void kit_thread_set_name(const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        snprintf(thread_name, sizeof thread_name, "thread-%u",
+                 atomic_fetch_add(&unnamed_count, 1) + 1);
+    } else {
+        snprintf(thread_name, sizeof thread_name, "%s", name);
+    }
+#if defined(__linux__)
+    char kernel_name[16]; /* the kernel keeps 15 characters and a NUL */
+    size_t length = strnlen(thread_name, sizeof kernel_name - 1);
+    memcpy(kernel_name, thread_name, length);
+    kernel_name[length] = '\0';
+    pthread_setname_np(pthread_self(), kernel_name);
+#endif
+}
+
+const char *kit_thread_name(void)
+{
+    if (thread_name[0] == '\0')
+        kit_thread_set_name(NULL);
+    return thread_name;
+}
+
+static void *trampoline(void *raw)
+{
+    struct start_record record = *(struct start_record *)raw;
+    free(raw);
+    kit_thread_set_name(record.name);
+    return record.fn(record.arg);
+}
+
+int kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg)
+{
+    if (thread == NULL || fn == NULL)
+        return EINVAL;
+    struct start_record *record = malloc(sizeof *record);
+    if (record == NULL)
+        return ENOMEM;
+    record->fn = fn;
+    record->arg = arg;
+    snprintf(record->name, sizeof record->name, "%s", name != NULL ? name : "");
+    pthread_t started;
+    int err = pthread_create(&started, NULL, trampoline, record);
+    if (err != 0) {
+        free(record); /* the trampoline never ran, so the record is still ours */
+        return err;
+    }
+    *thread = started;
+    return 0;
+}

@@ -1,0 +1,224 @@
+/**
+ * @file kit_timeline.c
+ * @brief SVG rendering of a trace: lanes, spans, instants, axis, legend.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_timeline.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_trace.h"
+
+enum {
+    LABEL_WIDTH = 170, PLOT_WIDTH = 900, LANE_HEIGHT = 26, TOP = 34,
+    MAX_DEPTH = 8, MAX_STATES = 24, STATE_TEXT = 40,
+};
+
+/* A state's colour class is its name with digits removed ("running task 7"
+ * and "running task 12" are one state). Colours are handed out in order of
+ * first appearance: warm ones for waiting states, cool ones for the rest. */
+struct palette {
+    char states[MAX_STATES][STATE_TEXT];
+    const char *colours[MAX_STATES];
+    int count, warm_used, cool_used;
+};
+
+static const char *const cool_colours[] = { "#4e9a06", "#3465a4", "#75507b", "#06989a",
+                                            "#8ae234", "#729fcf", "#ad7fa8", "#34e2e2" };
+static const char *const warm_colours[] = { "#ef2929", "#f57900", "#edd400", "#c17d11" };
+
+static void state_key(const char *name, char *key)
+{
+    size_t n = 0;
+    for (const char *c = name; *c && n + 1 < STATE_TEXT; c++)
+        if (!isdigit((unsigned char)*c))
+            key[n++] = *c;
+    while (n > 0 && (key[n - 1] == ' ' || key[n - 1] == '#'))
+        n--;
+    key[n] = '\0';
+}
+
+static int is_waiting(const char *key)
+{
+    return strstr(key, "wait") || strstr(key, "block") || strstr(key, "starv");
+}
+
+static int palette_index(struct palette *palette, const char *name)
+{
+    char key[STATE_TEXT];
+    state_key(name, key);
+    for (int i = 0; i < palette->count; i++)
+        if (strcmp(palette->states[i], key) == 0)
+            return i;
+    if (palette->count == MAX_STATES)
+        return MAX_STATES - 1;
+    int i = palette->count++;
+    snprintf(palette->states[i], STATE_TEXT, "%s", key);
+    palette->colours[i] = is_waiting(key) ? warm_colours[palette->warm_used++ % 4]
+                                          : cool_colours[palette->cool_used++ % 8];
+    return i;
+}
+
+static void write_escaped(FILE *out, const char *text)
+{
+    for (; *text; text++) {
+        switch (*text) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        default: fputc(*text, out);
+        }
+    }
+}
+
+struct canvas {
+    FILE *out;
+    double span_ns; /* time covered by the plot */
+    struct palette palette;
+};
+
+static double x_of(const struct canvas *canvas, int64_t ts)
+{
+    return LABEL_WIDTH + (double)ts / canvas->span_ns * PLOT_WIDTH;
+}
+
+static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit_trace_event_t *begin, int64_t end_ts)
+{
+    int index = palette_index(&canvas->palette, begin->name);
+    double x = x_of(canvas, begin->ts_ns), width = x_of(canvas, end_ts) - x;
+    double inset = 3 + 3 * depth, y = TOP + lane * LANE_HEIGHT + inset;
+    double height = LANE_HEIGHT - 2 * inset;
+    if (height < 3)
+        height = 3;
+    fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" opacity=\"0.85\"><title>",
+            x, y, width < 0.6 ? 0.6 : width, height, canvas->palette.colours[index]);
+    write_escaped(canvas->out, begin->name);
+    fprintf(canvas->out, " (%.3f ms)</title></rect>\n", (double)(end_ts - begin->ts_ns) / 1e6);
+}
+
+static void draw_instant(struct canvas *canvas, const kit_trace_event_t *event)
+{
+    double x = x_of(canvas, event->ts_ns), y = TOP + event->lane * LANE_HEIGHT + LANE_HEIGHT / 2.0;
+    fprintf(canvas->out, "<path d=\"M%.2f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"><title>", x, y - 2);
+    write_escaped(canvas->out, event->category);
+    fputs(" - ", canvas->out);
+    write_escaped(canvas->out, event->name);
+    fprintf(canvas->out, " (%.3f ms)</title></path>\n", (double)event->ts_ns / 1e6);
+}
+
+/* Walk the events once, pairing each 'E' with the lane's innermost open 'B'. */
+static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, size_t count, unsigned lanes, int64_t end_ts)
+{
+    const kit_trace_event_t *(*open)[MAX_DEPTH] = calloc(lanes, sizeof *open);
+    int *depth = calloc(lanes, sizeof *depth);
+    if (open == NULL || depth == NULL)
+        goto out;
+    for (size_t i = 0; i < count; i++) {
+        const kit_trace_event_t *event = &events[i];
+        unsigned lane = event->lane;
+        if (event->phase == 'B' && depth[lane] < MAX_DEPTH)
+            open[lane][depth[lane]++] = event;
+        else if (event->phase == 'E' && depth[lane] > 0) {
+            depth[lane]--;
+            draw_span(canvas, lane, depth[lane], open[lane][depth[lane]], event->ts_ns);
+        } else if (event->phase == 'i')
+            draw_instant(canvas, event);
+    }
+    for (unsigned lane = 0; lane < lanes; lane++) /* spans still open at the end */
+        while (depth[lane] > 0) {
+            depth[lane]--;
+            draw_span(canvas, lane, depth[lane], open[lane][depth[lane]], end_ts);
+        }
+out:
+    free(open);
+    free(depth);
+}
+
+/* The smallest of 1, 2, 5 x 10^k ms that needs at most 10 ticks. */
+static double nice_step(double span_ms)
+{
+    static const double mantissas[] = { 1, 2, 5 };
+    for (double magnitude = 1e-3;; magnitude *= 10)
+        for (int i = 0; i < 3; i++)
+            if (span_ms / (mantissas[i] * magnitude) <= 10)
+                return mantissas[i] * magnitude;
+}
+
+static void draw_frame(struct canvas *canvas, unsigned lanes)
+{
+    FILE *out = canvas->out;
+    double plot_bottom = TOP + lanes * LANE_HEIGHT;
+    for (unsigned lane = 0; lane < lanes; lane++) {
+        double y = TOP + lane * LANE_HEIGHT;
+        fprintf(out, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LABEL_WIDTH, y,
+                PLOT_WIDTH, LANE_HEIGHT, lane % 2 ? "#f4f4f2" : "#ffffff");
+        fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LABEL_WIDTH - 8, y + LANE_HEIGHT * 0.65);
+        write_escaped(out, kit_trace_lane_name(lane));
+        fputs("</text>\n", out);
+    }
+    double span_ms = canvas->span_ns / 1e6, step = nice_step(span_ms);
+    for (double t = 0; t <= span_ms + 1e-9; t += step) {
+        double x = LABEL_WIDTH + t / span_ms * PLOT_WIDTH;
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d3d7cf\"/>\n", x, TOP - 4, x, plot_bottom);
+        fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555753\">%g ms</text>\n", x, TOP - 8, t);
+    }
+}
+
+static void draw_legend(struct canvas *canvas, unsigned lanes)
+{
+    double y = TOP + lanes * LANE_HEIGHT + 22, x = LABEL_WIDTH;
+    for (int i = 0; i < canvas->palette.count; i++) {
+        const char *key = canvas->palette.states[i];
+        if (x > LABEL_WIDTH + PLOT_WIDTH - 160) {
+            x = LABEL_WIDTH;
+            y += 20;
+        }
+        fprintf(canvas->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+                x, y - 10, canvas->palette.colours[i], x + 18, y);
+        write_escaped(canvas->out, key);
+        fputs("</text>\n", canvas->out);
+        x += 30 + 7.0 * (double)strlen(key);
+    }
+    fprintf(canvas->out, "<path d=\"M%.1f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"/><text x=\"%.1f\" y=\"%.1f\">event (hover for text)</text>\n",
+            x + 4, y - 8, x + 14, y);
+}
+
+static int64_t last_timestamp(const kit_trace_event_t *events, size_t count)
+{
+    return count ? events[count - 1].ts_ns : 0;
+}
+
+int kit_timeline_write_svg(const char *path)
+{
+    kit_trace_event_t *events;
+    size_t count;
+    if (kit_trace_snapshot(&events, &count) != 0)
+        return ENOMEM;
+    FILE *out = fopen(path, "w");
+    if (out == NULL) {
+        int err = errno;
+        free(events);
+        return err;
+    }
+    unsigned lanes = kit_trace_lane_count();
+    int64_t end_ts = last_timestamp(events, count);
+    struct canvas canvas = { .out = out, .span_ns = end_ts > 0 ? (double)end_ts * 1.02 : 1e6 };
+    int height = TOP + (int)lanes * LANE_HEIGHT + 70;
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            LABEL_WIDTH + PLOT_WIDTH + 20, height);
+    draw_frame(&canvas, lanes);
+    draw_events(&canvas, events, count, lanes, end_ts);
+    draw_legend(&canvas, lanes);
+    fputs("</svg>\n", out);
+    free(events);
+    int err = ferror(out) ? EIO : 0;
+    if (fclose(out) != 0 && err == 0)
+        err = errno;
+    return err;
+}

@@ -1,0 +1,29 @@
+/**
+ * @file kit_timeline.h
+ * @brief Draw a recorded trace as an SVG timeline: one lane per thread.
+ *
+ * Each thread is a horizontal lane; each span (kit_trace_begin() ..
+ * kit_trace_end()) is a coloured bar, nested spans drawn inside their
+ * parent; each instant is a small marker whose text shows on hover. States
+ * that differ only in numbers ("running task 7", "running task 8") share a
+ * colour, and waiting states are always drawn in warm colours, so "who was
+ * blocked, and for how long" is visible at a glance. A time axis and a
+ * legend complete the picture. No external tool is needed: open the file
+ * in a browser.
+ *
+ * @ingroup kit
+ */
+#ifndef KIT_TIMELINE_H
+#define KIT_TIMELINE_H
+
+/** @addtogroup kit
+ *  @{ */
+
+/**
+ * @brief Render the events recorded so far (kit_trace.h) to @p path as SVG.
+ * @return 0, ENOMEM, or the errno of opening or writing the file.
+ */
+int kit_timeline_write_svg(const char *path);
+
+/** @} */
+#endif

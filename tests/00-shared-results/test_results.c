@@ -1,0 +1,188 @@
+/**
+ * @file test_results.c
+ * @brief Chapter 00 tests: nothing lost, nothing doubled, under concurrency.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results.h"
+
+enum { APPENDERS = 4, PER_APPENDER = 50000, TOTAL = APPENDERS * PER_APPENDER };
+
+static results_t *make_list(size_t hint)
+{
+    results_t *list = NULL;
+    assert_ok(results_create(&list, hint));
+    assert_non_null(list);
+    return list;
+}
+
+/* Drains everything and counts how often each value 0..TOTAL-1 appears. */
+static void tally_drain(results_t *list, unsigned char *seen, size_t *bad)
+{
+    long chunk[512];
+    size_t taken;
+    do {
+        assert_ok(results_drain(list, chunk, 512, &taken));
+        for (size_t i = 0; i < taken; i++) {
+            if (chunk[i] < 0 || chunk[i] >= TOTAL)
+                (*bad)++;
+            else if (seen[chunk[i]] < 255)
+                seen[chunk[i]]++;
+        }
+    } while (taken > 0);
+}
+
+/* Fails the test naming the first record lost or doubled. */
+static void assert_each_exactly_once(const unsigned char *seen, size_t bad)
+{
+    size_t lost = 0, doubled = 0;
+    long first_lost = -1, first_doubled = -1;
+    for (long v = 0; v < TOTAL; v++) {
+        if (seen[v] == 0 && lost++ == 0)
+            first_lost = v;
+        if (seen[v] > 1 && doubled++ == 0)
+            first_doubled = v;
+    }
+    if (lost || doubled || bad)
+        fail_msg("of %d records: %zu lost (first %ld), %zu duplicated (first %ld), %zu garbage",
+                 TOTAL, lost, first_lost, doubled, first_doubled, bad);
+}
+
+static void test_results_create_rejects_null(void **state)
+{
+    (void)state;
+    assert_err(results_create(NULL, 8), EINVAL);
+}
+
+static void test_results_append_and_drain_keep_order(void **state)
+{
+    (void)state;
+    results_t *list = make_list(0); /* no hint: forces several growths */
+    for (long v = 0; v < 1000; v++)
+        assert_ok(results_append(list, v * 3));
+    assert_int_equal(results_count(list), 1000);
+    long out[400];
+    size_t taken;
+    assert_ok(results_drain(list, out, 400, &taken));
+    assert_int_equal(taken, 400);
+    for (long i = 0; i < 400; i++)
+        assert_int_equal(out[i], i * 3);
+    assert_int_equal(results_count(list), 600);
+    assert_ok(results_drain(list, out, 400, &taken));
+    assert_int_equal(out[0], 400 * 3); /* the oldest remaining record comes next */
+    results_destroy(list);
+}
+
+static void test_results_bad_arguments(void **state)
+{
+    (void)state;
+    results_t *list = make_list(4);
+    long out[2];
+    size_t taken = 99;
+    assert_err(results_append(NULL, 1), EINVAL);
+    assert_int_equal(results_count(NULL), 0);
+    assert_err(results_drain(NULL, out, 2, &taken), EINVAL);
+    assert_int_equal(taken, 0);
+    assert_err(results_drain(list, NULL, 2, &taken), EINVAL);
+    assert_err(results_drain(list, out, 2, NULL), EINVAL);
+    assert_ok(results_drain(list, NULL, 0, &taken)); /* nothing asked, nothing taken */
+    assert_int_equal(taken, 0);
+    results_destroy(NULL);
+    results_destroy(list);
+}
+
+static void test_results_destroy_frees_everything(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    results_t *list = make_list(2);
+    for (long v = 0; v < 5000; v++)
+        assert_ok(results_append(list, v));
+    results_destroy(list);
+    assert_no_leak_since(before);
+}
+
+struct appender {
+    results_t *list;
+    long first;  /* appends first .. first + PER_APPENDER - 1 */
+    int failures;
+};
+
+static void *append_range(void *raw)
+{
+    struct appender *job = raw;
+    for (long v = job->first; v < job->first + PER_APPENDER; v++)
+        if (results_append(job->list, v) != 0)
+            job->failures++;
+    return NULL;
+}
+
+static void test_results_stress_concurrent_appends(void **state)
+{
+    (void)state;
+    results_t *list = make_list(16);
+    struct appender jobs[APPENDERS];
+    for (int i = 0; i < APPENDERS; i++)
+        jobs[i] = (struct appender){ list, (long)i * PER_APPENDER, 0 };
+    kit_run_threads(APPENDERS, "appender", append_range, jobs, sizeof jobs[0]);
+    for (int i = 0; i < APPENDERS; i++)
+        assert_int_equal(jobs[i].failures, 0);
+    unsigned char *seen = calloc(TOTAL, 1);
+    size_t bad = 0;
+    assert_int_equal(results_count(list), TOTAL);
+    tally_drain(list, seen, &bad);
+    assert_each_exactly_once(seen, bad);
+    free(seen);
+    results_destroy(list);
+}
+
+static bool all_done(kit_worker_t *workers, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (!kit_worker_done(&workers[i]))
+            return false;
+    return true;
+}
+
+/* The master drains while the workers append: the story's "reads while
+ * they write". Every record must come out exactly once. */
+static void test_results_stress_drain_while_appending(void **state)
+{
+    (void)state;
+    results_t *list = make_list(16);
+    struct appender jobs[APPENDERS];
+    kit_worker_t appenders[APPENDERS];
+    unsigned char *seen = calloc(TOTAL, 1);
+    size_t bad = 0;
+    for (int i = 0; i < APPENDERS; i++) {
+        jobs[i] = (struct appender){ list, (long)i * PER_APPENDER, 0 };
+        kit_worker_start(&appenders[i], "appender", append_range, &jobs[i]);
+    }
+    while (!all_done(appenders, APPENDERS))
+        tally_drain(list, seen, &bad);
+    for (int i = 0; i < APPENDERS; i++) {
+        kit_worker_must_finish(&appenders[i], "appender");
+        assert_int_equal(jobs[i].failures, 0);
+    }
+    tally_drain(list, seen, &bad);
+    assert_each_exactly_once(seen, bad);
+    free(seen);
+    results_destroy(list);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_results_create_rejects_null),
+    cmocka_unit_test(test_results_append_and_drain_keep_order),
+    cmocka_unit_test(test_results_bad_arguments),
+    cmocka_unit_test(test_results_destroy_frees_everything),
+    cmocka_unit_test(test_results_stress_concurrent_appends),
+    cmocka_unit_test(test_results_stress_drain_while_appending),
+};
+
+KIT_TEST_MAIN(tests)

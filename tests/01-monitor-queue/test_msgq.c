@@ -1,0 +1,371 @@
+/**
+ * @file test_msgq.c
+ * @brief Chapter 01 tests: the monitor queue blocks, wakes, closes and never loses a message.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_time.h"
+#include "msgq.h"
+
+static msgq_t *make_queue(size_t capacity)
+{
+    msgq_t *q = NULL;
+    assert_ok(msgq_create(&q, capacity));
+    assert_non_null(q);
+    return q;
+}
+
+static void put_id(msgq_t *q, int id)
+{
+    assert_ok(msgq_put(q, (msg_t){ .id = id, .body = NULL }));
+}
+
+static int take_id(msgq_t *q)
+{
+    msg_t msg = { .id = -1 };
+    assert_ok(msgq_take(q, &msg));
+    return msg.id;
+}
+
+/* A thread that puts or takes one message and reports what happened. */
+struct one_call {
+    msgq_t *q;
+    int id;  /* in: the id to put; out: the id taken */
+    int err; /* the call's return code */
+};
+
+static void *put_one(void *raw)
+{
+    struct one_call *call = raw;
+    call->err = msgq_put(call->q, (msg_t){ .id = call->id });
+    return NULL;
+}
+
+static void *take_one(void *raw)
+{
+    struct one_call *call = raw;
+    msg_t msg = { .id = -1 };
+    call->err = msgq_take(call->q, &msg);
+    call->id = msg.id;
+    return NULL;
+}
+
+static void test_msgq_create_rejects_bad_arguments(void **state)
+{
+    (void)state;
+    msgq_t *q = (msgq_t *)&q; /* not NULL: create must reset it on failure */
+    assert_err(msgq_create(NULL, 2), EINVAL);
+    assert_err(msgq_create(&q, 0), EINVAL);
+    assert_null(q);
+    assert_err(msgq_create(&q, SIZE_MAX), EINVAL);
+    assert_null(q);
+}
+
+static void test_msgq_bad_arguments(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    msg_t msg;
+    assert_err(msgq_put(NULL, (msg_t){ 0 }), EINVAL);
+    assert_err(msgq_take(NULL, &msg), EINVAL);
+    assert_err(msgq_take(q, NULL), EINVAL);
+    assert_err(msgq_close(NULL), EINVAL);
+    assert_int_equal(msgq_size(NULL), 0);
+    msgq_destroy(NULL);
+    msgq_destroy(q);
+}
+
+static void test_msgq_fifo_order(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(4);
+    int body = 7;
+    assert_ok(msgq_put(q, (msg_t){ .id = 1, .body = &body }));
+    put_id(q, 2);
+    put_id(q, 3);
+    assert_int_equal(msgq_size(q), 3);
+    msg_t msg;
+    assert_ok(msgq_take(q, &msg));
+    assert_int_equal(msg.id, 1);
+    assert_ptr_equal(msg.body, &body); /* the body travels untouched */
+    put_id(q, 4);
+    put_id(q, 5); /* wraps around the ring */
+    for (int id = 2; id <= 5; id++)
+        assert_int_equal(take_id(q), id);
+    assert_int_equal(msgq_size(q), 0);
+    msgq_destroy(q);
+}
+
+static void test_msgq_put_blocks_while_full_until_take(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    put_id(q, 1);
+    struct one_call call = { q, 2, -1 };
+    kit_worker_t putter;
+    kit_worker_start(&putter, "putter", put_one, &call);
+    kit_worker_must_block(&putter, 200, "msgq_put on a full queue");
+    assert_int_equal(take_id(q), 1);
+    kit_worker_must_finish(&putter, "msgq_put after a take made room");
+    assert_int_equal(call.err, 0);
+    assert_int_equal(take_id(q), 2);
+    msgq_destroy(q);
+}
+
+static void test_msgq_take_blocks_while_empty_until_put(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(2);
+    struct one_call call = { q, -1, -1 };
+    kit_worker_t taker;
+    kit_worker_start(&taker, "taker", take_one, &call);
+    kit_worker_must_block(&taker, 200, "msgq_take on an empty queue");
+    put_id(q, 42);
+    kit_worker_must_finish(&taker, "msgq_take after a put");
+    assert_int_equal(call.err, 0);
+    assert_int_equal(call.id, 42);
+    msgq_destroy(q);
+}
+
+/* With wake-ups injected, every first wait returns at once with nothing
+ * changed: an `if` around the wait would then take from an empty queue or
+ * put into a full one. */
+static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    kit_spurious_wakeups(true);
+    struct one_call take_call = { q, -1, -1 };
+    kit_worker_t taker;
+    kit_worker_start(&taker, "taker", take_one, &take_call);
+    kit_worker_must_block(&taker, 200, "msgq_take on an empty queue woken spuriously");
+    put_id(q, 1);
+    kit_worker_must_finish(&taker, "msgq_take after a put");
+    assert_int_equal(take_call.id, 1);
+
+    put_id(q, 2); /* full again */
+    struct one_call put_call = { q, 3, -1 };
+    kit_worker_t putter;
+    kit_worker_start(&putter, "putter", put_one, &put_call);
+    kit_worker_must_block(&putter, 200, "msgq_put on a full queue woken spuriously");
+    kit_spurious_wakeups(false);
+    assert_true(kit_spurious_count() >= 2);
+    assert_int_equal(take_id(q), 2);
+    kit_worker_must_finish(&putter, "msgq_put after a take");
+    assert_int_equal(take_id(q), 3);
+    msgq_destroy(q);
+}
+
+enum { BLOCKED = 3 };
+
+static void test_msgq_close_wakes_every_blocked_taker(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    struct one_call calls[BLOCKED];
+    kit_worker_t takers[BLOCKED];
+    for (int i = 0; i < BLOCKED; i++) {
+        calls[i] = (struct one_call){ q, -1, -1 };
+        kit_worker_start(&takers[i], "taker", take_one, &calls[i]);
+    }
+    kit_await_waiting_threads(BLOCKED, "takers on an empty queue");
+    assert_ok(msgq_close(q));
+    for (int i = 0; i < BLOCKED; i++) {
+        kit_worker_must_finish(&takers[i], "msgq_take blocked when the queue was closed");
+        assert_int_equal(calls[i].err, ECANCELED);
+    }
+    msgq_destroy(q);
+}
+
+static void test_msgq_close_wakes_every_blocked_putter(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    put_id(q, 0);
+    struct one_call calls[BLOCKED];
+    kit_worker_t putters[BLOCKED];
+    for (int i = 0; i < BLOCKED; i++) {
+        calls[i] = (struct one_call){ q, i + 1, -1 };
+        kit_worker_start(&putters[i], "putter", put_one, &calls[i]);
+    }
+    kit_await_waiting_threads(BLOCKED, "putters on a full queue");
+    assert_ok(msgq_close(q));
+    for (int i = 0; i < BLOCKED; i++) {
+        kit_worker_must_finish(&putters[i], "msgq_put blocked when the queue was closed");
+        assert_int_equal(calls[i].err, ECANCELED);
+    }
+    assert_int_equal(take_id(q), 0); /* what was queued before the close is still delivered */
+    msg_t msg;
+    assert_err(msgq_take(q, &msg), ECANCELED);
+    msgq_destroy(q);
+}
+
+static void test_msgq_close_drains_then_cancels(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(4);
+    put_id(q, 1);
+    put_id(q, 2);
+    assert_ok(msgq_close(q));
+    assert_ok(msgq_close(q)); /* twice is harmless */
+    assert_err(msgq_put(q, (msg_t){ .id = 3 }), ECANCELED);
+    assert_int_equal(take_id(q), 1);
+    assert_int_equal(take_id(q), 2);
+    msg_t msg = { .id = -7 };
+    assert_err(msgq_take(q, &msg), ECANCELED);
+    assert_int_equal(msg.id, -7); /* out is untouched on error */
+    msgq_destroy(q);
+}
+
+static void test_msgq_destroy_frees_everything(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    msgq_t *q = make_queue(64);
+    for (int i = 0; i < 10; i++)
+        put_id(q, i);
+    msgq_destroy(q);
+    assert_no_leak_since(before);
+}
+
+/* ---- many producers, many consumers ------------------------------------- */
+
+enum { PRODUCERS = 4, CONSUMERS = 4, PER_PRODUCER = 4000, MAX_ID = PRODUCERS * PER_PRODUCER };
+
+struct producer {
+    msgq_t *q;
+    int index;
+    uint64_t seed;
+    int failures;
+};
+
+struct consumer {
+    msgq_t *q;
+    uint64_t seed;
+    int last_seq[PRODUCERS]; /* per producer, the last sequence number seen */
+    int out_of_order;        /* a producer's messages seen out of order */
+    int *mine;               /* this consumer's own tally (merged by the main thread) */
+};
+
+static void *produce(void *raw)
+{
+    struct producer *p = raw;
+    kit_rng_t rng;
+    kit_rng_seed(&rng, p->seed, (uint64_t)p->index);
+    for (int seq = 0; seq < PER_PRODUCER; seq++) {
+        /* id = producer * PER_PRODUCER + seq: who sent it and in which order */
+        if (msgq_put(p->q, (msg_t){ .id = p->index * PER_PRODUCER + seq }) != 0)
+            p->failures++;
+        if (seq % 64 == 0)
+            kit_jitter(&rng, 50);
+    }
+    return NULL;
+}
+
+static void *consume(void *raw)
+{
+    struct consumer *c = raw;
+    kit_rng_t rng;
+    kit_rng_seed(&rng, c->seed, 100);
+    msg_t msg;
+    int taken = 0;
+    while (msgq_take(c->q, &msg) == 0) {
+        if (msg.id < 0 || msg.id >= MAX_ID) {
+            c->out_of_order++; /* garbage counts as disorder */
+            continue;
+        }
+        int producer = msg.id / PER_PRODUCER, seq = msg.id % PER_PRODUCER;
+        if (seq <= c->last_seq[producer])
+            c->out_of_order++;
+        c->last_seq[producer] = seq;
+        c->mine[msg.id]++;
+        if (++taken % 64 == 0)
+            kit_jitter(&rng, 50);
+    }
+    return NULL;
+}
+
+/* Producers and consumers on one small queue: every message arrives exactly
+ * once, and each consumer sees each producer's messages in order. */
+static void run_producers_consumers(size_t capacity)
+{
+    msgq_t *q = make_queue(capacity);
+    uint64_t seed = kit_test_seed();
+    struct producer producers[PRODUCERS];
+    struct consumer *consumers = calloc(CONSUMERS, sizeof *consumers);
+    kit_worker_t consumer_threads[CONSUMERS];
+    assert_non_null(consumers);
+    for (int i = 0; i < CONSUMERS; i++) {
+        consumers[i].q = q;
+        consumers[i].seed = seed + (uint64_t)i;
+        consumers[i].mine = calloc(MAX_ID, sizeof(int));
+        for (int p = 0; p < PRODUCERS; p++)
+            consumers[i].last_seq[p] = -1;
+        kit_worker_start(&consumer_threads[i], "consumer", consume, &consumers[i]);
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        producers[i] = (struct producer){ q, i, seed, 0 };
+    kit_run_threads(PRODUCERS, "producer", produce, producers, sizeof producers[0]);
+    assert_ok(msgq_close(q)); /* consumers drain the rest, then see ECANCELED */
+    for (int i = 0; i < CONSUMERS; i++)
+        kit_worker_must_finish(&consumer_threads[i], "consumer after close");
+
+    int lost = 0, doubled = 0, disorder = 0;
+    for (int i = 0; i < PRODUCERS; i++)
+        assert_int_equal(producers[i].failures, 0);
+    for (int id = 0; id < MAX_ID; id++) {
+        int total = 0;
+        for (int i = 0; i < CONSUMERS; i++)
+            total += consumers[i].mine[id];
+        lost += total == 0;
+        doubled += total > 1;
+    }
+    for (int i = 0; i < CONSUMERS; i++) {
+        disorder += consumers[i].out_of_order;
+        free(consumers[i].mine);
+    }
+    free(consumers);
+    msgq_destroy(q);
+    if (lost || doubled || disorder)
+        fail_msg("%d messages lost, %d duplicated, %d out of order (or garbage)", lost, doubled, disorder);
+}
+
+static void test_msgq_stress_producers_consumers(void **state)
+{
+    (void)state;
+    run_producers_consumers(2);
+}
+
+/* Capacity 1 makes producers and consumers sleep on the one condition
+ * variable side by side: waking only one of them (signal) soon wakes the
+ * wrong kind and leaves everyone asleep. */
+static void test_msgq_stress_capacity_one_wakes_the_right_side(void **state)
+{
+    (void)state;
+    long rounds = kit_test_repeat(2);
+    for (long r = 0; r < rounds; r++)
+        run_producers_consumers(1);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_msgq_create_rejects_bad_arguments),
+    cmocka_unit_test(test_msgq_bad_arguments),
+    cmocka_unit_test(test_msgq_fifo_order),
+    cmocka_unit_test(test_msgq_put_blocks_while_full_until_take),
+    cmocka_unit_test(test_msgq_take_blocks_while_empty_until_put),
+    cmocka_unit_test(test_msgq_spurious_wakeups_do_not_release_waiters),
+    cmocka_unit_test(test_msgq_close_wakes_every_blocked_taker),
+    cmocka_unit_test(test_msgq_close_wakes_every_blocked_putter),
+    cmocka_unit_test(test_msgq_close_drains_then_cancels),
+    cmocka_unit_test(test_msgq_destroy_frees_everything),
+    cmocka_unit_test(test_msgq_stress_producers_consumers),
+    cmocka_unit_test(test_msgq_stress_capacity_one_wakes_the_right_side),
+};
+
+KIT_TEST_MAIN(tests)

@@ -1,0 +1,77 @@
+/**
+ * @file grader.h
+ * @brief The grading runner's shared types: tests, verdicts, limits.
+ *
+ * The runner executes every test case of every selected chapter in its own
+ * process (`test_binary --run NAME`), with a wall-clock limit and resource
+ * limits, and decides each verdict from the exit status plus a one-time
+ * token the test main writes to a private pipe after cmocka reports success.
+ * Nothing the code under test prints can change a verdict.
+ */
+#ifndef GRADER_H
+#define GRADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum verdict {
+    V_PASSED,
+    V_FAILED,       /* an assertion failed (exit status 1) */
+    V_CRASHED,      /* killed by a signal */
+    V_TIMED_OUT,    /* wall-clock limit: likely deadlock */
+    V_RACE,         /* ThreadSanitizer reported (exit status 66) */
+    V_MEMORY,       /* valgrind / sanitizer memory error or leak (exit status 99) */
+    V_NO_RESULT,    /* exited 0 without the success token: left the test early */
+    V_MISSING,      /* in the rubric, but no test binary has it */
+    V_NOT_RUN,      /* skipped (race-freedom line when tests fail) */
+};
+
+struct test_case {
+    char chapter[64];      /* "01-monitor-queue" */
+    char name[128];        /* cmocka test name, or "tsan" for the race-freedom line */
+    char description[256]; /* from the rubric */
+    char binary[512];      /* test executable that has it ("" if none) */
+    int points;
+    enum verdict verdict;
+    double seconds;
+    char detail[4096];     /* why it did not pass, a few lines */
+};
+
+struct limits {
+    double wall_seconds;   /* per test */
+    long cpu_seconds;      /* RLIMIT_CPU */
+    long address_space_mb; /* RLIMIT_AS; 0 = unlimited (sanitizers need huge mappings) */
+    long file_size_mb;     /* RLIMIT_FSIZE: output and files written */
+    long processes;        /* RLIMIT_NPROC */
+};
+
+struct run_options {
+    struct limits limits;
+    const char *wrapper;     /* command prefix, e.g. "valgrind --error-exitcode=99 ..." */
+    const char *log_dir;     /* one log file per test */
+    const char *source_root; /* for cutting backtraces to the kit's own frames */
+    bool diagnose_timeouts;  /* attach gdb to a stuck test */
+};
+
+/* grader_report.c: snprintf that truncates on purpose (long paths, long
+ * details are cut, not errors), without gcc's format-truncation warning. */
+void textf(char *dst, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* grader_proc.c */
+void run_test_case(struct test_case *test, const struct run_options *options);
+int list_tests(const char *binary, char names[][128], int max_names);
+const char *verdict_text(enum verdict verdict);
+
+/* grader_report.c */
+int load_rubric(const char *path, struct test_case *tests, int max_tests, char *error, size_t error_size);
+void print_chapter_header(const char *chapter);
+void print_test_line(const struct test_case *test, bool show_points);
+int write_json_report(const char *path, const char *mode, const char *implementation,
+                      const struct test_case *tests, int count);
+int write_junit_report(const char *path, const struct test_case *tests, int count);
+
+#endif

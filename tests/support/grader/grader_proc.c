@@ -1,0 +1,530 @@
+/**
+ * @file grader_proc.c
+ * @brief Running one test case in its own process: limits, time-out, verdict, diagnosis.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "grader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_ARGS = 48 };
+
+const char *verdict_text(enum verdict verdict)
+{
+    switch (verdict) {
+    case V_PASSED: return "passed";
+    case V_FAILED: return "FAILED";
+    case V_CRASHED: return "CRASHED";
+    case V_TIMED_OUT: return "TIMED OUT";
+    case V_RACE: return "DATA RACE";
+    case V_MEMORY: return "MEMORY ERROR";
+    case V_NO_RESULT: return "NO RESULT";
+    case V_MISSING: return "MISSING";
+    case V_NOT_RUN: return "not run";
+    }
+    return "?";
+}
+
+static double now_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static void set_limit(int resource, long value)
+{
+    struct rlimit limit = { (rlim_t)value, (rlim_t)value };
+    setrlimit(resource, &limit);
+}
+
+/* In the child, between fork and exec: a process group of its own (so the
+ * whole group can be killed), output to the log, limits, then the test. */
+static void exec_child(char *const argv[], const char *log_path, const struct limits *limits)
+{
+    setpgid(0, 0);
+    int log = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int nothing = open("/dev/null", O_RDONLY);
+    if (log >= 0) {
+        dup2(log, STDOUT_FILENO);
+        dup2(log, STDERR_FILENO);
+    }
+    if (nothing >= 0)
+        dup2(nothing, STDIN_FILENO);
+    if (limits) {
+        set_limit(RLIMIT_CPU, limits->cpu_seconds);
+        set_limit(RLIMIT_FSIZE, limits->file_size_mb << 20);
+        set_limit(RLIMIT_CORE, 0);
+        if (limits->address_space_mb > 0)
+            set_limit(RLIMIT_AS, limits->address_space_mb << 20);
+        if (limits->processes > 0)
+            set_limit(RLIMIT_NPROC, limits->processes);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], argv);
+    fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+struct outcome {
+    int status;       /* from waitpid */
+    bool timed_out;
+    double seconds;
+};
+
+typedef void (*on_timeout_fn)(pid_t pid, void *ctx);
+
+/* Fork, exec, and wait up to timeout_seconds without polling: SIGCHLD is
+ * blocked and collected with sigtimedwait. */
+static int run_process(char *const argv[], const char *log_path, const struct limits *limits,
+                       double timeout_seconds, on_timeout_fn on_timeout, void *ctx, struct outcome *out)
+{
+    sigset_t child_signal, previous;
+    sigemptyset(&child_signal);
+    sigaddset(&child_signal, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &child_signal, &previous);
+    double start = now_seconds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+        return errno;
+    }
+    if (pid == 0)
+        exec_child(argv, log_path, limits);
+    setpgid(pid, pid); /* also in the parent: no race with the kill below */
+    memset(out, 0, sizeof *out);
+    for (;;) {
+        pid_t done = waitpid(pid, &out->status, WNOHANG);
+        if (done == pid)
+            break;
+        double left = timeout_seconds - (now_seconds() - start);
+        if (left <= 0) {
+            out->timed_out = true;
+            if (on_timeout)
+                on_timeout(pid, ctx);
+            kill(-pid, SIGKILL);
+            waitpid(pid, &out->status, 0);
+            break;
+        }
+        struct timespec wait = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+        sigtimedwait(&child_signal, NULL, &wait); /* a SIGCHLD or the time-out */
+    }
+    kill(-pid, SIGKILL); /* anything the test left behind in its group */
+    out->seconds = now_seconds() - start;
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+    return 0;
+}
+
+int list_tests(const char *binary, char names[][128], int max_names)
+{
+    char log[] = "/tmp/kit-list-XXXXXX";
+    int fd = mkstemp(log);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    char *argv[] = { (char *)binary, "--list", NULL };
+    struct limits limits = { 30, 30, 0, 16, 0 };
+    struct outcome outcome;
+    int count = -1;
+    if (run_process(argv, log, &limits, 30, NULL, NULL, &outcome) == 0 && !outcome.timed_out &&
+        WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0) {
+        FILE *in = fopen(log, "r");
+        count = 0;
+        char line[256];
+        while (in && count < max_names && fgets(line, sizeof line, in)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (strncmp(line, "test_", 5) == 0)
+                textf(names[count++], 128, "%s", line);
+        }
+        if (in)
+            fclose(in);
+    }
+    unlink(log);
+    return count;
+}
+
+/* ---- reading a test's log --------------------------------------------------- */
+
+static char *read_log(const char *path)
+{
+    FILE *in = fopen(path, "r");
+    if (in == NULL)
+        return NULL;
+    enum { KEEP = 1 << 20 }; /* the last megabyte is plenty */
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    long from = size > KEEP ? size - KEEP : 0;
+    fseek(in, from, SEEK_SET);
+    char *text = malloc((size_t)(size - from) + 1);
+    size_t n = text ? fread(text, 1, (size_t)(size - from), in) : 0;
+    if (text)
+        text[n] = '\0';
+    fclose(in);
+    return text;
+}
+
+static void append_line(char *detail, size_t size, const char *line, size_t length)
+{
+    size_t used = strlen(detail);
+    if (used + length + 2 >= size)
+        return;
+    memcpy(detail + used, line, length);
+    detail[used + length] = '\n';
+    detail[used + length + 1] = '\0';
+}
+
+static bool line_contains(const char *line, size_t length, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= length; i++)
+        if (memcmp(line + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+/* Copies the lines that explain a failure: what the test said, where it
+ * failed, and the seed; cmocka's own RUN/OK/summary lines are left out. */
+static void failure_lines(const char *log, char *detail, size_t size, int max_lines)
+{
+    static const char *const prefixes[] = { "[  ERROR   ] --- ", "[   LINE   ] --- ", "[ seed     ] " };
+    int kept = 0;
+    for (const char *line = log; line && *line && kept < max_lines;) {
+        const char *end = strchr(line, '\n');
+        size_t length = end ? (size_t)(end - line) : strlen(line);
+        const char *text = line;
+        for (int p = 0; p < 3; p++) /* cmocka nests them: "[ ERROR ] --- [ LINE ] --- file:7" */
+            while (strncmp(text, prefixes[p], strlen(prefixes[p])) == 0)
+                text += strlen(prefixes[p]);
+        bool noise = length == 0 || (text == line && line[0] == '[') || line_contains(line, length, "FAILED TEST(S)");
+        if (!noise) {
+            char copy[600];
+            textf(copy, sizeof copy, "%.*s", (int)(length - (size_t)(text - line)), text);
+            char *failure = strstr(copy, ": error: Failure!");
+            if (failure) { /* "tests/x.c:19: error: Failure!" -> "at tests/x.c:19" */
+                *failure = '\0';
+                memmove(copy + 3, copy, strlen(copy) + 1);
+                memcpy(copy, "at ", 3);
+            }
+            append_line(detail, size, copy, strlen(copy));
+            kept++;
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+static void last_lines(const char *log, char *detail, size_t size, int count)
+{
+    const char *start = log + strlen(log);
+    for (int seen = 0; start > log && seen <= count; start--)
+        if (start[-1] == '\n' && ++seen > count)
+            break;
+    append_line(detail, size, start, strlen(start));
+}
+
+/* The first sanitizer or valgrind report, cut to its headline and the
+ * frames inside the kit's own sources. */
+static void report_lines(const char *log, const char *headline, const char *root, char *detail, size_t size)
+{
+    const char *at = strstr(log, headline);
+    if (at == NULL) {
+        last_lines(log, detail, size, 6);
+        return;
+    }
+    int kept = 0;
+    for (const char *line = at; line && *line && kept < 14;) {
+        const char *end = strchr(line, '\n');
+        size_t length = end ? (size_t)(end - line) : strlen(line);
+        bool frame = line_contains(line, length, "#") && root && line_contains(line, length, root);
+        bool header = line == at || (length > 0 && line[0] != ' ' && line[0] != '=');
+        if (frame || (header && kept < 8)) {
+            char copy[600];
+            snprintf(copy, sizeof copy, "%.*s", (int)(length < 590 ? length : 590), line);
+            char *cut = root ? strstr(copy, root) : NULL; /* shorten absolute paths */
+            if (cut)
+                memmove(cut, cut + strlen(root), strlen(cut + strlen(root)) + 1);
+            append_line(detail, size, copy, strlen(copy));
+            kept++;
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGABRT: return "SIGABRT (abort: an assert() or a double free?)";
+    case SIGBUS: return "SIGBUS (bad memory access)";
+    case SIGFPE: return "SIGFPE (arithmetic error)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    case SIGKILL: return "SIGKILL (killed: out of memory?)";
+    case SIGXCPU: return "SIGXCPU (CPU time limit exceeded: a spinning thread?)";
+    case SIGXFSZ: return "SIGXFSZ (output size limit exceeded)";
+    case SIGPIPE: return "SIGPIPE";
+    default: return "a signal";
+    }
+}
+
+/* ---- diagnosing a stuck test with gdb ---------------------------------------- */
+
+struct diagnosis {
+    const struct run_options *options;
+    char *detail;
+    size_t size;
+};
+
+/* The blocking call a frame is in, by its plain name: glibc's
+ * "___pthread_cond_wait", "__pthread_cond_wait_common" and our
+ * "__wrap_pthread_cond_wait" are all "pthread_cond_wait". NULL if none. */
+static const char *blocking_call(const char *function)
+{
+    static const char *const calls[] = { "pthread_cond_timedwait", "pthread_cond_wait", "pthread_mutex_lock",
+                                         "pthread_join", "clock_nanosleep", "nanosleep", "sem_wait",
+                                         "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", NULL };
+    while (*function == '_')
+        function++;
+    for (const char *prefix = "wrap_"; strncmp(function, prefix, strlen(prefix)) == 0;)
+        function += strlen(prefix);
+    if (strncmp(function, "GI_", 3) == 0)
+        function += 3;
+    while (*function == '_')
+        function++;
+    for (int i = 0; calls[i]; i++)
+        if (strncmp(function, calls[i], strlen(calls[i])) == 0)
+            return calls[i];
+    return NULL;
+}
+
+/* One gdb frame line "#2  0x... in msgq_put (q=...) at /root/solutions/x.c:41"
+ * becomes "msgq_put (solutions/x.c:41)", if it is one of ours. */
+static bool kit_frame(const char *line, const char *root, char *out, size_t size, char *function, size_t fsize)
+{
+    const char *name = strstr(line, " in ");
+    name = name ? name + 4 : strchr(line, ' ');
+    while (name && *name == ' ')
+        name++;
+    if (name == NULL)
+        return false;
+    size_t nlen = strcspn(name, " (");
+    snprintf(function, fsize, "%.*s", (int)nlen, name);
+    const char *at = strstr(line, " at ");
+    if (at == NULL)
+        return false;
+    const char *file = at + 4;
+    if (root && strncmp(file, root, strlen(root)) == 0)
+        file += strlen(root);       /* absolute path inside the kit: cut to relative */
+    else if (file[0] == '/' || file[0] == '.')
+        return false;               /* libc and other system code */
+    if (strstr(file, "tests/support/") || strstr(file, "lib/kit_"))
+        return false; /* the harness's frames only hide the student's */
+    snprintf(out, size, "%s (%.*s)", function, (int)strcspn(file, "\n"), file);
+    return true;
+}
+
+static void summarise_backtraces(FILE *in, const char *root, char *detail, size_t size)
+{
+    char line[1024], thread[160] = "", chain[900] = "", blocking[64] = "";
+    int threads = 0;
+    bool more = true;
+    while (more) {
+        more = fgets(line, sizeof line, in) != NULL;
+        bool new_thread = more && strncmp(line, "Thread ", 7) == 0;
+        if ((new_thread || !more) && thread[0]) { /* flush the previous thread */
+            char summary[1200];
+            snprintf(summary, sizeof summary, "  %s: %s%s%s", thread, blocking[0] ? blocking : "running",
+                     chain[0] ? " <- " : "", chain);
+            append_line(detail, size, summary, strlen(summary));
+            threads++;
+            thread[0] = chain[0] = blocking[0] = '\0';
+        }
+        if (new_thread) {
+            const char *quote = strchr(line, '"');
+            const char *number_end = strchr(line + 7, ' ');
+            snprintf(thread, sizeof thread, "thread %.*s [%.*s]", (int)(number_end ? number_end - line - 7 : 1),
+                     line + 7, quote ? (int)strcspn(quote + 1, "\"") : 1, quote ? quote + 1 : "?");
+        } else if (more && line[0] == '#' && thread[0]) {
+            char frame[600], function[128];
+            bool ours = kit_frame(line, root, frame, sizeof frame, function, sizeof function);
+            const char *call = blocking_call(function);
+            if (!blocking[0] && !chain[0] && call)
+                textf(blocking, sizeof blocking, "%s", call);
+            if (ours && strlen(chain) + strlen(frame) + 8 < sizeof chain) {
+                if (chain[0])
+                    strcat(chain, " <- ");
+                strcat(chain, frame);
+            }
+        }
+    }
+    if (threads == 0)
+        append_line(detail, size, "  (gdb could not read the threads)", 34);
+}
+
+static void diagnose_with_gdb(pid_t pid, void *raw)
+{
+    struct diagnosis *diagnosis = raw;
+    if (!diagnosis->options->diagnose_timeouts)
+        return;
+    char log[] = "/tmp/kit-gdb-XXXXXX";
+    int fd = mkstemp(log);
+    if (fd < 0)
+        return;
+    close(fd);
+    char pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
+    char *argv[] = { "gdb", "-q", "-batch", "-nx", "-p", pid_text, "-ex", "set pagination off",
+                     "-ex", "thread apply all bt 30", NULL };
+    struct limits limits = { 60, 60, 0, 64, 0 };
+    struct outcome outcome;
+    if (run_process(argv, log, &limits, 60, NULL, NULL, &outcome) != 0 || outcome.timed_out ||
+        !WIFEXITED(outcome.status) || WEXITSTATUS(outcome.status) == 127) {
+        append_line(diagnosis->detail, diagnosis->size, "  (install gdb to see where each thread was stuck)", 51);
+    } else {
+        append_line(diagnosis->detail, diagnosis->size, "where each thread was when the time ran out:", 44);
+        FILE *in = fopen(log, "r");
+        if (in) {
+            summarise_backtraces(in, diagnosis->options->source_root, diagnosis->detail, diagnosis->size);
+            fclose(in);
+        }
+    }
+    unlink(log);
+}
+
+/* ---- one test case --------------------------------------------------------- */
+
+static void make_token(char *token, size_t size)
+{
+    unsigned long long a = 0, b = 0;
+    FILE *random = fopen("/dev/urandom", "rb");
+    if (random) {
+        if (fread(&a, sizeof a, 1, random) != 1 || fread(&b, sizeof b, 1, random) != 1)
+            a = b = 0;
+        fclose(random);
+    }
+    if (a == 0)
+        a = (unsigned long long)now_seconds() * 1000003ULL ^ (unsigned long long)getpid();
+    snprintf(token, size, "%016llx%016llx", a, b);
+}
+
+static bool pipe_has_token(int fd, const char *token)
+{
+    char buffer[256];
+    ssize_t n = read(fd, buffer, sizeof buffer - 1);
+    if (n <= 0)
+        return false;
+    buffer[n] = '\0';
+    char expected[128];
+    snprintf(expected, sizeof expected, "passed %s\n", token);
+    return strcmp(buffer, expected) == 0;
+}
+
+static int build_argv(char **argv, char *wrapper_copy, const struct test_case *test)
+{
+    int argc = 0;
+    for (char *save = NULL, *word = strtok_r(wrapper_copy, " ", &save); word && argc < MAX_ARGS - 4;
+         word = strtok_r(NULL, " ", &save))
+        argv[argc++] = word;
+    argv[argc++] = (char *)test->binary;
+    argv[argc++] = "--run";
+    argv[argc++] = (char *)test->name;
+    argv[argc] = NULL;
+    return argc;
+}
+
+static void judge(struct test_case *test, const struct outcome *outcome, bool token_ok, const char *log,
+                  const struct run_options *options)
+{
+    int status = outcome->status;
+    if (outcome->timed_out) {
+        test->verdict = V_TIMED_OUT;
+        return; /* the diagnosis is already in detail */
+    }
+    if (WIFSIGNALED(status)) {
+        test->verdict = V_CRASHED;
+        snprintf(test->detail, sizeof test->detail, "killed by %s\n", signal_name(WTERMSIG(status)));
+        if (log)
+            last_lines(log, test->detail, sizeof test->detail, 6);
+        return;
+    }
+    int code = WEXITSTATUS(status);
+    if (code == 0 && token_ok) {
+        test->verdict = V_PASSED;
+    } else if (code == 0) {
+        test->verdict = V_NO_RESULT;
+        snprintf(test->detail, sizeof test->detail,
+                 "the test process exited with status 0 before the test finished (something called exit?)\n");
+    } else if (code == 66 && log) {
+        test->verdict = V_RACE;
+        report_lines(log, "WARNING: ThreadSanitizer", options->source_root, test->detail, sizeof test->detail);
+    } else if (code == 99 && log) {
+        test->verdict = V_MEMORY;
+        report_lines(log, strstr(log, "ERROR: ") ? "ERROR: " : "==", options->source_root, test->detail,
+                     sizeof test->detail);
+    } else {
+        test->verdict = V_FAILED;
+        if (log)
+            failure_lines(log, test->detail, sizeof test->detail, 8);
+        if (code == 127 || code == 3)
+            last_lines(log ? log : "", test->detail, sizeof test->detail, 3);
+    }
+}
+
+void run_test_case(struct test_case *test, const struct run_options *options)
+{
+    char log_path[1024];
+    snprintf(log_path, sizeof log_path, "%s/%s.%s.log", options->log_dir, test->chapter, test->name);
+    char wrapper_copy[1024];
+    snprintf(wrapper_copy, sizeof wrapper_copy, "%s", options->wrapper ? options->wrapper : "");
+    char *argv[MAX_ARGS];
+    build_argv(argv, wrapper_copy, test);
+
+    int result_pipe[2];
+    char token[64], fd_text[16];
+    test->detail[0] = '\0';
+    if (pipe(result_pipe) != 0) {
+        test->verdict = V_FAILED;
+        snprintf(test->detail, sizeof test->detail, "runner: pipe: %s\n", strerror(errno));
+        return;
+    }
+    fcntl(result_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(result_pipe[0], F_SETFL, O_NONBLOCK);
+    make_token(token, sizeof token);
+    snprintf(fd_text, sizeof fd_text, "%d", result_pipe[1]);
+    setenv("KIT_RESULT_FD", fd_text, 1);
+    setenv("KIT_RESULT_TOKEN", token, 1);
+
+    char stuck_threads[3000] = "";
+    struct diagnosis diagnosis = { options, stuck_threads, sizeof stuck_threads };
+    struct outcome outcome;
+    int err = run_process(argv, log_path, &options->limits, options->limits.wall_seconds, diagnose_with_gdb,
+                          &diagnosis, &outcome);
+    unsetenv("KIT_RESULT_FD");
+    unsetenv("KIT_RESULT_TOKEN");
+    close(result_pipe[1]);
+    bool token_ok = err == 0 && pipe_has_token(result_pipe[0], token);
+    close(result_pipe[0]);
+    if (err != 0) {
+        test->verdict = V_FAILED;
+        snprintf(test->detail, sizeof test->detail, "runner: cannot start the test: %s\n", strerror(err));
+        return;
+    }
+    test->seconds = outcome.seconds;
+    char *log = read_log(log_path);
+    judge(test, &outcome, token_ok, log, options);
+    if (outcome.timed_out)
+        snprintf(test->detail, sizeof test->detail,
+                 "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s",
+                 options->limits.wall_seconds, stuck_threads);
+    free(log);
+}

@@ -1,0 +1,138 @@
+/**
+ * @file kit_test.h
+ * @brief What every chapter's cmocka tests share.
+ *
+ * - KIT_TEST_MAIN(): a main() that runs all tests, lists them (`--list`) or
+ *   runs one (`--run NAME`), which is how the grading runner gives each test
+ *   its own process.
+ * - assert_ok() / assert_err(): check a kit return code and, on failure, say
+ *   which call returned which code by name, and what ENOSYS means.
+ * - kit_worker_*: a thread whose end the main thread can wait for *with a
+ *   timeout*, so "this call is blocked forever" becomes a failed assertion
+ *   instead of a hung test.
+ * - kit_run_threads(): N threads released together by a start gate.
+ * - kit_test_seed() / kit_jitter(): seeded randomness for stress tests; the
+ *   seed is printed, and SEED=N reproduces a failing run.
+ *
+ * cmocka is not thread-safe: an assert_* on a worker thread longjmps on the
+ * wrong stack and kills the whole run. Workers therefore only *record* what
+ * they saw and return it; the main thread asserts.
+ */
+#ifndef KIT_TEST_H
+#define KIT_TEST_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "kit_gate.h"
+#include "kit_rand.h"
+
+/** Generous bound for "it did not hang" (ms): long enough for a loaded
+ *  2-core machine under ThreadSanitizer or valgrind, short enough that a
+ *  stuck test fails before the runner's own time limit. */
+#define KIT_HANG_MS 8000L
+
+/** @brief main() for a test file: `static const struct CMUnitTest tests[] = {...}; KIT_TEST_MAIN(tests)` */
+#define KIT_TEST_MAIN(tests)                                                                      \
+    int main(int argc, char **argv)                                                               \
+    {                                                                                             \
+        return kit_test_main(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]), __FILE__);    \
+    }
+
+int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count,
+                  const char *file);
+
+/** @brief Assert that @p call returned 0. */
+#define assert_ok(call) kit_assert_code((call), 0, #call, __FILE__, __LINE__)
+/** @brief Assert that @p call returned the error code @p code. */
+#define assert_err(call, code) kit_assert_code((call), (code), #call, __FILE__, __LINE__)
+
+void kit_assert_code(int got, int want, const char *expr, const char *file, int line);
+
+/** @brief A thread the main thread can wait for with a timeout. */
+typedef struct kit_worker {
+    pthread_t thread;
+    kit_latch_t finished; /**< counted down when fn returns */
+    void *(*fn)(void *);
+    void *arg;
+    void *result;         /**< fn's return value, valid once finished */
+    bool joined;
+} kit_worker_t;
+
+/** @brief Start `fn(arg)` on a thread named @p name. Fails the test on error. */
+void kit_worker_start(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg);
+/** @brief True once fn has returned (does not block). */
+bool kit_worker_done(kit_worker_t *worker);
+/**
+ * @brief Wait up to @p timeout_ms for fn to return, then join it.
+ * @return 0, or ETIMEDOUT: the thread is still running (and is left running).
+ */
+int kit_worker_join(kit_worker_t *worker, long timeout_ms, void **result);
+/** @brief kit_worker_join() that fails the test, naming @p what, on a time-out. */
+void *kit_worker_must_finish(kit_worker_t *worker, const char *what);
+/** @brief Assert that the worker is still blocked after @p ms (a lower bound: it really waits). */
+void kit_worker_must_block(kit_worker_t *worker, long ms, const char *what);
+
+/**
+ * @brief Run `fn(args + i * arg_size)` on @p count threads named
+ *        `<name>-<i>`, all released at once by a start gate, and join them
+ *        all. Fails the test if any thread is still running after
+ *        KIT_HANG_MS once released.
+ */
+void kit_run_threads(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size);
+
+/** @brief The run's seed: $SEED if set, else from the clock; printed to stderr once. */
+uint64_t kit_test_seed(void);
+/** @brief Repetitions for a stress loop: @p base times $KIT_REPEAT_SCALE (default 1). */
+long kit_test_repeat(long base);
+/** @brief A short random pause: nothing, a yield, or a sleep of up to @p max_us. */
+void kit_jitter(kit_rng_t *rng, unsigned max_us);
+
+/* ---- Instrumented waits (tests/support/kit_wrap.c) ------------------------
+ * Test binaries are linked with -Wl,--wrap for pthread_cond_wait and
+ * pthread_cond_timedwait, so every wait in the code under test goes through
+ * these counters and switches. */
+
+/** @brief Threads inside pthread_cond_wait / pthread_cond_timedwait right now. */
+int kit_waiting_threads(void);
+/**
+ * @brief Wait (sleep-polling, test side only) until at least @p count threads
+ *        are inside a condition wait. Once this returns and the caller then
+ *        takes the structure's lock, those threads have really released it and
+ *        are asleep. Fails the test after KIT_HANG_MS.
+ */
+void kit_await_waiting_threads(int count, const char *what);
+/**
+ * @brief Inject spurious wake-ups: while on, every other call to a condition
+ *        wait on each thread returns 0 at once (after letting other threads
+ *        run), without any signal. POSIX allows this; correct code re-checks
+ *        its condition in a `while` loop and waits again.
+ */
+void kit_spurious_wakeups(bool on);
+/** @brief Spurious wake-ups injected so far. */
+long kit_spurious_count(void);
+
+/* ---- Counted allocations (also kit_wrap.c) --------------------------------- */
+
+/** @brief Blocks allocated by the test binary's code and not yet freed. */
+long kit_live_allocations(void);
+/** @brief Allocation calls made so far (malloc, calloc, realloc). */
+long kit_allocation_calls(void);
+/** @brief Make the @p nth allocation call from now fail (return NULL); 0 switches it off. */
+void kit_fail_allocation(long nth);
+
+/** @brief Assert that everything allocated since @p before was freed. */
+#define assert_no_leak_since(before)                                                          \
+    do {                                                                                       \
+        long kit_leaked_ = kit_live_allocations() - (before);                                 \
+        if (kit_leaked_ != 0)                                                                  \
+            fail_msg("%ld allocated block(s) not freed by destroy", kit_leaked_);              \
+    } while (0)
+
+#endif

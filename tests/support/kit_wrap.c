@@ -1,0 +1,180 @@
+/**
+ * @file kit_wrap.c
+ * @brief Instrumented condition waits for test binaries (linked with -Wl,--wrap).
+ *
+ * The linker sends every call to pthread_cond_wait / pthread_cond_timedwait in
+ * the test binary - the code under test included - here first. We count the
+ * threads inside a wait, which lets a test script an interleaving exactly
+ * ("both consumers are asleep now"), and on request we return early without
+ * any signal: a spurious wake-up, which POSIX allows at any time and which
+ * correct code survives by re-checking its condition in a while loop.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "kit_gate.h"
+#include "kit_test.h"
+#include "kit_time.h"
+
+int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+int __real_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                  const struct timespec *deadline);
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                  const struct timespec *deadline);
+
+static atomic_int waiting;
+static atomic_bool spurious_on;
+static atomic_long spurious_total;
+static _Thread_local unsigned long waits_on_this_thread;
+
+int kit_waiting_threads(void)
+{
+    return atomic_load(&waiting);
+}
+
+void kit_spurious_wakeups(bool on)
+{
+    atomic_store(&spurious_on, on);
+}
+
+long kit_spurious_count(void)
+{
+    return atomic_load(&spurious_total);
+}
+
+void kit_await_waiting_threads(int count, const char *what)
+{
+    int64_t start = kit_now_ns();
+    while (atomic_load(&waiting) < count) {
+        if (kit_elapsed_ms(start) > KIT_HANG_MS)
+            fail_msg("%s: expected %d threads asleep in a condition wait, saw %d", what, count,
+                     atomic_load(&waiting));
+        kit_sleep_ms(1);
+    }
+}
+
+/* Every other wait on a thread wakes up spuriously while injection is on:
+ * the first wait of a `while` loop returns at once, the retry really waits. */
+static bool take_spurious_turn(pthread_mutex_t *mutex)
+{
+    if (!atomic_load(&spurious_on) || (waits_on_this_thread++ % 2) != 0)
+        return false;
+    atomic_fetch_add(&spurious_total, 1);
+    /* Give up the mutex for a moment, as a real wake-up would, so other
+     * threads can run (and, say, steal the item we were waiting for). */
+    pthread_mutex_unlock(mutex);
+    sched_yield();
+    pthread_mutex_lock(mutex);
+    return true;
+}
+
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+    if (kit_harness_waiting)
+        return __real_pthread_cond_wait(cond, mutex);
+    if (take_spurious_turn(mutex))
+        return 0;
+    atomic_fetch_add(&waiting, 1);
+    int err = __real_pthread_cond_wait(cond, mutex);
+    atomic_fetch_sub(&waiting, 1);
+    return err;
+}
+
+int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                  const struct timespec *deadline)
+{
+    if (kit_harness_waiting)
+        return __real_pthread_cond_timedwait(cond, mutex, deadline);
+    if (take_spurious_turn(mutex))
+        return 0;
+    atomic_fetch_add(&waiting, 1);
+    int err = __real_pthread_cond_timedwait(cond, mutex, deadline);
+    atomic_fetch_sub(&waiting, 1);
+    return err;
+}
+
+/* ---- Counted allocations --------------------------------------------------
+ * malloc, calloc, realloc and free are wrapped the same way, so a test can
+ * check that destroy gives back everything create took (live count before
+ * == live count after), and can make the Nth allocation fail. Only calls
+ * made from the test binary's own objects are counted - allocations inside
+ * libc or cmocka are not. */
+
+#include <stdlib.h>
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t count, size_t size);
+void *__real_realloc(void *old, size_t size);
+void __real_free(void *block);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t count, size_t size);
+void *__wrap_realloc(void *old, size_t size);
+void __wrap_free(void *block);
+
+static atomic_long live_blocks;
+static atomic_long allocation_calls;
+static atomic_long fail_at_call; /* 0 = never fail */
+
+long kit_live_allocations(void)
+{
+    return atomic_load(&live_blocks);
+}
+
+long kit_allocation_calls(void)
+{
+    return atomic_load(&allocation_calls);
+}
+
+void kit_fail_allocation(long nth)
+{
+    atomic_store(&fail_at_call, nth > 0 ? atomic_load(&allocation_calls) + nth : 0);
+}
+
+static bool this_call_fails(void)
+{
+    long call = atomic_fetch_add(&allocation_calls, 1) + 1;
+    long target = atomic_load(&fail_at_call);
+    return target != 0 && call == target;
+}
+
+void *__wrap_malloc(size_t size)
+{
+    if (this_call_fails())
+        return NULL;
+    void *block = __real_malloc(size);
+    if (block)
+        atomic_fetch_add(&live_blocks, 1);
+    return block;
+}
+
+void *__wrap_calloc(size_t count, size_t size)
+{
+    if (this_call_fails())
+        return NULL;
+    void *block = __real_calloc(count, size);
+    if (block)
+        atomic_fetch_add(&live_blocks, 1);
+    return block;
+}
+
+void *__wrap_realloc(void *old, size_t size)
+{
+    if (this_call_fails())
+        return NULL;
+    void *block = __real_realloc(old, size);
+    if (block && old == NULL)
+        atomic_fetch_add(&live_blocks, 1);
+    return block;
+}
+
+void __wrap_free(void *block)
+{
+    if (block)
+        atomic_fetch_sub(&live_blocks, 1);
+    __real_free(block);
+}
