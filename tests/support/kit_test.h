@@ -115,7 +115,14 @@ void kit_await_waiting_threads(int count, const char *what);
  *        its condition in a `while` loop and waits again.
  */
 void kit_spurious_wakeups(bool on);
-/** @brief Spurious wake-ups injected so far. */
+/**
+ * @brief While @p ms > 0, every timed wait that would sleep longer than @p ms
+ *        returns 0 after @p ms instead, without any signal: a stream of
+ *        stolen wake-ups. A timed wait must still end at its original
+ *        deadline (one absolute deadline, reused by every wait of the loop).
+ */
+void kit_wakeups_every(long ms);
+/** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 
 /* ---- Counted allocations (also kit_wrap.c) --------------------------------- */

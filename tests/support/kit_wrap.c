@@ -10,6 +10,7 @@
  * correct code survives by re-checking its condition in a while loop.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 
 static atomic_int waiting;
 static atomic_bool spurious_on;
+static atomic_long wake_every_ms; /* 0 = off */
 static atomic_long spurious_total;
 static _Thread_local unsigned long waits_on_this_thread;
 
@@ -45,6 +47,11 @@ void kit_spurious_wakeups(bool on)
 long kit_spurious_count(void)
 {
     return atomic_load(&spurious_total);
+}
+
+void kit_wakeups_every(long ms)
+{
+    atomic_store(&wake_every_ms, ms > 0 ? ms : 0);
 }
 
 void kit_await_waiting_threads(int count, const char *what)
@@ -85,6 +92,39 @@ int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
     return err;
 }
 
+/* The clock a deadline was computed on. The wrapper cannot ask the condition
+ * variable, but the two clocks are decades apart: CLOCK_REALTIME counts from
+ * 1970, CLOCK_MONOTONIC (the kit's) from boot. */
+static clockid_t clock_of(const struct timespec *deadline)
+{
+    return deadline->tv_sec > 1000000000 ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+}
+
+/* With kit_wakeups_every(ms) on, a timed wait that would sleep longer than ms
+ * wakes up after ms and returns 0 - as if a signal had come for a condition
+ * that another thread then made false again (a stolen wake-up). Code that
+ * recomputes "now + timeout" after each wake-up then never times out. */
+static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                  const struct timespec *deadline, long every_ms)
+{
+    struct timespec early;
+    clock_gettime(clock_of(deadline), &early);
+    early.tv_sec += every_ms / 1000;
+    early.tv_nsec += (every_ms % 1000) * 1000000L;
+    if (early.tv_nsec >= 1000000000L) {
+        early.tv_nsec -= 1000000000L;
+        early.tv_sec++;
+    }
+    bool earlier = early.tv_sec < deadline->tv_sec ||
+                   (early.tv_sec == deadline->tv_sec && early.tv_nsec < deadline->tv_nsec);
+    int err = __real_pthread_cond_timedwait(cond, mutex, earlier ? &early : deadline);
+    if (err == ETIMEDOUT && earlier) {
+        atomic_fetch_add(&spurious_total, 1);
+        return 0;
+    }
+    return err;
+}
+
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
@@ -92,8 +132,10 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
         return __real_pthread_cond_timedwait(cond, mutex, deadline);
     if (take_spurious_turn(mutex))
         return 0;
+    long every_ms = atomic_load(&wake_every_ms);
     atomic_fetch_add(&waiting, 1);
-    int err = __real_pthread_cond_timedwait(cond, mutex, deadline);
+    int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, every_ms)
+                           : __real_pthread_cond_timedwait(cond, mutex, deadline);
     atomic_fetch_sub(&waiting, 1);
     return err;
 }

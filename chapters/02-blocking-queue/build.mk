@@ -1,0 +1,7 @@
+# Chapter 02 - the files that make it up (read by the top-level Makefile).
+ch02_impl    := bq.c
+ch02_uses    :=
+ch02_main    := main.c
+ch02_program := ch02-blocking-queue
+ch02_tests   := test_bq
+ch02_smoke   := --policy abort --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet
