@@ -63,7 +63,8 @@ CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
-TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait malloc calloc realloc free)
+TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_mutex_lock \
+                malloc calloc realloc free)
 
 LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_thread.c \
             lib/kit_time.c lib/kit_timeline.c lib/kit_trace.c
@@ -81,6 +82,10 @@ impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl
 # has them, so one unfinished chapter does not break the next.
 used_objs = $(if $(and $(filter-out solutions,$(IMPL)),$(wildcard solutions/$(1))),$(patsubst %.c,$(OUT)/obj/ref/$(1)/%.o,$(ch$(call number,$(1))_impl)),$(call impl_objs,$(1)))
 chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d)))
+
+# lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
+KIT_TESTS := test_kit
+KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 
 PROGRAMS  := $(foreach c,$(SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
 RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
@@ -115,6 +120,10 @@ $(OUT)/tests/$(1)/$(3): $(OUT)/obj/src/tests/$(1)/$(3).o $(call chapter_objs,$(1
 	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
+$(OUT)/tests/kit/%: $(OUT)/obj/src/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
 
@@ -132,7 +141,7 @@ all: deps ## build every program and test, for the solutions and the exercises
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
-tests-bin: $(TEST_BINS) ## the test programs, for IMPL
+tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS)) ## the test programs, for IMPL
 grader: $(GRADER)
 
 # Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
@@ -151,11 +160,13 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 
 # ---- Testing --------------------------------------------------------------------------
 GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(SELECTED),--chapter $(c))
+# make test, tsan, valgrind, asan also run lib/'s own tests when no chapter is picked.
+CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit)
 
 .PHONY: test tsan valgrind asan smoke
 test: deps ## run every test against the solutions, and smoke-run the programs
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(GRADE_FLAGS); rc=$$?; \
+	@start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
 
@@ -172,19 +183,19 @@ tsan: deps ## every test under ThreadSanitizer (a race report fails the test)
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan tests-bin
 	@$(MAKE) --no-print-directory grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tsan/tests --report build/test-tsan \
-	  --wrapper "$(TSAN_WRAPPER)" $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
+	  --wrapper "$(TSAN_WRAPPER)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 
 asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=asan tests-bin
 	@$(MAKE) --no-print-directory grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin build/asan/tests --report build/test-asan \
-	  --unlimited-memory $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
+	  --unlimited-memory $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 
 valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 	@command -v valgrind >/dev/null || { echo "valgrind is not installed: sudo apt-get install valgrind"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tests --report build/test-valgrind \
-	  --wrapper "$(VALGRIND)" $(GRADE_FLAGS) --timeout $$(( $(TIMEOUT) * 10 ))
+	  --wrapper "$(VALGRIND)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 10 ))
 
 # ---- Grading --------------------------------------------------------------------------
 # SUBMISSION may be a copy of exercises/ or a whole kit tree (then its exercises/ is used).

@@ -122,6 +122,13 @@ void kit_spurious_wakeups(bool on);
  *        deadline (one absolute deadline, reused by every wait of the loop).
  */
 void kit_wakeups_every(long ms);
+/**
+ * @brief While @p max_us > 0, every pthread_mutex_lock in the code under test
+ *        first sleeps a random 0..max_us microseconds (seeded from @p seed, per
+ *        thread). Stretches sub-microsecond windows between two critical
+ *        sections so that a test sweeping across them hits them reliably.
+ */
+void kit_lock_delays(long max_us, uint64_t seed);
 /** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 

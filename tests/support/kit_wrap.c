@@ -140,6 +140,41 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
     return err;
 }
 
+/* ---- Delays before taking a mutex -------------------------------------------
+ * A race window between two critical sections is often a few hundred
+ * nanoseconds wide: a thread leaves one, and before it enters the next,
+ * another thread must slip in. With kit_lock_delays(max_us) on, every
+ * pthread_mutex_lock first pauses for a random 0..max_us microseconds
+ * (seeded per thread), which stretches every such window to microseconds. */
+
+int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex);
+
+static atomic_long lock_delay_us;     /* 0 = off */
+static atomic_ulong lock_delay_seed;
+static atomic_uint delayed_threads;
+static _Thread_local kit_rng_t delay_rng;
+static _Thread_local bool delay_rng_ready;
+
+void kit_lock_delays(long max_us, uint64_t seed)
+{
+    atomic_store(&lock_delay_seed, (unsigned long)seed);
+    atomic_store(&lock_delay_us, max_us > 0 ? max_us : 0);
+}
+
+int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+    long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
+    if (max_us > 0 && !kit_harness_waiting) {
+        if (!delay_rng_ready) {
+            kit_rng_seed(&delay_rng, atomic_load(&lock_delay_seed), atomic_fetch_add(&delayed_threads, 1));
+            delay_rng_ready = true;
+        }
+        kit_sleep_us((long)kit_rng_below(&delay_rng, (uint64_t)max_us + 1));
+    }
+    return __real_pthread_mutex_lock(mutex);
+}
+
 /* ---- Counted allocations --------------------------------------------------
  * malloc, calloc, realloc and free are wrapped the same way, so a test can
  * check that destroy gives back everything create took (live count before

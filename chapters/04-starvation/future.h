@@ -1,0 +1,144 @@
+/**
+ * @file future.h
+ * @brief Chapter 04: futures - a result that arrives later - on the chapter-03 pool.
+ *
+ * tpool_submit() runs `fn(arg)` on a pool and returns at once with a future;
+ * future_get() waits until the task has finished and hands over what `fn`
+ * returned. A future is a one-shot monitor: a mutex, a condition variable,
+ * and a state that moves once, from PENDING through RUNNING to one of DONE,
+ * FAILED or CANCELLED, never back.
+ *
+ * The chapter's story is starvation: two waiters in one pool of two both
+ * take an order and wait for a dish that only a free thread of the same
+ * pool could cook. Here that wait does not hang: future_get() called on a
+ * worker of the pool that holds the awaited task in its queue, when every
+ * other worker of that pool waits the same way, returns EDEADLK at once.
+ *
+ * **Reference counting.** A future is shared by whoever submitted it and by
+ * the task that will complete it; each holds a reference and drops it with
+ * future_release() (the pool drops its own when the task finishes or is
+ * dropped). The memory goes when the last reference does, so release is
+ * safe in any order. tpool_submit() gives the caller one reference.
+ *
+ * **Results.** The future stores `fn`'s return value and never frees it:
+ * whoever calls future_get() decides what it points to. A task reports a
+ * failure by calling future_fail() before returning; its return value is
+ * then ignored.
+ *
+ * @ingroup ch04
+ */
+#ifndef FUTURE_H
+#define FUTURE_H
+
+#include <stdbool.h>
+
+#include "tpool.h"
+
+/** @defgroup ch04 Chapter 04 - futures and starvation
+ *  @brief Results that arrive later; one pool starves, two pools do not; sizing a pool.
+ *  @{ */
+
+/** @brief An opaque, reference-counted future. */
+typedef struct future future_t;
+
+/** @brief Where a future is in its life. Only ever moves forward. */
+typedef enum future_state {
+    FUTURE_PENDING,   /**< submitted, not started: can still be cancelled */
+    FUTURE_RUNNING,   /**< its task is running */
+    FUTURE_DONE,      /**< finished; the result is available */
+    FUTURE_FAILED,    /**< finished after calling future_fail() */
+    FUTURE_CANCELLED  /**< cancelled (or dropped by the pool) before it started; it never runs */
+} future_state_t;
+
+/**
+ * @brief Run `fn(arg)` on @p p; get its result later through @p out.
+ * @param[in]  p   the pool.
+ * @param[in]  fn  the task; its return value becomes the result.
+ * @param[in]  arg its argument (the caller keeps ownership).
+ * @param[out] out the future, with one reference for the caller; NULL on error.
+ * @return 0; EINVAL (NULL @p p, @p fn or @p out); ENOMEM; or tpool_execute()'s
+ *         error (ECANCELED, EAGAIN, ETIMEDOUT): then `fn` will never run.
+ *         If the pool drops the task later (a discard policy,
+ *         tpool_shutdown_now()), the future becomes CANCELLED.
+ * @see future_release
+ */
+int tpool_submit(tpool_t *p, void *(*fn)(void *), void *arg, future_t **out);
+
+/**
+ * @brief Wait until the future is finished, then report how.
+ * @param[in]  f      the future.
+ * @param[out] result what `fn` returned (only written on success); may be NULL.
+ * @return 0 (DONE); ECANCELED (cancelled or dropped); EDEADLK (the wait could
+ *         never end: see future.h; nothing waited); EINVAL (NULL @p f); or the
+ *         error the task gave future_fail() (use future_state() to tell a
+ *         failure apart from the codes above).
+ * @par Thread safety
+ * Any number of threads may wait on one future; all of them wake.
+ */
+int future_get(future_t *f, void **result);
+
+/**
+ * @brief future_get(), waiting at most @p timeout_ms.
+ * @return as future_get(), plus ETIMEDOUT once @p timeout_ms has passed with
+ *         the future still unfinished (never earlier); EINVAL for a negative
+ *         @p timeout_ms.
+ */
+int future_get_timed(future_t *f, void **result, long timeout_ms);
+
+/**
+ * @brief Cancel the task if it has not started yet: it will never run, and
+ *        every waiter wakes with ECANCELED.
+ * @return 0 (cancelled now, or already); EBUSY (too late: it has started or
+ *         finished - nothing changed); EINVAL (NULL).
+ */
+int future_cancel(future_t *f);
+
+/** @brief True once DONE, FAILED or CANCELLED (false for NULL). Does not block. */
+bool future_is_done(future_t *f);
+
+/** @brief The current state (FUTURE_CANCELLED for NULL). Does not block. */
+future_state_t future_state(future_t *f);
+
+/** @brief Drop one reference; the last one frees the future. NULL is a no-op. */
+void future_release(future_t *f);
+
+/**
+ * @brief Inside a task run through a future: the task failed with @p error
+ *        (0 is taken as EIO). future_get() will return @p error.
+ */
+void future_fail(int error);
+
+/** @name Building blocks for other executors (chapter 06)
+ *  @{ */
+
+/** @brief A new PENDING future with one reference. @return 0, EINVAL or ENOMEM. */
+int future_create(future_t **out);
+
+/** @brief Add a reference (for a second owner). @return @p f. */
+future_t *future_retain(future_t *f);
+
+/**
+ * @brief Run `fn(arg)` as @p f's task on the calling thread, unless @p f was
+ *        cancelled: PENDING -> RUNNING -> DONE/FAILED, waking every waiter.
+ * @return 0 if it ran; ECANCELED if it was cancelled (fn not called); EINVAL.
+ */
+int future_run(future_t *f, void *(*fn)(void *), void *arg);
+
+/**
+ * @brief Tie @p f to a *lane*: an executor that runs its tasks one at a
+ *        time, in order (chapter 06: one lane per key). Call before anyone waits on @p f.
+ */
+void future_set_lane(future_t *f, const void *lane);
+
+/**
+ * @brief The calling thread now runs tasks of @p lane (NULL: of none).
+ *
+ * While it does, future_get() on an unfinished future of the same lane
+ * returns EDEADLK: that future's task cannot start before the current one ends.
+ */
+void future_enter_lane(const void *lane);
+
+/** @} */
+
+/** @} */
+#endif

@@ -1,0 +1,174 @@
+/**
+ * @file test_kit.c
+ * @brief Tests of the kit runtime itself (lib/): deadlines, gates, latches, traces.
+ *
+ * These run in `make test` like the chapters' tests but carry no points: lib/
+ * is not something students write.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kit_thread.h"
+#include "kit_time.h"
+#include "kit_trace.h"
+
+static void test_kit_deadline_rejects_negative_and_null(void **state)
+{
+    (void)state;
+    struct timespec deadline;
+    assert_err(kit_deadline_after(-1, &deadline), EINVAL);
+    assert_err(kit_deadline_after(10, NULL), EINVAL);
+}
+
+static void test_kit_deadline_is_in_the_future_and_clamped(void **state)
+{
+    (void)state;
+    struct timespec now, soon, forever;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    assert_ok(kit_deadline_after(1500, &soon));
+    long long delta_ms = (long long)(soon.tv_sec - now.tv_sec) * 1000 + (soon.tv_nsec - now.tv_nsec) / 1000000;
+    assert_true(delta_ms >= 1500 && delta_ms < 1500 + 1000);
+    assert_true(soon.tv_nsec >= 0 && soon.tv_nsec < 1000000000L);
+    assert_ok(kit_deadline_after(LONG_MAX, &forever)); /* no overflow, far in the future */
+    assert_true(forever.tv_sec > now.tv_sec + 365L * 24 * 3600);
+    assert_false(kit_deadline_passed(&forever));
+}
+
+static void test_kit_timed_wait_waits_at_least_its_timeout(void **state)
+{
+    (void)state;
+    kit_latch_t latch;
+    assert_ok(kit_latch_init(&latch, 1));
+    int64_t start = kit_now_ns();
+    assert_err(kit_latch_wait(&latch, 120), ETIMEDOUT);
+    assert_true(kit_elapsed_ms(start) >= 120.0); /* a lower bound, never an upper one */
+    kit_latch_count_down(&latch);
+    assert_ok(kit_latch_wait(&latch, 0));
+    kit_latch_destroy(&latch);
+}
+
+struct gate_job {
+    kit_gate_t *gate;
+    kit_latch_t *passed;
+};
+
+static void *pass_gate(void *raw)
+{
+    struct gate_job *job = raw;
+    kit_gate_wait(job->gate);
+    kit_latch_count_down(job->passed);
+    return NULL;
+}
+
+static void test_kit_gate_holds_threads_until_opened(void **state)
+{
+    (void)state;
+    kit_gate_t gate;
+    kit_latch_t passed;
+    assert_ok(kit_gate_init(&gate));
+    assert_ok(kit_latch_init(&passed, 3));
+    struct gate_job job = { &gate, &passed };
+    kit_worker_t workers[3];
+    for (int i = 0; i < 3; i++)
+        kit_worker_start(&workers[i], "gated", pass_gate, &job);
+    assert_ok(kit_gate_await_arrivals(&gate, 3, KIT_HANG_MS));
+    assert_err(kit_latch_wait(&passed, 100), ETIMEDOUT); /* nobody passes a closed gate */
+    kit_gate_open(&gate);
+    assert_ok(kit_latch_wait(&passed, KIT_HANG_MS));
+    for (int i = 0; i < 3; i++)
+        kit_worker_must_finish(&workers[i], "gated thread");
+    kit_latch_destroy(&passed);
+    kit_gate_destroy(&gate);
+}
+
+static void *record_spans(void *raw)
+{
+    (void)raw;
+    for (int i = 0; i < 50; i++) {
+        kit_trace_begin("test", "outer %d", i);
+        kit_trace_begin("test", "inner");
+        kit_trace_instant("test", "tick %d", i);
+        kit_trace_end("test");
+        kit_trace_end("test");
+    }
+    return NULL;
+}
+
+/* Every thread's spans nest properly and time never runs backwards. */
+static void test_kit_trace_records_balanced_ordered_events(void **state)
+{
+    (void)state;
+    assert_ok(kit_trace_start());
+    kit_run_threads(4, "tracer", record_spans, NULL, 0);
+    kit_trace_stop();
+    kit_trace_event_t *events;
+    size_t count;
+    assert_ok(kit_trace_snapshot(&events, &count));
+    assert_int_equal(count, 4 * 50 * 5);
+    int depth[16] = { 0 };
+    for (size_t i = 0; i < count; i++) {
+        assert_true(events[i].lane < 16);
+        if (i > 0)
+            assert_true(events[i].ts_ns >= events[i - 1].ts_ns);
+        depth[events[i].lane] += events[i].phase == 'B' ? 1 : events[i].phase == 'E' ? -1 : 0;
+        assert_true(depth[events[i].lane] >= 0 && depth[events[i].lane] <= 2);
+    }
+    for (unsigned lane = 0; lane < kit_trace_lane_count(); lane++)
+        assert_int_equal(depth[lane], 0);
+    free(events);
+    kit_trace_reset();
+}
+
+static void test_kit_trace_is_silent_when_off(void **state)
+{
+    (void)state;
+    kit_trace_reset();
+    kit_trace_begin("test", "nobody records this");
+    kit_trace_end("test");
+    kit_trace_event_t *events;
+    size_t count;
+    assert_ok(kit_trace_snapshot(&events, &count));
+    assert_int_equal(count, 0);
+    assert_null(events);
+}
+
+static void test_kit_trace_writes_json(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kit-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_ok(kit_trace_start());
+    kit_trace_begin("test", "a \"quoted\" state");
+    kit_trace_end("test");
+    assert_ok(kit_trace_write_json(path));
+    kit_trace_reset();
+    FILE *in = fdopen(fd, "r");
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    unlink(path);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "\"traceEvents\""));
+    assert_non_null(strstr(text, "a \\\"quoted\\\" state")); /* escaped, so the JSON stays valid */
+    assert_non_null(strstr(text, "\"thread_name\""));
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_kit_deadline_rejects_negative_and_null),
+    cmocka_unit_test(test_kit_deadline_is_in_the_future_and_clamped),
+    cmocka_unit_test(test_kit_timed_wait_waits_at_least_its_timeout),
+    cmocka_unit_test(test_kit_gate_holds_threads_until_opened),
+    cmocka_unit_test(test_kit_trace_records_balanced_ordered_events),
+    cmocka_unit_test(test_kit_trace_is_silent_when_off),
+    cmocka_unit_test(test_kit_trace_writes_json),
+};
+
+KIT_TEST_MAIN(tests)
