@@ -24,7 +24,11 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 # ---- Chapters ------------------------------------------------------------------
 # Each chapter says what it is made of in chapters/NN-name/build.mk: the
 # files students implement (chNN_impl), the earlier chapters it links
-# (chNN_uses), its program and its tests.
+# (chNN_uses), its program (chNN_main) and tests (chNN_tests); optionally
+# kit-written sources in chapters/NN-name/ that the program and the tests
+# both link (chNN_support), extra sources in tests/NN-name/ that every test
+# of the chapter links (chNN_test_support), libraries (chNN_libs), and a
+# service the chapter needs (chNN_needs: `make run` skips it unless CH says so).
 CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
 include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
 
@@ -81,7 +85,9 @@ impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl
 # An earlier chapter that $(1) builds on: the reference files when the tree
 # has them, so one unfinished chapter does not break the next.
 used_objs = $(if $(and $(filter-out solutions,$(IMPL)),$(wildcard solutions/$(1))),$(patsubst %.c,$(OUT)/obj/ref/$(1)/%.o,$(ch$(call number,$(1))_impl)),$(call impl_objs,$(1)))
-chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d)))
+support_objs = $(patsubst %.c,$(OUT)/obj/src/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
+chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d))) $(call support_objs,$(1))
+test_support_objs = $(patsubst %.c,$(OUT)/obj/src/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit
@@ -115,7 +121,7 @@ $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(OUT)/obj/src/chapters/$(1)/%.o,$(
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(OUT)/obj/src/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1)/$(3): $(OUT)/obj/src/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
