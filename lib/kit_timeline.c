@@ -95,7 +95,7 @@ static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit
     double height = LANE_HEIGHT - 2 * inset;
     if (height < 3)
         height = 3;
-    fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" opacity=\"0.85\"><title>",
+    fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\"><title>",
             x, y, width < 0.6 ? 0.6 : width, height, canvas->palette.colours[index]);
     write_escaped(canvas->out, begin->name);
     fprintf(canvas->out, " (%.3f ms)</title></rect>\n", (double)(end_ts - begin->ts_ns) / 1e6);
@@ -208,10 +208,13 @@ int kit_timeline_write_svg(const char *path)
     unsigned lanes = kit_trace_lane_count();
     int64_t end_ts = last_timestamp(events, count);
     struct canvas canvas = { .out = out, .span_ns = end_ts > 0 ? (double)end_ts * 1.02 : 1e6 };
-    int height = TOP + (int)lanes * LANE_HEIGHT + 70;
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                 "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            LABEL_WIDTH + PLOT_WIDTH + 20, height);
+    int height = TOP + (int)lanes * LANE_HEIGHT + 40;
+    /* viewBox + width 100%: the picture scales down to fit a narrow page. */
+    int width = LABEL_WIDTH + PLOT_WIDTH + 20;
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
+                 "style=\"max-width:%dpx\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                 "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            width, height, width);
     draw_frame(&canvas, lanes);
     draw_events(&canvas, events, count, lanes, end_ts);
     draw_legend(&canvas, lanes);
