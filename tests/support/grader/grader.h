@@ -43,6 +43,7 @@ struct limits {
     long address_space_mb; /* RLIMIT_AS; 0 = unlimited (sanitizers need huge mappings) */
     long file_size_mb;     /* RLIMIT_FSIZE: output and files written */
     long processes;        /* RLIMIT_NPROC */
+    long sandbox_uid;      /* > 0: when root, run the test sandboxed as this uid */
 };
 
 struct run_options {

@@ -2,7 +2,14 @@
  * @file grader_proc.c
  * @brief Running one test case in its own process: limits, time-out, verdict, diagnosis.
  */
+#if defined(__linux__)
+#define _GNU_SOURCE /* unshare, setgroups: the sandbox */
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#else
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include "grader.h"
 
 #include <errno.h>
@@ -48,8 +55,91 @@ static void set_limit(int resource, long value)
     setrlimit(resource, &limit);
 }
 
+/* Waits for pid and leaves the same way it did: same exit status, or the
+ * same signal. Process 1 of a PID namespace cannot kill itself with a signal,
+ * so it reports one as exit status 128 + signal, which the waiter above it
+ * turns back into the signal. */
+_Noreturn static void leave_like(pid_t pid, bool is_namespace_init)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (!is_namespace_init && sig == 0 && code > 128 && code < 128 + 32)
+        sig = code - 128;
+    if (sig != 0 && is_namespace_init)
+        _exit(128 + sig);
+    if (sig != 0) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    _exit(code);
+}
+
+#if defined(__linux__)
+static void mount_scratch(const char *path)
+{
+    /* Small, private, and gone when the test's namespace goes. */
+    mount("kit-scratch", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,nr_inodes=4096,mode=1777");
+}
+
+/* In the child, when the runner is root: the test gets a sandbox of its own.
+ * - A PID namespace: when its process 1 (a reaper we fork) exits, the kernel
+ *   kills everything left inside, so a fork bomb dies with its test.
+ * - A mount namespace with small private tmpfs on /tmp, /var/tmp, /dev/shm:
+ *   filling them fills 64 MB of memory, not the grading machine's disk.
+ * - An unprivileged uid: RLIMIT_NPROC applies (root is exempt from it) and
+ *   nothing outside those tmpfs is writable.
+ * Returns in the process that should exec the test. Without the privileges
+ * for namespaces it returns at once, and the resource limits still apply. */
+static void enter_sandbox(uid_t uid)
+{
+    if (geteuid() != 0 || unshare(CLONE_NEWNS | CLONE_NEWPID) != 0)
+        return;
+    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL); /* our mounts stay ours */
+    pid_t reaper = fork();
+    if (reaper > 0)
+        leave_like(reaper, false);
+    if (reaper < 0)
+        _exit(126);
+    mount_scratch("/tmp");
+    mount_scratch("/var/tmp");
+    mount_scratch("/dev/shm");
+    pid_t test = fork();
+    if (test > 0)
+        leave_like(test, true);
+    if (test < 0)
+        _exit(126);
+    if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
+        _exit(126);
+}
+
+/* The process that runs the test: in a sandbox it is two levels down. */
+static pid_t innermost(pid_t pid)
+{
+    for (int level = 0; level < 2; level++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+        FILE *in = fopen(path, "r");
+        int child = 0;
+        bool found = in && fscanf(in, "%d", &child) == 1;
+        if (in)
+            fclose(in);
+        if (!found)
+            break;
+        pid = child;
+    }
+    return pid;
+}
+#else
+static void enter_sandbox(uid_t uid) { (void)uid; }
+static pid_t innermost(pid_t pid) { return pid; }
+#endif
+
 /* In the child, between fork and exec: a process group of its own (so the
- * whole group can be killed), output to the log, limits, then the test. */
+ * whole group can be killed), output to the log, the sandbox, limits, then
+ * the test. */
 static void exec_child(char *const argv[], const char *log_path, const struct limits *limits)
 {
     setpgid(0, 0);
@@ -61,6 +151,11 @@ static void exec_child(char *const argv[], const char *log_path, const struct li
     }
     if (nothing >= 0)
         dup2(nothing, STDIN_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (limits && limits->sandbox_uid > 0)
+        enter_sandbox((uid_t)limits->sandbox_uid);
     if (limits) {
         set_limit(RLIMIT_CPU, limits->cpu_seconds);
         set_limit(RLIMIT_FSIZE, limits->file_size_mb << 20);
@@ -70,9 +165,6 @@ static void exec_child(char *const argv[], const char *log_path, const struct li
         if (limits->processes > 0)
             set_limit(RLIMIT_NPROC, limits->processes);
     }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     execvp(argv[0], argv);
     fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -113,7 +205,7 @@ static int run_process(char *const argv[], const char *log_path, const struct li
         if (left <= 0) {
             out->timed_out = true;
             if (on_timeout)
-                on_timeout(pid, ctx);
+                on_timeout(innermost(pid), ctx);
             kill(-pid, SIGKILL);
             waitpid(pid, &out->status, 0);
             break;
@@ -135,7 +227,7 @@ int list_tests(const char *binary, char names[][128], int max_names)
         return -1;
     close(fd);
     char *argv[] = { (char *)binary, "--list", NULL };
-    struct limits limits = { 30, 30, 0, 16, 0 };
+    struct limits limits = { 30, 30, 0, 16, 0, 0 };
     struct outcome outcome;
     int count = -1;
     if (run_process(argv, log, &limits, 30, NULL, NULL, &outcome) == 0 && !outcome.timed_out &&
@@ -385,7 +477,7 @@ static void diagnose_with_gdb(pid_t pid, void *raw)
     snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
     char *argv[] = { "gdb", "-q", "-batch", "-nx", "-p", pid_text, "-ex", "set pagination off",
                      "-ex", "thread apply all bt 30", NULL };
-    struct limits limits = { 60, 60, 0, 64, 0 };
+    struct limits limits = { 60, 60, 0, 64, 0, 0 };
     struct outcome outcome;
     if (run_process(argv, log, &limits, 60, NULL, NULL, &outcome) != 0 || outcome.timed_out ||
         !WIFEXITED(outcome.status) || WEXITSTATUS(outcome.status) == 127) {
