@@ -49,6 +49,8 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 #endif
     kit_thread_set_name("main");
+    if (kit_chaos_from_env())
+        fprintf(stderr, "[ chaos    ] KIT_CHAOS=%s\n", getenv("KIT_CHAOS"));
     const char *fd_text = getenv("KIT_RESULT_FD");
     int result_fd = fd_text ? atoi(fd_text) : -1;
     char token[64] = "";

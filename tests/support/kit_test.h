@@ -129,6 +129,16 @@ void kit_wakeups_every(long ms);
  *        sections so that a test sweeping across them hits them reliably.
  */
 void kit_lock_delays(long max_us, uint64_t seed);
+/**
+ * @brief Chaos scheduling with @p seed (0: off): around every lock, unlock,
+ *        wait, signal, broadcast and thread creation, sometimes yield and
+ *        sometimes sleep up to 200 us. Same seed, same schedule of perturbations.
+ */
+void kit_chaos(uint64_t seed);
+/** @brief kit_chaos($KIT_CHAOS); true if it is on. Called by KIT_TEST_MAIN. */
+bool kit_chaos_from_env(void);
+/** @brief Make the @p nth pthread_create from now fail with EAGAIN; 0 switches it off. */
+void kit_fail_thread_create(long nth);
 /** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 

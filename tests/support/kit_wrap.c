@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "kit_gate.h"
@@ -22,11 +23,15 @@
 #include "kit_time.h"
 
 int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+void *__real_malloc(size_t size);
+void __real_free(void *block);
 int __real_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline);
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline);
+
+static void perturb(void); /* chaos, below */
 
 static atomic_int waiting;
 static atomic_bool spurious_on;
@@ -89,6 +94,7 @@ int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
     atomic_fetch_add(&waiting, 1);
     int err = __real_pthread_cond_wait(cond, mutex);
     atomic_fetch_sub(&waiting, 1);
+    perturb();
     return err;
 }
 
@@ -137,42 +143,145 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
     int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, every_ms)
                            : __real_pthread_cond_timedwait(cond, mutex, deadline);
     atomic_fetch_sub(&waiting, 1);
+    perturb();
     return err;
 }
 
-/* ---- Delays before taking a mutex -------------------------------------------
+/* ---- Delays, chaos, and failing thread creation ---------------------------------
  * A race window between two critical sections is often a few hundred
  * nanoseconds wide: a thread leaves one, and before it enters the next,
- * another thread must slip in. With kit_lock_delays(max_us) on, every
- * pthread_mutex_lock first pauses for a random 0..max_us microseconds
- * (seeded per thread), which stretches every such window to microseconds. */
+ * another thread must slip in. Two switches stretch such windows:
+ * - kit_lock_delays(max_us): every pthread_mutex_lock first pauses 0..max_us.
+ * - chaos (KIT_CHAOS=seed in the environment, `make grade CHAOS=seed`):
+ *   around every lock, unlock, wait, signal, broadcast and thread creation,
+ *   sometimes yield and sometimes sleep a little. Each thread draws from its
+ *   own generator, seeded from the seed and the order in which threads were
+ *   created, so the same seed gives the same perturbation schedule. It needs
+ *   no cooperation from the code under test - a student's code included. */
 
 int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex);
+int __real_pthread_cond_signal(pthread_cond_t *cond);
+int __wrap_pthread_cond_signal(pthread_cond_t *cond);
+int __real_pthread_cond_broadcast(pthread_cond_t *cond);
+int __wrap_pthread_cond_broadcast(pthread_cond_t *cond);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 static atomic_long lock_delay_us;     /* 0 = off */
-static atomic_ulong lock_delay_seed;
-static atomic_uint delayed_threads;
-static _Thread_local kit_rng_t delay_rng;
-static _Thread_local bool delay_rng_ready;
+static atomic_ulong perturb_seed;
+static atomic_bool chaos_on;
+static atomic_uint threads_created;   /* numbers threads in creation order */
+static atomic_long create_fail_at;    /* 0 = never; else fail that creation call */
+static atomic_long create_calls;
+static _Thread_local kit_rng_t perturb_rng;
+static _Thread_local bool perturb_rng_ready;
+static _Thread_local unsigned thread_serial; /* 0 for threads not made by pthread_create here */
+
+static kit_rng_t *my_rng(void)
+{
+    if (!perturb_rng_ready) {
+        kit_rng_seed(&perturb_rng, atomic_load(&perturb_seed), thread_serial);
+        perturb_rng_ready = true;
+    }
+    return &perturb_rng;
+}
 
 void kit_lock_delays(long max_us, uint64_t seed)
 {
-    atomic_store(&lock_delay_seed, (unsigned long)seed);
+    atomic_store(&perturb_seed, (unsigned long)seed);
     atomic_store(&lock_delay_us, max_us > 0 ? max_us : 0);
+}
+
+void kit_chaos(uint64_t seed)
+{
+    atomic_store(&perturb_seed, (unsigned long)seed);
+    atomic_store(&chaos_on, seed != 0);
+}
+
+bool kit_chaos_from_env(void)
+{
+    const char *text = getenv("KIT_CHAOS");
+    uint64_t seed = text ? strtoull(text, NULL, 10) : 0;
+    kit_chaos(seed);
+    return seed != 0;
+}
+
+/* Chaos: mostly nothing, sometimes a yield, now and then a short sleep. */
+static void perturb(void)
+{
+    if (!atomic_load_explicit(&chaos_on, memory_order_relaxed) || kit_harness_waiting)
+        return;
+    uint64_t roll = kit_rng_below(my_rng(), 100);
+    if (roll < 15)
+        sched_yield();
+    else if (roll < 20)
+        kit_sleep_us((long)kit_rng_below(my_rng(), 200));
 }
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
-    if (max_us > 0 && !kit_harness_waiting) {
-        if (!delay_rng_ready) {
-            kit_rng_seed(&delay_rng, atomic_load(&lock_delay_seed), atomic_fetch_add(&delayed_threads, 1));
-            delay_rng_ready = true;
-        }
-        kit_sleep_us((long)kit_rng_below(&delay_rng, (uint64_t)max_us + 1));
-    }
+    if (max_us > 0 && !kit_harness_waiting)
+        kit_sleep_us((long)kit_rng_below(my_rng(), (uint64_t)max_us + 1));
+    perturb();
     return __real_pthread_mutex_lock(mutex);
+}
+
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
+{
+    int err = __real_pthread_mutex_unlock(mutex);
+    perturb();
+    return err;
+}
+
+int __wrap_pthread_cond_signal(pthread_cond_t *cond)
+{
+    perturb();
+    return __real_pthread_cond_signal(cond);
+}
+
+int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
+{
+    perturb();
+    return __real_pthread_cond_broadcast(cond);
+}
+
+void kit_fail_thread_create(long nth)
+{
+    atomic_store(&create_fail_at, nth > 0 ? atomic_load(&create_calls) + nth : 0);
+}
+
+struct numbered_start {
+    void *(*fn)(void *);
+    void *arg;
+    unsigned serial;
+};
+
+static void *numbered_body(void *raw)
+{
+    struct numbered_start start = *(struct numbered_start *)raw;
+    __real_free(raw);
+    thread_serial = start.serial;
+    return start.fn(start.arg);
+}
+
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    long call = atomic_fetch_add(&create_calls, 1) + 1;
+    if (call == atomic_load(&create_fail_at))
+        return EAGAIN; /* as when the system is out of threads */
+    struct numbered_start *start = __real_malloc(sizeof *start);
+    if (start == NULL)
+        return EAGAIN;
+    *start = (struct numbered_start){ fn, arg, atomic_fetch_add(&threads_created, 1) + 1 };
+    int err = __real_pthread_create(thread, attr, numbered_body, start);
+    if (err != 0)
+        __real_free(start);
+    perturb();
+    return err;
 }
 
 /* ---- Counted allocations --------------------------------------------------
