@@ -56,6 +56,10 @@ else
 OUT_ROOT := build/impl/$(subst /,_,$(patsubst /%,%,$(IMPL)))
 endif
 OUT ?= $(OUT_ROOT)$(if $(SAN),/$(SAN))
+# Objects that do not depend on the implementation (lib/, the tests, the
+# harness, the programs' own files) are compiled once, here, and shared by
+# every implementation's build: grading a class compiles only students' files.
+COMMON := build/common$(if $(SAN),-$(SAN))
 
 SAN_CFLAGS_tsan := -fsanitize=thread
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -67,7 +71,8 @@ CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
-TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_mutex_lock \
+TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
+                pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free)
 
 LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_thread.c \
@@ -77,17 +82,17 @@ GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_pr
                tests/support/grader/grader_report.c
 GRADER := build/tools/kit-grade
 
-KITLIB := $(OUT)/lib/libkit.a
-SUPPORT_OBJS := $(patsubst %.c,$(OUT)/obj/src/%.o,$(SUPPORT_SRCS))
+KITLIB := $(COMMON)/libkit.a
+SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(SUPPORT_SRCS))
 
 # Objects of chapter $(1)'s implementation, from $(IMPL).
 impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl))
 # An earlier chapter that $(1) builds on: the reference files when the tree
 # has them, so one unfinished chapter does not break the next.
 used_objs = $(if $(and $(filter-out solutions,$(IMPL)),$(wildcard solutions/$(1))),$(patsubst %.c,$(OUT)/obj/ref/$(1)/%.o,$(ch$(call number,$(1))_impl)),$(call impl_objs,$(1)))
-support_objs = $(patsubst %.c,$(OUT)/obj/src/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
+support_objs = $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
 chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d))) $(call support_objs,$(1))
-test_support_objs = $(patsubst %.c,$(OUT)/obj/src/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
+test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit
@@ -98,7 +103,7 @@ RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_p
 TEST_BINS := $(foreach c,$(SELECTED),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
 
 # ---- Compiling and linking ------------------------------------------------------------
-$(OUT)/obj/src/%.o: %.c
+$(COMMON)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 
@@ -110,23 +115,23 @@ $(OUT)/obj/ref/%.o: solutions/%.c
 	@mkdir -p $(@D)
 	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
-$(KITLIB): $(patsubst %.c,$(OUT)/obj/src/%.o,$(LIB_SRCS))
+$(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
 define chapter_program
-$(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(OUT)/obj/src/chapters/$(1)/%.o,$(ch$(2)_main)) $(call chapter_objs,$(1)) $(KITLIB)
+$(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2)_main)) $(call chapter_objs,$(1)) $(KITLIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(OUT)/obj/src/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
-$(OUT)/tests/kit/%: $(OUT)/obj/src/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
@@ -138,7 +143,7 @@ $(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g $(GRADER_SRCS) -o $@
 
--include $(shell find $(OUT)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(OUT)/obj $(COMMON) -name '*.d' 2>/dev/null)
 
 # ---- Building -------------------------------------------------------------------------
 .PHONY: all programs tests-bin grader deps
@@ -208,18 +213,33 @@ valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 SUBMISSION ?=
 GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION)/exercises),$(SUBMISSION)/exercises,$(SUBMISSION))),exercises)
 GRADE_OUT   = $(shell $(MAKE) --no-print-directory -s IMPL=$(GRADE_IMPL) print-OUT_ROOT)
+GRADE_REPORT ?= build/grade
 AUTOLAB ?=
+# When run as root, each test runs sandboxed as this unprivileged uid (0: no sandbox).
+SANDBOX_UID ?= 64000
 
 .PHONY: grade
 grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	@$(MAKE) --no-print-directory grader
 	@echo "Building $(GRADE_IMPL) ..."
-	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >build/grade-build.log 2>&1 \
-	  || echo "(some files did not compile: see build/grade-build.log; their chapters score 0)"
-	@$(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report build/grade --implementation "$(GRADE_IMPL)" \
+	@mkdir -p $(GRADE_REPORT)
+	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >$(GRADE_REPORT)/build.log 2>&1 \
+	  || echo "(some files did not compile: see $(GRADE_REPORT)/build.log; their chapters score 0)"
+	@$(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
-	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>build/grade-build.log 2>&1' \
+	  --sandbox-uid $(SANDBOX_UID) $(if $(CHAOS),--chaos $(CHAOS)) \
+	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
 	  $(GRADE_FLAGS)
+
+SUBMISSIONS ?=
+.PHONY: grade-all
+grade-all: deps ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN]"; exit 2; }
+	@tools/grade-all $(SUBMISSIONS) $(JOBS)
+
+.PHONY: hardening
+hardening: deps ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing
+	@tools/hardening
 
 print-%:
 	@echo $($*)
