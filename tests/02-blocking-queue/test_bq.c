@@ -169,9 +169,9 @@ static void test_bq_create_undoes_partial_work_without_memory(void **state)
         long before = kit_live_allocations();
         bq_t *q = (bq_t *)&q;
         kit_fail_allocation(nth);
-        int err = bq_create(&q, 8);
-        kit_fail_allocation(0);
-        assert_err(err, ENOMEM);
+        int bq_create_result = bq_create(&q, 8);
+        kit_fail_allocation(0); /* before asserting: a failed assert must not leave it armed */
+        assert_err(bq_create_result, ENOMEM);
         assert_null(q);
         assert_no_leak_since(before);
     }
