@@ -53,6 +53,7 @@ int bq_create(bq_t **out, size_t capacity)
  *   push_locked(q, item)  - store at (head + count) % capacity, count++,
  *                           stats.enqueued++, and signal not_empty IF a
  *                           consumer is asleep on it.
+ *                           (PAGE: signal-the-other-side)
  *   pop_locked(q)         - the mirror image: take ring[head], advance head,
  *                           count--, stats.taken++, signal not_full IF a
  *                           producer is asleep on it.
@@ -80,7 +81,8 @@ int bq_offer(bq_t *q, void *item, long timeout_ms)
 {
     /* TODO: EINVAL for NULL q or a negative timeout. Turn timeout_ms into
      * ONE deadline before locking (kit_deadline_after), then as bq_put, but
-     * give up with ETIMEDOUT when the deadline passes while still full. */
+     * give up with ETIMEDOUT when the deadline passes while still full.
+     * (PAGE: one-deadline) */
     (void)q;
     (void)item;
     (void)timeout_ms;
@@ -111,7 +113,7 @@ int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
 {
     /* TODO: EINVAL for NULL q, NULL policy or a NULL policy->reject. Under
      * the lock: closed -> ECANCELED; room -> push; full -> remember that.
-     * UNLOCK, and only then, if it was full, return what
+     * UNLOCK, and only then (PAGE: reject-outside-lock), if it was full, return what
      * policy->reject(q, item, policy) returns (log kit_log("bq", "full:
      * handing the item to the reject policy") first). Every error return
      * counts one stats.rejected (take the lock again to count it). */
