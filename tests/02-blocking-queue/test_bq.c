@@ -780,7 +780,7 @@ enum { PRODUCERS = 4, CONSUMERS = 3, MAX_PER_PRODUCER = 4000 };
 static int per_producer(void)
 {
     /* ThreadSanitizer and valgrind run 10-50x slower: fewer items, same interleavings. */
-    return getenv("KIT_SLOW") ? MAX_PER_PRODUCER / 10 : MAX_PER_PRODUCER;
+    return getenv("KIT_SLOW") ? MAX_PER_PRODUCER / 4 : MAX_PER_PRODUCER;
 }
 
 struct producer {
