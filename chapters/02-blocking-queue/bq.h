@@ -136,10 +136,13 @@ int bq_poll(bq_t *q, void **out, long timeout_ms);
  * @param[in] item   the item.
  * @param[in] policy one of the built-ins below or your own.
  * @return 0 if the item was handled (enqueued, run by the caller, or given to
- *         `on_discard`); the policy's error otherwise (EAGAIN for abort,
- *         ETIMEDOUT, ECANCELED, EINVAL for a policy without a function), and
- *         then the caller still owns @p item. EINVAL for NULL @p q or @p policy.
- *         Every error is counted in bq_stats_t::rejected.
+ *         `on_discard`); ECANCELED if the queue is closed; the policy's error
+ *         otherwise (EAGAIN for abort, ETIMEDOUT, ECANCELED, EINVAL from
+ *         caller-runs without a function); on every error the caller still
+ *         owns @p item, and the error is counted in bq_stats_t::rejected.
+ *         EINVAL, not counted and with nothing enqueued, for a NULL @p q or
+ *         @p policy or a policy whose `reject` is NULL - checked first, even
+ *         when the queue has room.
  */
 int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy);
 

@@ -4,4 +4,4 @@ ch02_uses    :=
 ch02_main    := main.c
 ch02_program := ch02-blocking-queue
 ch02_tests   := test_bq
-ch02_smoke   := --policy abort --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet
+ch02_smoke   := --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet

@@ -206,7 +206,9 @@ static void count_rejection(bq_t *q)
 
 int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
 {
-    if (q == NULL || policy == NULL)
+    /* A policy without a function is a caller's mistake whether or not the
+     * queue happens to be full: refuse it now, not on the first busy day. */
+    if (q == NULL || policy == NULL || policy->reject == NULL)
         return EINVAL;
     pthread_mutex_lock(&q->lock);
     bool full = !q->closed && q->count == q->capacity;
@@ -218,7 +220,7 @@ int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
      * the item for seconds: none of that may happen while we hold the lock. */
     if (full) {
         kit_log("bq", "full: handing the item to the reject policy");
-        err = policy->reject ? policy->reject(q, item, policy) : EINVAL;
+        err = policy->reject(q, item, policy);
     }
     if (err != 0)
         count_rejection(q);
