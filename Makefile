@@ -166,7 +166,7 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 	@$(MAKE) --no-print-directory -j$(JOBS) programs
 	@status=0; for prog in $(RUN_PROGRAMS); do \
 	  printf '\n======== %s ========\n' "$$prog"; \
-	  "$$prog" || { status=1; echo "($$prog exited with status $$?)"; }; \
+	  "$$prog"; rc=$$?; [ $$rc -eq 0 ] || { status=1; echo "($$prog exited with status $$rc)"; }; \
 	done; exit $$status
 
 # ---- Testing --------------------------------------------------------------------------
@@ -181,8 +181,9 @@ test: deps ## run every test against the solutions, and smoke-run the programs
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
 
-smoke: programs ## run each program briefly, with --help, and with a bad option
+smoke: programs ## run each program briefly, with --help, and with every kind of bad option value
 	@$(foreach c,$(RUN_SELECTED),tests/support/smoke.sh $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
+	@$(foreach c,$(RUN_SELECTED),tests/support/bad-input.sh $(OUT)/bin/$(ch$(call number,$(c))_program) &&) true
 
 # ThreadSanitizer needs a memory layout some kernels' address randomisation
 # breaks ("unexpected memory mapping"); running without randomisation fixes it.
@@ -215,8 +216,10 @@ GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION)/exercis
 GRADE_OUT   = $(shell $(MAKE) --no-print-directory -s IMPL=$(GRADE_IMPL) print-OUT_ROOT)
 GRADE_REPORT ?= build/grade
 AUTOLAB ?=
-# When run as root, each test runs sandboxed as this unprivileged uid (0: no sandbox).
+# Grading runs untrusted code: when run as root, each test runs sandboxed as
+# this unprivileged uid (0: no sandbox), with this many CPUs at most.
 SANDBOX_UID ?= 64000
+SANDBOX_CPUS ?= $(JOBS)
 
 .PHONY: grade
 grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
@@ -227,7 +230,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	  || echo "(some files did not compile: see $(GRADE_REPORT)/build.log; their chapters score 0)"
 	@$(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
-	  --sandbox-uid $(SANDBOX_UID) $(if $(CHAOS),--chaos $(CHAOS)) \
+	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
 	  $(GRADE_FLAGS)
 
@@ -236,6 +239,12 @@ SUBMISSIONS ?=
 grade-all: deps ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN]"; exit 2; }
 	@tools/grade-all $(SUBMISSIONS) $(JOBS)
+
+REPEAT ?= 20
+.PHONY: stress
+stress: deps ## run the suite REPEAT times (20) against a CPU hog; report any failure with its seed
+	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
+	@tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
 
 .PHONY: hardening
 hardening: deps ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing

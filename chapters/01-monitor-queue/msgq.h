@@ -88,9 +88,13 @@ size_t msgq_size(msgq_t *q);
 
 /**
  * @brief Free the queue. NULL is a no-op.
- * @pre No thread is inside, or will call, any msgq function on @p q (close
- *      it and join its users first). Bodies of messages still queued are
- *      not freed: drain them first if they own memory.
+ *
+ * Threads still asleep in msgq_put() or msgq_take() are woken as by
+ * msgq_close() - puts fail with ECANCELED, takes get what is left, then
+ * ECANCELED - and the memory is freed only after the last of them has left.
+ * @pre No thread will *start* a msgq call on @p q any more (a call that
+ *      begins while destroy runs would use freed memory). Bodies of messages
+ *      still queued are not freed: drain them first if they own memory.
  * @see msgq_create
  */
 void msgq_destroy(msgq_t *q);

@@ -170,8 +170,13 @@ int bq_close(bq_t *q);
 
 /**
  * @brief Free the queue. NULL is a no-op.
- * @pre No thread uses @p q any more (close it and join them first). Items
- *      still queued are not freed.
+ *
+ * Threads still asleep in a put, offer, take or poll are woken as by
+ * bq_close() (puts fail with ECANCELED and keep their item; takes get what
+ * is left, then ECANCELED), and the memory is freed only after the last of
+ * them has left.
+ * @pre No thread will *start* a bq call on @p q any more (one that begins
+ *      while destroy runs would use freed memory). Items still queued are not freed.
  * @see bq_create
  */
 void bq_destroy(bq_t *q);

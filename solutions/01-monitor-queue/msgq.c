@@ -32,6 +32,7 @@ struct msgq {
     /* Guarded by lock: */
     size_t head;            /* ring[head] is the oldest message */
     size_t count;           /* messages in the ring, 0 .. capacity */
+    size_t sleepers;        /* threads inside put/take's wait loop; destroy waits for 0 */
     bool closed;
 };
 
@@ -66,6 +67,15 @@ int msgq_create(msgq_t **out, size_t capacity)
     return 0;
 }
 
+/* Called with lock held when a thread leaves put/take's wait loop. A
+ * msgq_destroy() in progress waits for the last sleeper to leave. */
+static void leave_wait_locked(msgq_t *q)
+{
+    q->sleepers--;
+    if (q->closed && q->sleepers == 0)
+        pthread_cond_broadcast(&q->changed);
+}
+
 int msgq_put(msgq_t *q, msg_t msg)
 {
     if (q == NULL)
@@ -73,12 +83,14 @@ int msgq_put(msgq_t *q, msg_t msg)
     pthread_mutex_lock(&q->lock);
     /* while, not if: the wake-up may be spurious, may be meant for a
      * consumer, or another producer may fill the freed slot first. */
+    q->sleepers++;
     while (q->count == q->capacity && !q->closed) {
         kit_log("msgq", "full, waiting to put message(%d)", msg.id);
         kit_trace_begin("msgq", "waiting: full");
         pthread_cond_wait(&q->changed, &q->lock);
         kit_trace_end("msgq");
     }
+    leave_wait_locked(q);
     if (q->closed) {
         pthread_mutex_unlock(&q->lock);
         return ECANCELED;
@@ -100,12 +112,14 @@ int msgq_take(msgq_t *q, msg_t *out)
     pthread_mutex_lock(&q->lock);
     /* while, not if: the wake-up may be for a producer, or another
      * consumer may take the message before we get the lock back. */
+    q->sleepers++;
     while (q->count == 0 && !q->closed) {
         kit_log("msgq", "empty, waiting");
         kit_trace_begin("msgq", "waiting: empty");
         pthread_cond_wait(&q->changed, &q->lock);
         kit_trace_end("msgq");
     }
+    leave_wait_locked(q);
     if (q->count == 0) { /* closed and drained */
         pthread_mutex_unlock(&q->lock);
         return ECANCELED;
@@ -144,6 +158,15 @@ void msgq_destroy(msgq_t *q)
 {
     if (q == NULL)
         return;
+    /* PAGE: destroy-wakes-sleepers. A thread still asleep in put or take
+     * would wake up inside freed memory: close, and wait until the last
+     * sleeper has left (each leaves with ECANCELED, or with a message). */
+    pthread_mutex_lock(&q->lock);
+    q->closed = true;
+    pthread_cond_broadcast(&q->changed);
+    while (q->sleepers > 0) /* while: the broadcast wakes everyone, and wake-ups can be spurious */
+        pthread_cond_wait(&q->changed, &q->lock);
+    pthread_mutex_unlock(&q->lock);
     pthread_cond_destroy(&q->changed);
     pthread_mutex_destroy(&q->lock);
     free(q->ring);

@@ -37,6 +37,7 @@ struct bq {
     pthread_mutex_t lock;
     pthread_cond_t not_full;   /* a slot was freed (or closed); producers wait here */
     pthread_cond_t not_empty;  /* an item arrived (or closed); consumers wait here */
+    pthread_cond_t all_awake;  /* closed and the last sleeper left; bq_destroy waits here */
     /* Guarded by lock: */
     size_t head;               /* ring[head] is the oldest item */
     size_t count;              /* items queued, 0 .. capacity */
@@ -52,10 +53,11 @@ static int init_sync(bq_t *q)
     if (err != 0)
         return err;
     err = kit_cond_init(&q->not_full); /* CLOCK_MONOTONIC: deadlines are monotonic */
-    if (err == 0) {
-        err = kit_cond_init(&q->not_empty);
-        if (err != 0)
-            pthread_cond_destroy(&q->not_full);
+    if (err == 0 && (err = kit_cond_init(&q->not_empty)) != 0)
+        pthread_cond_destroy(&q->not_full);
+    if (err == 0 && (err = pthread_cond_init(&q->all_awake, NULL)) != 0) {
+        pthread_cond_destroy(&q->not_empty);
+        pthread_cond_destroy(&q->not_full);
     }
     if (err != 0)
         pthread_mutex_destroy(&q->lock);
@@ -106,6 +108,14 @@ static void *pop_locked(bq_t *q)
     return item;
 }
 
+/* Called with lock held, by a thread leaving a wait loop of a closed queue:
+ * a bq_destroy() in progress waits until nobody sleeps in the queue. */
+static void note_sleeper_left_locked(bq_t *q)
+{
+    if (q->waiting_putters + q->waiting_takers == 0)
+        pthread_cond_signal(&q->all_awake); /* only bq_destroy waits here */
+}
+
 /* Called with lock held. Waits for room until the deadline (NULL: no limit).
  * Returns 0 when there is room, ECANCELED if closed, ETIMEDOUT. */
 static int wait_for_room_locked(bq_t *q, const struct timespec *deadline)
@@ -125,8 +135,10 @@ static int wait_for_room_locked(bq_t *q, const struct timespec *deadline)
         kit_trace_end("bq");
     }
     q->waiting_putters--;
-    if (q->closed)
+    if (q->closed) {
+        note_sleeper_left_locked(q);
         return ECANCELED;
+    }
     return q->count < q->capacity ? 0 : ETIMEDOUT; /* room may have come with the time-out */
 }
 
@@ -146,6 +158,8 @@ static int wait_for_item_locked(bq_t *q, const struct timespec *deadline)
         kit_trace_end("bq");
     }
     q->waiting_takers--;
+    if (q->closed)
+        note_sleeper_left_locked(q);
     if (q->count > 0)
         return 0; /* closed or not, what is queued is still delivered */
     return q->closed ? ECANCELED : ETIMEDOUT;
@@ -268,6 +282,17 @@ void bq_destroy(bq_t *q)
 {
     if (q == NULL)
         return;
+    /* PAGE: destroy-wakes-sleepers. Freeing the queue under a sleeping
+     * thread would wake it inside freed memory: close, then wait until the
+     * last sleeper has left. */
+    pthread_mutex_lock(&q->lock);
+    q->closed = true;
+    pthread_cond_broadcast(&q->not_full);
+    pthread_cond_broadcast(&q->not_empty);
+    while (q->waiting_putters + q->waiting_takers > 0) /* while: wake-ups can be spurious */
+        pthread_cond_wait(&q->all_awake, &q->lock);
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_destroy(&q->all_awake);
     pthread_cond_destroy(&q->not_empty);
     pthread_cond_destroy(&q->not_full);
     pthread_mutex_destroy(&q->lock);

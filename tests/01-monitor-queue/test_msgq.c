@@ -234,6 +234,25 @@ static void test_msgq_destroy_frees_everything(void **state)
     assert_no_leak_since(before);
 }
 
+/* Destroying a queue under sleeping threads wakes them and waits for them
+ * to leave before freeing: they return ECANCELED, nobody touches freed memory
+ * (ThreadSanitizer and valgrind would see it). */
+static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
+{
+    (void)state;
+    msgq_t *q = make_queue(1);
+    struct one_call takes[2] = { { q, -1, -1 }, { q, -1, -1 } };
+    kit_worker_t takers[2];
+    for (int i = 0; i < 2; i++)
+        kit_worker_start(&takers[i], "taker", take_one, &takes[i]);
+    kit_await_waiting_threads(2, "takers on an empty queue");
+    msgq_destroy(q);
+    for (int i = 0; i < 2; i++) {
+        kit_worker_must_finish(&takers[i], "msgq_take asleep when the queue was destroyed");
+        assert_int_equal(takes[i].err, ECANCELED);
+    }
+}
+
 /* ---- many producers, many consumers ------------------------------------- */
 
 enum { PRODUCERS = 4, CONSUMERS = 4, PER_PRODUCER = 4000, MAX_ID = PRODUCERS * PER_PRODUCER };
@@ -364,6 +383,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_msgq_close_wakes_every_blocked_putter),
     cmocka_unit_test(test_msgq_close_drains_then_cancels),
     cmocka_unit_test(test_msgq_destroy_frees_everything),
+    cmocka_unit_test(test_msgq_destroy_wakes_blocked_threads_first),
     cmocka_unit_test(test_msgq_stress_producers_consumers),
     cmocka_unit_test(test_msgq_stress_capacity_one_wakes_the_right_side),
 };

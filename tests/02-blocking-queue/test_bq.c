@@ -704,6 +704,28 @@ static void test_bq_close_wakes_every_blocked_taker(void **state)
     bq_destroy(q);
 }
 
+/* Destroying a queue under sleeping threads wakes them and frees the memory
+ * only after they have left: a putter and a taker (on two queues' worth of
+ * states: one full, one empty) both come back with ECANCELED. */
+static void test_bq_destroy_wakes_blocked_threads_first(void **state)
+{
+    (void)state;
+    bq_t *empty = make_queue(1), *full = make_queue(1);
+    assert_ok(bq_put(full, item(1)));
+    struct call take = { .q = empty, .kind = CALL_TAKE, .item = item(-7), .err = -1 };
+    struct call put = { .q = full, .kind = CALL_PUT, .item = item(2), .err = -1 };
+    kit_worker_t taker, putter;
+    kit_worker_start(&taker, "taker", call_on_worker, &take);
+    kit_worker_start(&putter, "putter", call_on_worker, &put);
+    kit_await_waiting_threads(2, "a taker on an empty queue and a putter on a full one");
+    bq_destroy(empty);
+    bq_destroy(full);
+    kit_worker_must_finish(&taker, "bq_take asleep when the queue was destroyed");
+    kit_worker_must_finish(&putter, "bq_put asleep when the queue was destroyed");
+    assert_err(take.err, ECANCELED);
+    assert_err(put.err, ECANCELED);
+}
+
 static void test_bq_close_wakes_every_blocked_putter(void **state)
 {
     (void)state;
@@ -1054,6 +1076,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_close_wakes_every_blocked_putter),
     cmocka_unit_test(test_bq_close_drains_then_cancels),
     cmocka_unit_test(test_bq_destroy_frees_everything),
+    cmocka_unit_test(test_bq_destroy_wakes_blocked_threads_first),
     cmocka_unit_test(test_bq_stress_producers_consumers),
     cmocka_unit_test(test_bq_stress_capacity_one_wakes_the_right_side),
     cmocka_unit_test(test_bq_stress_policies_account_for_every_item),

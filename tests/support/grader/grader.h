@@ -44,6 +44,7 @@ struct limits {
     long file_size_mb;     /* RLIMIT_FSIZE: output and files written */
     long processes;        /* RLIMIT_NPROC */
     long sandbox_uid;      /* > 0: when root, run the test sandboxed as this uid */
+    long sandbox_cpus;     /* CPUs the sandbox slot may use (its cgroup's quota) */
 };
 
 struct run_options {

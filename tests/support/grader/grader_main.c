@@ -38,7 +38,7 @@ static void usage(void)
             "                 [--timeout SECONDS] [--wrapper 'CMD ARGS'] [--unlimited-memory]\n"
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD']]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
-            "                 [--sandbox-uid UID (0: no sandbox)] [--chaos SEED]\n");
+            "                 [--sandbox-uid UID (0: no sandbox) [--sandbox-cpus N]] [--chaos SEED]\n");
     exit(2);
 }
 
@@ -63,6 +63,7 @@ static void parse_arguments(int argc, char **argv, struct config *config)
             config->chapters[config->chapter_count++] = value;
         else if (strcmp(arg, "--autolab") == 0) { config->autolab = true; takes_value = false; }
         else if (strcmp(arg, "--sandbox-uid") == 0 && value) config->run.limits.sandbox_uid = atol(value);
+        else if (strcmp(arg, "--sandbox-cpus") == 0 && value) config->run.limits.sandbox_cpus = atol(value);
         else if (strcmp(arg, "--chaos") == 0 && value) setenv("KIT_CHAOS", value, 1);
         else usage();
         i += takes_value;
@@ -293,7 +294,7 @@ static void print_autolab(const struct config *config, const struct test_case *t
 int main(int argc, char **argv)
 {
     static struct config config = { .mode = "grade", .implementation = "solutions",
-                                    .run = { .limits = { 30, 0, 4096, 64, 256, 64000 }, .diagnose_timeouts = true } };
+                                    .run = { .limits = { 30, 0, 4096, 64, 256, 0, 1 }, .diagnose_timeouts = true } };
     parse_arguments(argc, argv, &config);
     config.run.limits.cpu_seconds = (long)(config.run.limits.wall_seconds * 2) + 10;
     if (config.run.wrapper || config.unlimited_memory) /* valgrind and sanitizers map far more than they use */
