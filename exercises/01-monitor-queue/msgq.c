@@ -25,7 +25,8 @@
 struct msgq {
     /* TODO: capacity and a ring of msg_t (immutable after create);
      * a mutex and ONE condition variable; and, guarded by the mutex:
-     * head (index of the oldest message), count, and a closed flag. */
+     * head (index of the oldest message), count, a closed flag, and the
+     * number of threads inside put/take's wait loops (destroy needs it). */
     int placeholder; /* delete me */
 };
 
@@ -77,6 +78,10 @@ size_t msgq_size(msgq_t *q)
 
 void msgq_destroy(msgq_t *q)
 {
-    /* TODO: NULL is a no-op; destroy the condvar and the mutex, free the ring and q. */
+    /* TODO: NULL is a no-op. Threads may still be asleep in put or take:
+     * close the queue, broadcast, and wait (while, on the same condvar)
+     * until none is left inside - count them in put/take's wait loops, and
+     * have the last one out broadcast once the queue is closed. Only then
+     * destroy the condvar and the mutex, and free the ring and q. */
     (void)q;
 }

@@ -154,8 +154,11 @@ int bq_close(bq_t *q)
 
 void bq_destroy(bq_t *q)
 {
-    /* TODO: NULL is a no-op; destroy both condvars and the mutex, free the
-     * ring and q. Items still queued belong to the caller: do not free them. */
+    /* TODO: NULL is a no-op. Threads may still be asleep in the queue: close
+     * it, broadcast both condvars, and wait (while, on a third condvar that
+     * the last sleeper to leave a closed queue signals) until the waiting
+     * counts are both 0. Then destroy the three condvars and the mutex and
+     * free the ring and q. Items still queued belong to the caller. */
     (void)q;
 }
 
