@@ -60,6 +60,47 @@ static void test_results_create_rejects_null(void **state)
     assert_err(results_create(NULL, 8), EINVAL);
 }
 
+static int create_and_destroy(void *ctx)
+{
+    results_t *list = (results_t *)&list;
+    int err = results_create(&list, *(size_t *)ctx);
+    if (err != 0 && list != NULL)
+        return EFAULT; /* out must be NULL after a failure */
+    results_destroy(list);
+    return err;
+}
+
+/* Every allocation create makes, failed in turn: ENOMEM, out NULL, nothing leaked. */
+static void test_results_create_undoes_partial_work_without_memory(void **state)
+{
+    (void)state;
+    size_t hint = 8;
+    assert_true(kit_sweep_allocation_failures("results_create", create_and_destroy, &hint) >= 1);
+}
+
+/* A full list whose growth fails: ENOMEM, and the list keeps every record and
+ * still works - a failed append loses nothing and breaks nothing. */
+static void test_results_append_survives_failed_growth(void **state)
+{
+    (void)state;
+    results_t *list = make_list(4);
+    for (long v = 0; v < 4; v++)
+        assert_ok(results_append(list, v));
+    kit_fail_allocation(1); /* the growth's realloc */
+    int err = results_append(list, 99);
+    kit_fail_allocation(0);
+    assert_err(err, ENOMEM);
+    assert_int_equal(results_count(list), 4);
+    assert_ok(results_append(list, 4)); /* the next growth succeeds */
+    long out[8];
+    size_t taken;
+    assert_ok(results_drain(list, out, 8, &taken));
+    assert_int_equal(taken, 5);
+    for (long v = 0; v < 5; v++)
+        assert_int_equal(out[v], v);
+    results_destroy(list);
+}
+
 static void test_results_append_and_drain_keep_order(void **state)
 {
     (void)state;
@@ -178,6 +219,8 @@ static void test_results_stress_drain_while_appending(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_results_create_rejects_null),
+    cmocka_unit_test(test_results_create_undoes_partial_work_without_memory),
+    cmocka_unit_test(test_results_append_survives_failed_growth),
     cmocka_unit_test(test_results_append_and_drain_keep_order),
     cmocka_unit_test(test_results_bad_arguments),
     cmocka_unit_test(test_results_destroy_frees_everything),

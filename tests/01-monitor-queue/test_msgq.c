@@ -67,6 +67,24 @@ static void test_msgq_create_rejects_bad_arguments(void **state)
     assert_null(q);
 }
 
+static int create_and_destroy(void *ctx)
+{
+    msgq_t *q = (msgq_t *)&q;
+    int err = msgq_create(&q, *(size_t *)ctx);
+    if (err != 0 && q != NULL)
+        return EFAULT; /* out must be NULL after a failure */
+    msgq_destroy(q);
+    return err;
+}
+
+/* Every allocation create makes, failed in turn: ENOMEM, out NULL, nothing leaked. */
+static void test_msgq_create_undoes_partial_work_without_memory(void **state)
+{
+    (void)state;
+    size_t capacity = 16;
+    assert_true(kit_sweep_allocation_failures("msgq_create", create_and_destroy, &capacity) >= 1);
+}
+
 static void test_msgq_bad_arguments(void **state)
 {
     (void)state;
@@ -374,6 +392,7 @@ static void test_msgq_stress_capacity_one_wakes_the_right_side(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_msgq_create_rejects_bad_arguments),
+    cmocka_unit_test(test_msgq_create_undoes_partial_work_without_memory),
     cmocka_unit_test(test_msgq_bad_arguments),
     cmocka_unit_test(test_msgq_fifo_order),
     cmocka_unit_test(test_msgq_put_blocks_while_full_until_take),

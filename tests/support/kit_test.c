@@ -234,3 +234,28 @@ void kit_jitter(kit_rng_t *rng, unsigned max_us)
     else
         kit_sleep_us((long)kit_rng_below(rng, max_us + 1));
 }
+
+/* ---- allocation failures ------------------------------------------------------ */
+
+long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx)
+{
+    for (long nth = 1;; nth++) {
+        long before = kit_live_allocations();
+        long calls_before = kit_allocation_calls();
+        kit_fail_allocation(nth);
+        int err = attempt(ctx);
+        kit_fail_allocation(0); /* disarmed before any assert can leave it armed */
+        long made = kit_allocation_calls() - calls_before;
+        if (made < nth) { /* no allocation failed: this was a normal run */
+            if (err != 0)
+                fail_msg("%s returned %s with every allocation succeeding", what, kit_errno_name(err));
+            return made;
+        }
+        if (err != ENOMEM)
+            fail_msg("%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth, made,
+                     kit_errno_name(err));
+        long leaked = kit_live_allocations() - before;
+        if (leaked != 0)
+            fail_msg("%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
+    }
+}

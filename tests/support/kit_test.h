@@ -151,6 +151,16 @@ long kit_allocation_calls(void);
 /** @brief Make the @p nth allocation call from now fail (return NULL); 0 switches it off. */
 void kit_fail_allocation(long nth);
 
+/**
+ * @brief The allocation-failure sweep: run `attempt(ctx)` once for each
+ *        allocation it makes, with that one allocation failing. Every such
+ *        run must return ENOMEM and leave nothing allocated; the sweep ends
+ *        with a run whose allocations all succeed, which must return 0.
+ *        `attempt` undoes its own success (say, destroys what it created).
+ * @return the number of allocations one successful attempt makes.
+ */
+long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx);
+
 /** @brief Assert that everything allocated since @p before was freed. */
 #define assert_no_leak_since(before)                                                          \
     do {                                                                                       \
