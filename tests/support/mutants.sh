@@ -3,43 +3,57 @@
 # solutions/, apply the patch, build that chapter's tests against the copy and
 # run them, stopping at the first test that does not pass. A mutant is killed
 # when some test fails, crashes or times out; it survives when all pass.
-# Exit status 1 if any mutant survived (or did not apply).
+# MUTANT_JOBS mutants are tried at once (default: the number of cores).
+# Exit status 1 if any mutant survived (or did not apply or build).
 # Usage: tests/support/mutants.sh CHAPTER...      (e.g. 01-monitor-queue)
 set -u
 root=$(pwd)
 grader=build/tools/kit-grade
 timeout=${MUTANT_TIMEOUT:-20}
-jobs=$(nproc 2>/dev/null || echo 2)
-survivors=0; total=0
-summary=()
+jobs=${MUTANT_JOBS:-$(nproc 2>/dev/null || echo 2)}
+results=build/mutants/results
+rm -rf build/mutants; mkdir -p "$results"
+
+# What every mutant build shares (lib, tests, harness) is built once, first.
+make --no-print-directory -s -j"$jobs" CH="$*" tests-bin grader >/dev/null
+
+# One mutant: patch a copy of solutions/, build the chapter's tests, run them.
+try_mutant() {
+    local chapter=$1 patch=$2
+    local name; name=$(basename "$patch" .patch)
+    local work=build/mutants/$chapter/$name
+    local result caught start=$(date +%s)
+    mkdir -p "$work"
+    cp -r solutions "$work/solutions"
+    if ! patch -s -p1 -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
+        result="NO-APPLY"; caught="$(head -1 "$work/patch.log")"
+    elif ! make --no-print-directory -s IMPL="$root/$work/solutions" OUT="$work/out" CH="$chapter" \
+            tests-bin >"$work/build.log" 2>&1; then
+        result="NO-BUILD"; caught="see $work/build.log"
+    elif "$grader" --mode mutant --rubric tests/rubric.tsv --bin "$work/out/tests" --chapter "$chapter" \
+            --timeout "$timeout" --report "$work/report" --source-root "$root/$work/" >"$work/run.log" 2>&1; then
+        result="killed"; caught=$(sed -n 's/^killed by //p' "$work/run.log")
+    else
+        result="SURVIVED"; caught="-"
+    fi
+    printf '%-16s %-36s %-8s %s  (%ds)\n' "${chapter:0:16}" "$name" "$result" "$caught" \
+        $(( $(date +%s) - start )) >"$results/$chapter.$name"
+    cat "$results/$chapter.$name"
+}
 
 printf '%-16s %-36s %-8s %s\n' chapter mutant result "caught by"
+start=$(date +%s)
 for chapter in "$@"; do
     for patch in tests/mutants/"$chapter"/*.patch; do
         [ -e "$patch" ] || continue
-        name=$(basename "$patch" .patch)
-        work=build/mutants/$chapter/$name
-        rm -rf "$work"; mkdir -p "$work"
-        cp -r solutions "$work/solutions"
-        total=$((total + 1))
-        start=$(date +%s)
-        if ! patch -s -p1 -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
-            result="NO-APPLY"; caught="$(head -1 "$work/patch.log")"; survivors=$((survivors + 1))
-        elif ! make --no-print-directory -s -j"$jobs" IMPL="$root/$work/solutions" OUT="$work/out" CH="$chapter" \
-                tests-bin >"$work/build.log" 2>&1; then
-            result="NO-BUILD"; caught="see $work/build.log"; survivors=$((survivors + 1))
-        else
-            "$grader" --mode mutant --rubric tests/rubric.tsv --bin "$work/out/tests" --chapter "$chapter" \
-                --timeout "$timeout" --report "$work/report" --source-root "$root/$work/" >"$work/run.log" 2>&1
-            if [ $? -eq 0 ]; then
-                result="killed"; caught=$(sed -n 's/^killed by //p' "$work/run.log")
-            else
-                result="SURVIVED"; caught="-"; survivors=$((survivors + 1))
-            fi
-        fi
-        printf '%-16s %-36s %-8s %s  (%ds)\n' "${chapter:0:16}" "$name" "$result" "$caught" $(( $(date +%s) - start ))
+        # at most $jobs at once
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+        try_mutant "$chapter" "$patch" &
     done
 done
+wait
+total=$(ls "$results" | wc -l)
+bad=$(grep -L -E '^[^ ]+ +[^ ]+ +killed ' "$results"/* 2>/dev/null | wc -l)
 echo
-echo "Mutants: $total, killed: $((total - survivors)), survived or broken: $survivors"
-[ "$survivors" -eq 0 ]
+echo "Mutants: $total, killed: $((total - bad)), survived or broken: $bad ($(( $(date +%s) - start )) s)"
+[ "$bad" -eq 0 ]
