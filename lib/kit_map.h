@@ -79,6 +79,8 @@ int kit_map_insert(kit_map_t *map, const char *key, void *value);
 
 /**
  * @brief Remove @p key and its copy.
+ * @param[in]  map   the map.
+ * @param[in]  key   the key to remove.
  * @param[out] value if not NULL: the value that was stored (written only on success).
  * @return 0; ENOENT (absent: nothing changed); EINVAL (NULL @p map or @p key).
  */
