@@ -537,27 +537,45 @@ static void submit_until_memory_suffices(keyed_t *kx, const char *key, atomic_lo
     future_release(f);
 }
 
+struct holder {
+    kit_latch_t started; /* counted down once the task runs */
+    kit_latch_t release; /* the task returns once this is counted down */
+};
+
+static void *announce_and_hold(void *raw)
+{
+    struct holder *holder = raw;
+    kit_latch_count_down(&holder->started);
+    kit_latch_wait(&holder->release, KIT_HANG_MS);
+    return NULL;
+}
+
 static void test_keyed_submit_out_of_memory_changes_nothing(void **state)
 {
     (void)state;
     tpool_t *pool = make_pool(1, 8, bq_policy_abort(), 60000);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
-    assert_ok(kit_latch_init(&release, 1));
+    struct holder holder;
+    assert_ok(kit_latch_init(&holder.started, 1));
+    assert_ok(kit_latch_init(&holder.release, 1));
     atomic_long ran = 0;
     future_t *warm_up = submit(kx, "warm-up", count_up, &ran);
-    must_get(warm_up, "warm-up task"); /* the pool's one worker exists now: submits start no thread */
+    future_release(submit(kx, "busy", announce_and_hold, &holder)); /* keeps "busy" in the map */
+    must_get(warm_up, "warm-up task");
     future_release(warm_up);
-    await_active_keys(kx, 0);
-    future_release(submit(kx, "busy", hold_key, &release));  /* keeps "busy" in the map */
-    submit_until_memory_suffices(kx, "fresh", &ran, 1);        /* a new key */
-    submit_until_memory_suffices(kx, "busy", &ran, 2);         /* appending to a key */
-    kit_latch_count_down(&release);
+    /* The pool's one worker is inside "busy" now, so it has finished the
+     * warm-up drain and allocates or frees nothing while we count. */
+    assert_ok(kit_latch_wait(&holder.started, KIT_HANG_MS));
+    assert_int_equal(keyed_active_keys(kx), 1);
+    submit_until_memory_suffices(kx, "fresh", &ran, 1); /* a new key */
+    submit_until_memory_suffices(kx, "busy", &ran, 2);  /* appending to a key */
+    kit_latch_count_down(&holder.release);
     assert_ok(keyed_close(kx));
     assert_ok(keyed_await_termination(kx, KIT_HANG_MS));
     assert_int_equal(atomic_load(&ran), 3); /* warm-up, fresh, busy's second task: each once */
     shut_down(kx);
-    kit_latch_destroy(&release);
+    kit_latch_destroy(&holder.started);
+    kit_latch_destroy(&holder.release);
     tpool_destroy(pool);
 }
 
