@@ -75,7 +75,7 @@ TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_time
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free)
 
-LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_thread.c \
+LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_map.c lib/kit_thread.c \
             lib/kit_time.c lib/kit_timeline.c lib/kit_trace.c
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
@@ -95,7 +95,7 @@ chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit
+KIT_TESTS := test_kit test_kit_map
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 
 PROGRAMS  := $(foreach c,$(SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
