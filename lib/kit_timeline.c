@@ -14,7 +14,7 @@
 #include "kit_trace.h"
 
 enum {
-    LABEL_WIDTH = 170, PLOT_WIDTH = 900, LANE_HEIGHT = 26, TOP = 34,
+    LABEL_WIDTH = 170, PLOT_WIDTH = 900, LANE_HEIGHT = 30, TOP = 34,
     MAX_DEPTH = 8, MAX_STATES = 24, STATE_TEXT = 40,
 };
 
@@ -78,9 +78,44 @@ static void write_escaped(FILE *out, const char *text)
 
 struct canvas {
     FILE *out;
-    double span_ns; /* time covered by the plot */
+    double span_ns;    /* time covered by the plot */
+    unsigned *row_of;  /* lane -> row: main first, then threads grouped by role */
     struct palette palette;
 };
+
+/* "pool-10" after "pool-9": names compare by their text, then their number. */
+static int compare_names(const char *a, const char *b)
+{
+    if (strcmp(a, "main") == 0 || strcmp(b, "main") == 0)
+        return strcmp(a, "main") == 0 ? (strcmp(b, "main") == 0 ? 0 : -1) : 1;
+    size_t la = strcspn(a, "0123456789"), lb = strcspn(b, "0123456789");
+    int prefix = strncmp(a, b, la < lb ? la : lb);
+    if (prefix != 0 || la != lb)
+        return prefix != 0 ? prefix : (la < lb ? -1 : 1);
+    long na = atol(a + la), nb = atol(b + lb);
+    return na < nb ? -1 : na > nb ? 1 : strcmp(a, b);
+}
+
+static unsigned *order_rows(unsigned lanes)
+{
+    unsigned *lane_at = calloc(lanes ? lanes : 1, sizeof *lane_at);
+    unsigned *row_of = calloc(lanes ? lanes : 1, sizeof *row_of);
+    if (lane_at == NULL || row_of == NULL) {
+        free(lane_at);
+        free(row_of);
+        return NULL;
+    }
+    for (unsigned i = 0; i < lanes; i++) { /* insertion sort: a few dozen lanes at most */
+        unsigned j = i;
+        for (; j > 0 && compare_names(kit_trace_lane_name(lane_at[j - 1]), kit_trace_lane_name(i)) > 0; j--)
+            lane_at[j] = lane_at[j - 1];
+        lane_at[j] = i;
+    }
+    for (unsigned row = 0; row < lanes; row++)
+        row_of[lane_at[row]] = row;
+    free(lane_at);
+    return row_of;
+}
 
 static double x_of(const struct canvas *canvas, int64_t ts)
 {
@@ -91,7 +126,7 @@ static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit
 {
     int index = palette_index(&canvas->palette, begin->name);
     double x = x_of(canvas, begin->ts_ns), width = x_of(canvas, end_ts) - x;
-    double inset = 3 + 3 * depth, y = TOP + lane * LANE_HEIGHT + inset;
+    double inset = 2 + 4 * depth, y = TOP + canvas->row_of[lane] * LANE_HEIGHT + inset;
     double height = LANE_HEIGHT - 2 * inset;
     if (height < 3)
         height = 3;
@@ -103,7 +138,7 @@ static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit
 
 static void draw_instant(struct canvas *canvas, const kit_trace_event_t *event)
 {
-    double x = x_of(canvas, event->ts_ns), y = TOP + event->lane * LANE_HEIGHT + LANE_HEIGHT / 2.0;
+    double x = x_of(canvas, event->ts_ns), y = TOP + canvas->row_of[event->lane] * LANE_HEIGHT + LANE_HEIGHT / 2.0;
     fprintf(canvas->out, "<path d=\"M%.2f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"><title>", x, y - 2);
     write_escaped(canvas->out, event->category);
     fputs(" - ", canvas->out);
@@ -111,32 +146,56 @@ static void draw_instant(struct canvas *canvas, const kit_trace_event_t *event)
     fprintf(canvas->out, " (%.3f ms)</title></path>\n", (double)event->ts_ns / 1e6);
 }
 
-/* Walk the events once, pairing each 'E' with the lane's innermost open 'B'. */
-static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, size_t count, unsigned lanes, int64_t end_ts)
+/* A span found by pairing a 'B' with its 'E'. */
+struct span {
+    const kit_trace_event_t *begin;
+    int64_t end_ts;
+    int depth;
+};
+
+/* Walk the events once, pairing each 'E' with the lane's innermost open 'B';
+ * spans still open at the end run to end_ts. Returns the spans found. */
+static size_t pair_spans(const kit_trace_event_t *events, size_t count, unsigned lanes, int64_t end_ts,
+                         struct span *spans)
 {
-    const kit_trace_event_t *(*open)[MAX_DEPTH] = calloc(lanes, sizeof *open);
-    int *depth = calloc(lanes, sizeof *depth);
-    if (open == NULL || depth == NULL)
-        goto out;
-    for (size_t i = 0; i < count; i++) {
-        const kit_trace_event_t *event = &events[i];
-        unsigned lane = event->lane;
-        if (event->phase == 'B' && depth[lane] < MAX_DEPTH)
-            open[lane][depth[lane]++] = event;
-        else if (event->phase == 'E' && depth[lane] > 0) {
+    const kit_trace_event_t *(*open)[MAX_DEPTH] = calloc(lanes ? lanes : 1, sizeof *open);
+    int *depth = calloc(lanes ? lanes : 1, sizeof *depth);
+    size_t found = 0;
+    for (size_t i = 0; open && depth && i < count; i++) {
+        unsigned lane = events[i].lane;
+        if (events[i].phase == 'B' && depth[lane] < MAX_DEPTH)
+            open[lane][depth[lane]++] = &events[i];
+        else if (events[i].phase == 'E' && depth[lane] > 0) {
             depth[lane]--;
-            draw_span(canvas, lane, depth[lane], open[lane][depth[lane]], event->ts_ns);
-        } else if (event->phase == 'i')
-            draw_instant(canvas, event);
+            spans[found++] = (struct span){ open[lane][depth[lane]], events[i].ts_ns, depth[lane] };
+        }
     }
-    for (unsigned lane = 0; lane < lanes; lane++) /* spans still open at the end */
+    for (unsigned lane = 0; open && depth && lane < lanes; lane++)
         while (depth[lane] > 0) {
             depth[lane]--;
-            draw_span(canvas, lane, depth[lane], open[lane][depth[lane]], end_ts);
+            spans[found++] = (struct span){ open[lane][depth[lane]], end_ts, depth[lane] };
         }
-out:
     free(open);
     free(depth);
+    return found;
+}
+
+/* Outer spans first, so the states nested inside them are drawn on top. */
+static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, size_t count, unsigned lanes,
+                        int64_t end_ts)
+{
+    struct span *spans = calloc(count ? count : 1, sizeof *spans);
+    if (spans == NULL)
+        return;
+    size_t found = pair_spans(events, count, lanes, end_ts, spans);
+    for (int depth = 0; depth < MAX_DEPTH; depth++)
+        for (size_t i = 0; i < found; i++)
+            if (spans[i].depth == depth)
+                draw_span(canvas, spans[i].begin->lane, depth, spans[i].begin, spans[i].end_ts);
+    for (size_t i = 0; i < count; i++)
+        if (events[i].phase == 'i')
+            draw_instant(canvas, &events[i]);
+    free(spans);
 }
 
 /* The smallest of 1, 2, 5 x 10^k ms that needs at most 10 ticks. */
@@ -154,9 +213,9 @@ static void draw_frame(struct canvas *canvas, unsigned lanes)
     FILE *out = canvas->out;
     double plot_bottom = TOP + lanes * LANE_HEIGHT;
     for (unsigned lane = 0; lane < lanes; lane++) {
-        double y = TOP + lane * LANE_HEIGHT;
+        double y = TOP + canvas->row_of[lane] * LANE_HEIGHT;
         fprintf(out, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LABEL_WIDTH, y,
-                PLOT_WIDTH, LANE_HEIGHT, lane % 2 ? "#f4f4f2" : "#ffffff");
+                PLOT_WIDTH, LANE_HEIGHT, canvas->row_of[lane] % 2 ? "#f4f4f2" : "#ffffff");
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LABEL_WIDTH - 8, y + LANE_HEIGHT * 0.65);
         write_escaped(out, kit_trace_lane_name(lane));
         fputs("</text>\n", out);
@@ -207,7 +266,13 @@ int kit_timeline_write_svg(const char *path)
     }
     unsigned lanes = kit_trace_lane_count();
     int64_t end_ts = last_timestamp(events, count);
-    struct canvas canvas = { .out = out, .span_ns = end_ts > 0 ? (double)end_ts * 1.02 : 1e6 };
+    struct canvas canvas = { .out = out, .span_ns = end_ts > 0 ? (double)end_ts * 1.02 : 1e6,
+                             .row_of = order_rows(lanes) };
+    if (canvas.row_of == NULL) {
+        fclose(out);
+        free(events);
+        return ENOMEM;
+    }
     int height = TOP + (int)lanes * LANE_HEIGHT + 40;
     /* viewBox + width 100%: the picture scales down to fit a narrow page. */
     int width = LABEL_WIDTH + PLOT_WIDTH + 20;
@@ -219,6 +284,7 @@ int kit_timeline_write_svg(const char *path)
     draw_events(&canvas, events, count, lanes, end_ts);
     draw_legend(&canvas, lanes);
     fputs("</svg>\n", out);
+    free(canvas.row_of);
     free(events);
     int err = ferror(out) ? EIO : 0;
     if (fclose(out) != 0 && err == 0)

@@ -218,7 +218,7 @@ int main(int argc, char **argv)
     kit_cli_parse(&cli, argc, argv);
     seed = kit_run_begin(&run);
     for (int i = 0; i < (int)accounts; i++)
-        snprintf(book[i].name, sizeof book[i].name, "acct-%d", i);
+        snprintf(book[i].name, sizeof book[i].name, "acct-%c", 'A' + i); /* letters: each account gets its own colour in the timeline */
     if (start_executor() != 0)
         return 1;
     kit_log("main", "%ld tellers x %ld deposits into %ld accounts, %ld pool threads, %s", tellers, deposits,
