@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,17 +90,43 @@ static long drain_results(mw_t *mw, int *seen, long ids, long *wrong)
     return taken;
 }
 
-/* The number of threads in this process, or -1 where /proc is not available. */
-static long count_threads(void)
+/* How many threads of this process carry a name starting with `prefix`
+ * (their kernel name, as kit_thread_start() sets it on Linux), or -1 where
+ * /proc is not available. Counting by name leaves out helper threads a
+ * sanitizer or valgrind may start at any moment. */
+static long count_threads_named(const char *prefix)
 {
     DIR *dir = opendir("/proc/self/task");
     if (dir == NULL)
         return -1;
     long count = 0;
     struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL)
-        count += entry->d_name[0] != '.';
+    while ((entry = readdir(dir)) != NULL) {
+        char path[300], name[64] = "";
+        if (entry->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+        FILE *comm = fopen(path, "r");
+        if (comm == NULL)
+            continue; /* the thread has just gone */
+        if (fgets(name, sizeof name, comm) && strncmp(name, prefix, strlen(prefix)) == 0)
+            count++;
+        fclose(comm);
+    }
     closedir(dir);
+    return count;
+}
+
+/* count_threads_named(), polled until it says `expected` (a new thread names
+ * itself, a joined one leaves /proc, each a moment later), or -1 without /proc. */
+static long await_threads_named(const char *prefix, long expected)
+{
+    int64_t start = kit_now_ns();
+    long count = count_threads_named(prefix);
+    while (count >= 0 && count != expected && kit_elapsed_ms(start) < KIT_HANG_MS) {
+        kit_sleep_ms(1);
+        count = count_threads_named(prefix);
+    }
     return count;
 }
 
@@ -691,22 +718,19 @@ static void test_mw_await_joins_every_worker(void **state)
 {
     (void)state;
     enum { WORKERS = 6 };
-    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple });
-    long before = count_threads();
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple,
+                                      .name = "mwjoin" });
     assert_ok(mw_start(mw));
     assert_int_equal(stats_of(mw).workers_alive, WORKERS);
-    if (before >= 0)
-        assert_int_equal(count_threads(), before + WORKERS);
+    long named = await_threads_named("mwjoin-", WORKERS);
+    if (named >= 0)
+        assert_int_equal(named, WORKERS);
     for (long id = 0; id < 100; id++)
         assert_ok(mw_submit(mw, id, NULL, KIT_HANG_MS));
     assert_ok(mw_await(mw, KIT_HANG_MS)); /* one poison pill each, then join */
     assert_int_equal(stats_of(mw).workers_alive, 0);
-    if (before >= 0) { /* joined threads may take a moment to vanish from /proc */
-        int64_t start = kit_now_ns();
-        while (count_threads() != before && kit_elapsed_ms(start) < KIT_HANG_MS)
-            kit_sleep_ms(1);
-        assert_int_equal(count_threads(), before); /* no thread left behind */
-    }
+    if (named >= 0)
+        assert_int_equal(await_threads_named("mwjoin-", 0), 0); /* no thread left behind */
     assert_ok(mw_await(mw, 0)); /* again: already done */
     assert_int_equal(stats_of(mw).completed, 100);
     mw_destroy(mw);
