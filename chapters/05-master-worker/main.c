@@ -35,7 +35,7 @@
 static long tasks = 100, workers = 4, capacity = 16, fail_rate = 10, task_ms = 50;
 static long submit_timeout_ms = 100, result_limit = 0, fanout = 0;
 static bool compare, sweep, false_sharing, trap;
-static measure_options_t measure = { .batch = 100000, .work_us = 10, .sweep_tasks = 200, .sweep_work_us = 500,
+static measure_options_t measure = { .batch = 100000, .work_us = 5, .sweep_tasks = 200, .sweep_work_us = 500,
                                      .sleep_ms = 2, .increments = 20000000, .repeat = 3 };
 static kit_run_t run;
 

@@ -1152,7 +1152,7 @@ static void run_star_under_await(long leaves, uint64_t seed)
     kit_worker_t awaiter;
     kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
     kit_await_waiting_threads(WORKERS, "the awaiting master and the idle workers"); /* root's worker: in a latch */
-    kit_lock_delays(200, seed);
+    kit_lock_delays(400, seed); /* wide enough for a leaf to finish inside mw_submit */
     kit_latch_count_down(&go);
     kit_worker_must_finish(&awaiter, "mw_await on a star of sub-tasks");
     kit_lock_delays(0, 0);
@@ -1171,9 +1171,9 @@ static void test_mw_stress_subtasks_with_lock_delays(void **state)
 {
     (void)state;
     uint64_t seed = kit_test_seed();
-    long rounds = scaled(12, 3);
+    long rounds = scaled(30, 4);
     for (long round = 0; round < rounds; round++)
-        run_star_under_await(12, seed + (uint64_t)round);
+        run_star_under_await(16, seed + (uint64_t)round);
     struct tree tree = { .fanout = 2, .total = tree_size(2, 5) }; /* 63 tasks */
     mw_t *mw = make_mw((mw_config_t){ .workers = 4, .queue_capacity = 64, .process = process_tree, .ctx = &tree });
     kit_lock_delays(50, seed);
