@@ -395,6 +395,23 @@ static int process_reentering(mw_t *mw, const mw_task_t *task, void **result, vo
     return 0;
 }
 
+/* mw_await and mw_stop from a task would wait for that task: EDEADLK. */
+static void check_calls_from_inside_a_task(void)
+{
+    struct reentry seen = { 0 };
+    mw_config_t config = basic;
+    config.process = process_reentering;
+    config.ctx = &seen;
+    mw_t *mw = make_mw(config);
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 1, NULL, KIT_HANG_MS));
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    assert_int_equal(atomic_load(&seen.await_error), EDEADLK);
+    assert_int_equal(atomic_load(&seen.stop_error), EDEADLK);
+    assert_int_equal(stats_of(mw).completed, 1);
+    mw_destroy(mw);
+}
+
 static void test_mw_bad_arguments(void **state)
 {
     (void)state;
@@ -441,19 +458,7 @@ static void test_mw_bad_arguments(void **state)
     assert_err(mw_take_result(mw, &result, 0), ECANCELED); /* the results have ended */
     mw_destroy(mw);
     mw_destroy(NULL);
-
-    struct reentry seen = { 0 };
-    mw_config_t config = basic;
-    config.process = process_reentering;
-    config.ctx = &seen;
-    mw = make_mw(config);
-    assert_ok(mw_start(mw));
-    assert_ok(mw_submit(mw, 1, NULL, KIT_HANG_MS));
-    assert_ok(mw_await(mw, KIT_HANG_MS));
-    assert_int_equal(atomic_load(&seen.await_error), EDEADLK);
-    assert_int_equal(atomic_load(&seen.stop_error), EDEADLK);
-    assert_int_equal(stats_of(mw).completed, 1);
-    mw_destroy(mw);
+    check_calls_from_inside_a_task();
 }
 
 /* ---- results, failures, rejections ------------------------------------------------------- */
@@ -860,6 +865,20 @@ static void *stop_on_thread(void *raw)
     return NULL;
 }
 
+/* Everything done before the deadline: mw_stop returns 0. */
+static void check_stop_in_time(void)
+{
+    mw_t *mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 64, .process = process_triple });
+    assert_ok(mw_start(mw));
+    for (long id = 0; id < 50; id++)
+        assert_ok(mw_submit(mw, id, NULL, KIT_HANG_MS));
+    assert_ok(mw_stop(mw, KIT_HANG_MS));
+    mw_stats_t s = stats_of(mw);
+    assert_int_equal(s.completed, 50);
+    assert_int_equal(s.workers_alive, 0);
+    mw_destroy(mw);
+}
+
 static void test_mw_stop_reports_what_was_not_done(void **state)
 {
     (void)state;
@@ -900,17 +919,7 @@ static void test_mw_stop_reports_what_was_not_done(void **state)
     assert_ok(mw_stop(mw, 0)); /* again: nothing more was left undone */
     mw_destroy(mw);
     hold_destroy(&hold);
-
-    /* Everything done in time: 0. */
-    mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 64, .process = process_triple });
-    assert_ok(mw_start(mw));
-    for (long id = 0; id < 50; id++)
-        assert_ok(mw_submit(mw, id, NULL, KIT_HANG_MS));
-    assert_ok(mw_stop(mw, KIT_HANG_MS));
-    s = stats_of(mw);
-    assert_int_equal(s.completed, 50);
-    assert_int_equal(s.workers_alive, 0);
-    mw_destroy(mw);
+    check_stop_in_time();
 }
 
 /* Workers stuck on a result limit that nobody consumes: a stop lifts the
