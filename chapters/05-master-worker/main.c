@@ -75,7 +75,7 @@ static const kit_cli_t cli = {
     "A master submits tasks to a bounded queue; workers process them and publish\n"
     "  results, failures and rejections; the master checks that none is lost.",
     "examples:\n"
-    "  ch05-master-worker --fail-rate 30 --fanout 2\n"
+    "  ch05-master-worker --fail-rate 30 --fanout 2 --capacity 300   # sub-tasks, all counted\n"
     "  ch05-master-worker --capacity 2 --submit-timeout-ms 5     # some tasks rejected, all recorded\n"
     "  ch05-master-worker --result-limit 4                       # workers wait for the collector\n"
     "  ch05-master-worker --trap                                 # the deadlock trap, detected\n"

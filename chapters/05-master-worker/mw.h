@@ -145,6 +145,9 @@ typedef struct mw_stats {
  * @param[in]  config copied (and `name` with it).
  * @return 0; EINVAL (NULL argument, 0 workers, 0 queue capacity, no process
  *         function); ENOMEM; or a pthread error. On failure nothing is allocated.
+ * @par Thread safety
+ * Once created, every function below may be called from any thread, except
+ * where it says otherwise.
  * @see mw_destroy
  */
 int mw_create(mw_t **out, const mw_config_t *config);
@@ -217,7 +220,12 @@ int mw_await(mw_t *mw, long timeout_ms);
  * @return 0 (everything submitted was done); ETIMEDOUT (some tasks were not
  *         done: they are recorded as rejected with ECANCELED and counted in
  *         `cancelled`; every worker is stopped and joined all the same);
- *         EDEADLK when called from a process function of @p mw; EINVAL.
+ *         EDEADLK when called from a process function of @p mw; EINVAL (NULL,
+ *         negative timeout). Before mw_start() it records every queued task
+ *         as not done. Calling it again returns 0 unless more was cancelled.
+ * @par Thread safety
+ * Any thread but the component's own workers. Results, failures and
+ * rejections stay available afterwards.
  */
 int mw_stop(mw_t *mw, long timeout_ms);
 
@@ -225,7 +233,11 @@ int mw_stop(mw_t *mw, long timeout_ms);
  * @brief Stop accepting tasks from outside the workers. Sub-tasks submitted
  *        by running tasks are still accepted, so everything in flight can
  *        finish. Lets a consumer loop end: see mw_take_result(). Harmless twice.
- * @return 0 or EINVAL.
+ * @param[in] mw the component.
+ * @return 0 or EINVAL (NULL).
+ * @par Thread safety
+ * Any thread. A master that consumes on its own thread calls it after its
+ * last mw_submit(), then takes results until ECANCELED.
  */
 int mw_close(mw_t *mw);
 
@@ -250,7 +262,9 @@ int mw_take_result(mw_t *mw, mw_result_t *out, long timeout_ms);
  * @param[in]  mw  the component.
  * @param[out] out the task and its error; the caller owns the payload again.
  *                 Unchanged on error.
- * @return 0; ENOENT (none recorded now); EINVAL.
+ * @return 0; ENOENT (none recorded now); EINVAL (NULL argument).
+ * @par Thread safety
+ * Any thread, also while workers run; each record is taken exactly once.
  */
 int mw_take_failed(mw_t *mw, mw_failure_t *out);
 
@@ -259,7 +273,9 @@ int mw_take_failed(mw_t *mw, mw_failure_t *out);
  * @param[in]  mw  the component.
  * @param[out] out the task and why it never ran (ETIMEDOUT or ECANCELED);
  *                 the caller owns the payload again. Unchanged on error.
- * @return 0; ENOENT (none recorded now); EINVAL.
+ * @return 0; ENOENT (none recorded now); EINVAL (NULL argument).
+ * @par Thread safety
+ * As mw_take_failed().
  */
 int mw_take_rejected(mw_t *mw, mw_failure_t *out);
 
@@ -273,19 +289,29 @@ int mw_take_rejected(mw_t *mw, mw_failure_t *out);
  * trap while a consumer is announced. Call it before starting the consumer
  * thread (or from it, before the results can fill up). A master consuming
  * on its own thread does not need this.
- * @return 0 or EINVAL.
+ * @param[in] mw the component.
+ * @return 0 or EINVAL (NULL).
  * @par Thread safety
  * Any thread; begin and end are counted, so several consumers may be announced.
  */
 int mw_consumer_begin(mw_t *mw);
 
-/** @brief A consumer announced by mw_consumer_begin() stops consuming. @return 0 or EINVAL (NULL, none announced). */
+/**
+ * @brief A consumer announced by mw_consumer_begin() stops consuming. If the
+ *        workers now wait for room with nobody left to make it, a waiting
+ *        mw_await() returns EDEADLK.
+ * @param[in] mw the component.
+ * @return 0 or EINVAL (NULL, or no consumer announced).
+ */
 int mw_consumer_end(mw_t *mw);
 
 /**
- * @brief True once mw_stop() has passed its deadline: a running task should
- *        finish early (return non-zero, say ECANCELED). False for NULL.
- *        Does not block.
+ * @brief Has mw_stop() passed its deadline? A running task should then
+ *        finish early (return non-zero, say ECANCELED).
+ * @param[in] mw the component.
+ * @return true once the stop was requested; false before, and for NULL.
+ * @par Thread safety
+ * Any thread, typically a process function. Does not block for long.
  */
 bool mw_stop_requested(mw_t *mw);
 
@@ -293,15 +319,21 @@ bool mw_stop_requested(mw_t *mw);
  * @brief Read every counter at one instant.
  * @param[in]  mw  the component.
  * @param[out] out the counters; unchanged on error.
- * @return 0 or EINVAL.
+ * @return 0 or EINVAL (NULL argument).
+ * @par Thread safety
+ * Any thread, any time: the snapshot always satisfies
+ * `submitted == completed + failed + rejected + pending`.
  */
 int mw_stats(mw_t *mw, mw_stats_t *out);
 
 /**
  * @brief Stop (as mw_stop() with timeout 0 if workers still run), join every
  *        worker and free the component and its records. NULL is a no-op.
+ * @param[in] mw the component.
  * @pre No other thread uses @p mw. Called from a process function of @p mw
  *      it would wait for itself: it then does nothing.
+ * @note Payloads and result data still in untaken records are not freed:
+ *       take them first if they own memory.
  * @see mw_create
  */
 void mw_destroy(mw_t *mw);

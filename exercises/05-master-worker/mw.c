@@ -42,8 +42,8 @@ struct mw {
     /* TODO, immutable after create: a copy of the config (copy the name too),
      * the bq_t *queue, an array of pthread_t for the workers.
      * A mutex, and one condition variable per thing someone waits for:
-     * - the master (await/stop): pending reached 0, or the workers got stuck,
-     *   or a worker left;
+     * - the master (await/stop): pending reached 0, or the workers got stuck;
+     * - the master again, when joining: a worker left;
      * - workers under result_limit: a result was taken (room);
      * - consumers in mw_take_result: a result was stored, or the results ended.
      * Make them with kit_cond_init(): timed waits use CLOCK_MONOTONIC.

@@ -63,8 +63,8 @@ struct mw {
     pthread_t *threads;           /* config.workers slots; joined once all have left */
 
     pthread_mutex_t lock;
-    pthread_cond_t master_wake;   /* await/stop re-check: pending reached 0, the workers got
-                                     stuck on the result limit, or a worker left */
+    pthread_cond_t settled;       /* await/stop: pending reached 0, or the workers got stuck */
+    pthread_cond_t worker_left;   /* await/stop: one more worker has left its loop */
     pthread_cond_t result_room;   /* workers under result_limit: a result was taken, or the limit lifted */
     pthread_cond_t result_ready;  /* consumers: a result was stored, or the results ended */
     /* Guarded by lock: */
@@ -131,7 +131,7 @@ static bool stuck_locked(const mw_t *mw)
 static void wake_master_if_stuck_locked(mw_t *mw)
 {
     if (stuck_locked(mw))
-        pthread_cond_broadcast(&mw->master_wake);
+        pthread_cond_broadcast(&mw->settled);
 }
 
 /* Nothing stored and nothing can come: closed, and every task finished. */
@@ -146,7 +146,7 @@ static void finish_task_locked(mw_t *mw)
 {
     mw->pending--; /* PAGE: decrement-after-publish */
     if (mw->pending == 0) {
-        pthread_cond_broadcast(&mw->master_wake);  /* every waiting master may stop the workers */
+        pthread_cond_broadcast(&mw->settled);      /* every waiting master may stop the workers */
         pthread_cond_broadcast(&mw->result_ready); /* if closed, consumers see the end */
     }
 }
@@ -252,7 +252,7 @@ static void leave(mw_t *mw)
     pthread_mutex_lock(&mw->lock);
     mw->stats.workers_alive--;
     kit_log("mw", "poison pill: leaving, %zu worker(s) left", mw->stats.workers_alive);
-    pthread_cond_broadcast(&mw->master_wake); /* join_workers() waits for the last one */
+    pthread_cond_broadcast(&mw->worker_left); /* join_workers() waits for the last one */
     pthread_mutex_unlock(&mw->lock);
 }
 
@@ -285,9 +285,9 @@ static int wait_for_pending_locked(mw_t *mw, const struct timespec *deadline)
      * waiter. The deadline is the same on every turn. */
     while (mw->pending > 0 && !stuck_locked(mw) && err != ETIMEDOUT) {
         if (deadline)
-            err = pthread_cond_timedwait(&mw->master_wake, &mw->lock, deadline);
+            err = pthread_cond_timedwait(&mw->settled, &mw->lock, deadline);
         else
-            pthread_cond_wait(&mw->master_wake, &mw->lock);
+            pthread_cond_wait(&mw->settled, &mw->lock);
     }
     if (mw->pending == 0)
         return 0;
@@ -322,9 +322,9 @@ static int join_workers(mw_t *mw, const struct timespec *deadline)
     /* while, not if: one worker leaving wakes us; the others may still be on their way. */
     while (mw->stats.workers_alive > 0 && err != ETIMEDOUT) {
         if (deadline)
-            err = pthread_cond_timedwait(&mw->master_wake, &mw->lock, deadline);
+            err = pthread_cond_timedwait(&mw->worker_left, &mw->lock, deadline);
         else
-            pthread_cond_wait(&mw->master_wake, &mw->lock);
+            pthread_cond_wait(&mw->worker_left, &mw->lock);
     }
     bool all_left = mw->stats.workers_alive == 0;
     bool join = all_left && !mw->joined;
@@ -383,9 +383,9 @@ static int init_sync(mw_t *mw)
     int err = pthread_mutex_init(&mw->lock, NULL);
     if (err != 0)
         return err;
-    pthread_cond_t *conds[] = { &mw->master_wake, &mw->result_room, &mw->result_ready };
+    pthread_cond_t *conds[] = { &mw->settled, &mw->worker_left, &mw->result_room, &mw->result_ready };
     size_t made = 0;
-    while (made < 3 && (err = kit_cond_init(conds[made])) == 0) /* CLOCK_MONOTONIC: deadlines */
+    while (made < 4 && (err = kit_cond_init(conds[made])) == 0) /* CLOCK_MONOTONIC: deadlines */
         made++;
     if (err != 0) {
         while (made > 0)
@@ -654,7 +654,8 @@ void mw_destroy(mw_t *mw)
     bq_destroy(mw->queue);
     pthread_cond_destroy(&mw->result_ready);
     pthread_cond_destroy(&mw->result_room);
-    pthread_cond_destroy(&mw->master_wake);
+    pthread_cond_destroy(&mw->worker_left);
+    pthread_cond_destroy(&mw->settled);
     pthread_mutex_destroy(&mw->lock);
     free(mw->threads);
     free(mw);
