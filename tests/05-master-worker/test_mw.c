@@ -658,10 +658,28 @@ static void test_mw_await_waits_for_the_last_result(void **state)
     kit_latch_destroy(&cb.release);
 }
 
-static void run_tree(mw_t *mw, struct tree *tree)
+/* The root waits until the master is asleep in mw_await - the idle workers
+ * and the awaiting master: `workers` threads in condition waits - so every
+ * sub-task is submitted while the master waits for completion. Lock delays
+ * (0: none) stretch the gaps between critical sections meanwhile. */
+static void run_tree_under_await(mw_t *mw, struct tree *tree, int workers, long delay_us, uint64_t seed)
 {
+    kit_latch_t started, go;
+    assert_ok(kit_latch_init(&started, 1));
+    assert_ok(kit_latch_init(&go, 1));
+    tree->root_started = &started;
+    tree->root_go = &go;
     assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS)); /* the master submits only the root */
-    assert_ok(mw_await(mw, KIT_HANG_MS));
+    assert_ok(kit_latch_wait(&started, KIT_HANG_MS));
+    struct await_call call = { mw, KIT_HANG_MS, -1, 0 };
+    kit_worker_t awaiter;
+    kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
+    kit_await_waiting_threads(workers, "the awaiting master and the idle workers"); /* root's worker: in a latch */
+    kit_lock_delays(delay_us, seed);
+    kit_latch_count_down(&go);
+    kit_worker_must_finish(&awaiter, "mw_await on a tree of sub-tasks");
+    kit_lock_delays(0, 0);
+    assert_int_equal(call.err, 0);
     mw_stats_t s = stats_of(mw);
     assert_int_equal(atomic_load(&tree->child_errors), 0);
     if (s.completed != (size_t)tree->total || s.pending != 0)
@@ -675,16 +693,19 @@ static void run_tree(mw_t *mw, struct tree *tree)
     for (long id = 0; id < tree->total; id++)
         assert_int_equal(seen[id], 1);
     free(seen);
+    kit_latch_destroy(&started);
+    kit_latch_destroy(&go);
 }
 
 static void test_mw_submit_counts_subtasks(void **state)
 {
     (void)state;
+    enum { WORKERS = 4 };
     struct tree tree = { .fanout = 3, .total = tree_size(3, 4) }; /* 121 tasks */
-    mw_t *mw = make_mw((mw_config_t){ .workers = 4, .queue_capacity = (size_t)tree.total, .process = process_tree,
-                                      .ctx = &tree });
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = (size_t)tree.total,
+                                      .process = process_tree, .ctx = &tree });
     assert_ok(mw_start(mw));
-    run_tree(mw, &tree);
+    run_tree_under_await(mw, &tree, WORKERS, 0, 0);
     mw_destroy(mw);
 }
 
@@ -1149,54 +1170,29 @@ static void test_mw_stress_stats_conserve_at_every_instant(void **state)
     mw_destroy(mw);
 }
 
-/* The root of a star waits until the master is asleep in mw_await, then
- * submits its leaves one by one. With lock delays, a leaf often finishes
- * before its submit returns: if pending did not count it yet, pending would
- * touch zero while the root still has leaves to submit. */
-static void run_star_under_await(long leaves, uint64_t seed)
-{
-    enum { WORKERS = 4 };
-    kit_latch_t started, go;
-    assert_ok(kit_latch_init(&started, 1));
-    assert_ok(kit_latch_init(&go, 1));
-    struct tree star = { .fanout = leaves, .total = leaves + 1, .root_started = &started, .root_go = &go };
-    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = (size_t)leaves + 1,
-                                      .process = process_tree, .ctx = &star });
-    assert_ok(mw_start(mw));
-    assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS));
-    assert_ok(kit_latch_wait(&started, KIT_HANG_MS));
-    struct await_call call = { mw, KIT_HANG_MS, -1, 0 };
-    kit_worker_t awaiter;
-    kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
-    kit_await_waiting_threads(WORKERS, "the awaiting master and the idle workers"); /* root's worker: in a latch */
-    kit_lock_delays(400, seed); /* wide enough for a leaf to finish inside mw_submit */
-    kit_latch_count_down(&go);
-    kit_worker_must_finish(&awaiter, "mw_await on a star of sub-tasks");
-    kit_lock_delays(0, 0);
-    assert_int_equal(call.err, 0);
-    mw_stats_t s = stats_of(mw);
-    assert_int_equal(atomic_load(&star.child_errors), 0);
-    if (s.completed != (size_t)star.total || s.pending != 0)
-        fail_msg("await returned with %zu of %ld tasks completed and %zu pending", s.completed, star.total,
-                 s.pending);
-    mw_destroy(mw);
-    kit_latch_destroy(&started);
-    kit_latch_destroy(&go);
-}
-
+/* A star: the root submits its leaves one by one while the master waits.
+ * With lock delays, a leaf often finishes before its mw_submit returns: if
+ * pending did not count it yet, pending would touch zero while the root
+ * still has leaves to submit. Then a binary tree the same way. */
 static void test_mw_stress_subtasks_with_lock_delays(void **state)
 {
     (void)state;
+    enum { WORKERS = 4, LEAVES = 16 };
     uint64_t seed = kit_test_seed();
     long rounds = scaled(30, 4);
-    for (long round = 0; round < rounds; round++)
-        run_star_under_await(16, seed + (uint64_t)round);
+    for (long round = 0; round < rounds; round++) {
+        struct tree star = { .fanout = LEAVES, .total = LEAVES + 1 };
+        mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = LEAVES + 1,
+                                          .process = process_tree, .ctx = &star });
+        assert_ok(mw_start(mw));
+        run_tree_under_await(mw, &star, WORKERS, 400, seed + (uint64_t)round);
+        mw_destroy(mw);
+    }
     struct tree tree = { .fanout = 2, .total = tree_size(2, 5) }; /* 63 tasks */
-    mw_t *mw = make_mw((mw_config_t){ .workers = 4, .queue_capacity = 64, .process = process_tree, .ctx = &tree });
-    kit_lock_delays(50, seed);
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 64, .process = process_tree,
+                                      .ctx = &tree });
     assert_ok(mw_start(mw));
-    run_tree(mw, &tree);
-    kit_lock_delays(0, 0);
+    run_tree_under_await(mw, &tree, WORKERS, 50, seed);
     mw_destroy(mw);
 }
 
