@@ -61,6 +61,12 @@ OUT ?= $(OUT_ROOT)$(if $(SAN),/$(SAN))
 # every implementation's build: grading a class compiles only students' files.
 COMMON := build/common$(if $(SAN),-$(SAN))
 
+# Objects remember how they were compiled: a change of CC, CFLAGS or SAN
+# rewrites this stamp, and everything that depends on it is rebuilt.
+BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN))
+FLAGS_STAMP = $(COMMON)/.build-flags
+$(shell mkdir -p $(COMMON) && echo '$(BUILD_FLAGS)' | cmp -s - $(FLAGS_STAMP) 2>/dev/null || echo '$(BUILD_FLAGS)' > $(FLAGS_STAMP))
+
 SAN_CFLAGS_tsan := -fsanitize=thread
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
@@ -103,15 +109,15 @@ RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_p
 TEST_BINS := $(foreach c,$(SELECTED),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
 
 # ---- Compiling and linking ------------------------------------------------------------
-$(COMMON)/%.o: %.c
+$(COMMON)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 
-$(OUT)/obj/impl/%.o: $(IMPL)/%.c
+$(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
-$(OUT)/obj/ref/%.o: solutions/%.c
+$(OUT)/obj/ref/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
