@@ -153,6 +153,9 @@ static bool retire(tpool_t *p, struct worker *self, int why)
 
 static void run_task(tpool_t *p, struct task *task, bool on_caller)
 {
+    /* A caller-runs task can run inside another task (one that submits to a
+     * full pool): keep the outer task's failure for when it finishes. */
+    int outer_failure = current_failure;
     current_failure = 0;
     if (!on_caller) {
         pthread_mutex_lock(&p->lock);
@@ -168,6 +171,7 @@ static void run_task(tpool_t *p, struct task *task, bool on_caller)
     p->stats.ran_by_caller += on_caller;
     p->stats.failed += current_failure != 0; /* a failed task is counted; its worker carries on */
     pthread_mutex_unlock(&p->lock);
+    current_failure = outer_failure;
     free(task);
 }
 
