@@ -267,8 +267,8 @@ static int enqueue(tpool_t *p, struct task *task)
     /* PAGE: idle-exit-race (execute side). When we chose to queue, a worker
      * was alive; it may have retired since (it re-checked the queue before we
      * put the task in). Under the lock that retiring takes: is anyone left? */
-    if (p->stats.threads == 0)
-        start_worker_locked(p, NULL); /* if even this fails, the next execute starts one */
+    if (p->stats.threads == 0) /* if even this start fails, the next execute or tpool_shutdown() tries */
+        start_worker_locked(p, NULL);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -312,6 +312,10 @@ int tpool_shutdown(tpool_t *p)
         return EINVAL;
     pthread_mutex_lock(&p->lock);
     p->shutdown = true;
+    /* Queued tasks still run - also one queued when no worker could be
+     * started for it (see enqueue()): no later execute will start one now. */
+    if (p->stats.threads == 0 && bq_size(p->queue) > 0)
+        start_worker_locked(p, NULL);
     if (terminated_locked(p)) /* nothing was running: wake anyone in await */
         pthread_cond_broadcast(&p->terminated);
     pthread_mutex_unlock(&p->lock);
@@ -364,11 +368,25 @@ int tpool_stats(tpool_t *p, tpool_stats_t *out)
     return 0;
 }
 
+/* After shutdown, with no worker alive (even the one tpool_shutdown() tried
+ * to start could not be), queued tasks can never run: drop them rather than
+ * wait for them forever. The queue is closed, so nothing new arrives. */
+static void drop_unrunnable(tpool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    bool nobody = p->stats.threads == 0;
+    pthread_mutex_unlock(&p->lock);
+    void *item;
+    while (nobody && bq_poll(p->queue, &item, 0) == 0)
+        drop_task(item);
+}
+
 void tpool_destroy(tpool_t *p)
 {
     if (p == NULL || current_pool == p)
         return;
     tpool_shutdown(p);
+    drop_unrunnable(p);
     tpool_await_termination(p, LONG_MAX);
     bq_destroy(p->queue);
     pthread_cond_destroy(&p->terminated);
