@@ -1073,6 +1073,61 @@ static void test_tpool_stress_stats_add_up(void **state)
     }
 }
 
+/* Pairs of tasks that spin until both have arrived, then return at the same
+ * instant on two workers: their bookkeeping after the task (active--,
+ * completed++) happens at the same moment too. Under the pool lock that is
+ * harmless; without it, one of two simultaneous increments is lost. */
+enum { PAIR_ROUNDS_FAST = 20000, PAIR_ROUNDS_SLOW = 300, PAIR_SPINS = 1 << 16 };
+
+struct pair_round {
+    atomic_int arrived;
+    atomic_bool gave_up; /* the partner never came: the pool did not run the two at once */
+};
+
+static void meet_partner_then_return(void *raw)
+{
+    struct pair_round *round = raw;
+    atomic_fetch_add(&round->arrived, 1);
+    int64_t start = kit_now_ns();
+    /* Spin, not sleep: both must be running when they leave. Yield now and
+     * then, so that a partner without a CPU of its own gets one. */
+    for (long spins = 1; atomic_load(&round->arrived) < 2; spins++) {
+        if (spins % PAIR_SPINS != 0)
+            continue;
+        if (kit_elapsed_ms(start) > KIT_HANG_MS) {
+            atomic_store(&round->gave_up, true);
+            return;
+        }
+        sched_yield();
+    }
+}
+
+static void test_tpool_stress_counters_when_tasks_end_together(void **state)
+{
+    (void)state;
+    long rounds = kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
+    struct pair_round *pairs = calloc((size_t)rounds, sizeof *pairs);
+    assert_non_null(pairs);
+    tpool_t *p = make_pool(2, 8, 1000, bq_policy_block(), "pairs");
+    for (long r = 0; r < rounds; r++) {
+        atomic_init(&pairs[r].arrived, 0);
+        atomic_init(&pairs[r].gave_up, false);
+        assert_ok(tpool_execute(p, meet_partner_then_return, &pairs[r])); /* queued in pairs: */
+        assert_ok(tpool_execute(p, meet_partner_then_return, &pairs[r])); /* one for each worker */
+    }
+    finish(p);
+    for (long r = 0; r < rounds; r++)
+        if (atomic_load(&pairs[r].gave_up))
+            fail_msg("pair %ld: a task waited %ld ms for its partner on the other worker", r, KIT_HANG_MS);
+    tpool_stats_t s = stats_of(p);
+    if (s.completed != (size_t)(2 * rounds) || s.active != 0)
+        fail_msg("%ld tasks ran; the pool counted completed %zu and active %zu (expected 0): updates were lost",
+                 2 * rounds, s.completed, s.active);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    free(pairs);
+}
+
 /* ---- destroy and failures to start a worker -------------------------------------------------- */
 
 struct slow_tally {
@@ -1257,6 +1312,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_await_termination_times_out_while_a_task_runs),
     cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
     cmocka_unit_test(test_tpool_stress_stats_add_up),
+    cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),
     cmocka_unit_test(test_tpool_destroy_joins_every_worker),
     cmocka_unit_test(test_tpool_execute_reports_a_failed_worker_start),
     cmocka_unit_test(test_tpool_shutdown_runs_a_task_left_without_a_worker),
