@@ -270,7 +270,7 @@ static int compare_run(void)
     int failed = kit_run_end(&run);
     printf("  thread per message  %8ld threads created and joined  %9.1f ms  %7.2f us/task\n", batch, thread_ms,
            thread_ms * 1000 / (double)batch);
-    printf("  pool of %-3ld         %8zu threads started            %9.1f ms  %7.2f us/task\n", core, s.largest,
+    printf("  pool of %-3ld         %8zu thread(s) started         %9.1f ms  %7.2f us/task\n", core, s.largest,
            pool_ms, pool_ms * 1000 / (double)batch);
     printf("the pool is %.1fx faster; completed %zu of %ld on the pool, %ld of %ld with threads\n", thread_ms / pool_ms,
            s.completed, batch, thread_done, batch);
