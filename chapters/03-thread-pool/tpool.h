@@ -106,8 +106,9 @@ int tpool_execute(tpool_t *p, void (*fn)(void *), void *arg);
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg);
 
 /**
- * @brief Stop accepting tasks. Tasks already queued still run; idle workers
- *        wake up and leave once the queue is empty. Harmless twice.
+ * @brief Stop accepting tasks. Tasks already queued still run (if no worker
+ *        is alive to run them, one is started); idle workers wake up and
+ *        leave once the queue is empty. Harmless twice.
  * @return 0 or EINVAL.
  */
 int tpool_shutdown(tpool_t *p);
@@ -139,7 +140,10 @@ int tpool_stats(tpool_t *p, tpool_stats_t *out);
 
 /**
  * @brief Shut down, wait for every queued and running task, join every
- *        worker, free the pool. NULL is a no-op.
+ *        worker, free the pool. NULL is a no-op. (Should no worker at all
+ *        be left or startable to run queued tasks - thread creation kept
+ *        failing - those tasks are dropped, as by tpool_shutdown_now(),
+ *        instead of being waited for forever.)
  * @pre No other thread calls into @p any more. Called from one of the pool's
  *      own tasks it would wait for itself forever: it then does nothing.
  * @see tpool_create

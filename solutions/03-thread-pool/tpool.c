@@ -153,6 +153,9 @@ static bool retire(tpool_t *p, struct worker *self, int why)
 
 static void run_task(tpool_t *p, struct task *task, bool on_caller)
 {
+    /* A caller-runs task can run inside another task (one that submits to a
+     * full pool): keep the outer task's failure for when it finishes. */
+    int outer_failure = current_failure;
     current_failure = 0;
     if (!on_caller) {
         pthread_mutex_lock(&p->lock);
@@ -168,6 +171,7 @@ static void run_task(tpool_t *p, struct task *task, bool on_caller)
     p->stats.ran_by_caller += on_caller;
     p->stats.failed += current_failure != 0; /* a failed task is counted; its worker carries on */
     pthread_mutex_unlock(&p->lock);
+    current_failure = outer_failure;
     free(task);
 }
 
@@ -263,8 +267,8 @@ static int enqueue(tpool_t *p, struct task *task)
     /* PAGE: idle-exit-race (execute side). When we chose to queue, a worker
      * was alive; it may have retired since (it re-checked the queue before we
      * put the task in). Under the lock that retiring takes: is anyone left? */
-    if (p->stats.threads == 0)
-        start_worker_locked(p, NULL); /* if even this fails, the next execute starts one */
+    if (p->stats.threads == 0) /* if even this start fails, the next execute or tpool_shutdown() tries */
+        start_worker_locked(p, NULL);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -308,6 +312,10 @@ int tpool_shutdown(tpool_t *p)
         return EINVAL;
     pthread_mutex_lock(&p->lock);
     p->shutdown = true;
+    /* Queued tasks still run - also one queued when no worker could be
+     * started for it (see enqueue()): no later execute will start one now. */
+    if (p->stats.threads == 0 && bq_size(p->queue) > 0)
+        start_worker_locked(p, NULL);
     if (terminated_locked(p)) /* nothing was running: wake anyone in await */
         pthread_cond_broadcast(&p->terminated);
     pthread_mutex_unlock(&p->lock);
@@ -360,11 +368,25 @@ int tpool_stats(tpool_t *p, tpool_stats_t *out)
     return 0;
 }
 
+/* After shutdown, with no worker alive (even the one tpool_shutdown() tried
+ * to start could not be), queued tasks can never run: drop them rather than
+ * wait for them forever. The queue is closed, so nothing new arrives. */
+static void drop_unrunnable(tpool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    bool nobody = p->stats.threads == 0;
+    pthread_mutex_unlock(&p->lock);
+    void *item;
+    while (nobody && bq_poll(p->queue, &item, 0) == 0)
+        drop_task(item);
+}
+
 void tpool_destroy(tpool_t *p)
 {
     if (p == NULL || current_pool == p)
         return;
     tpool_shutdown(p);
+    drop_unrunnable(p);
     tpool_await_termination(p, LONG_MAX);
     bq_destroy(p->queue);
     pthread_cond_destroy(&p->terminated);

@@ -1,0 +1,194 @@
+/**
+ * @file tpool.c
+ * @brief Chapter 03 exercise: a thread pool whose idle workers retire, on the chapter-02 queue.
+ *
+ * Read chapters/03-thread-pool/README.md, run `make run CH=03`, then
+ * implement the functions below; `make grade CH=03` scores them. Every
+ * function returns ENOSYS (or does nothing) until you do.
+ *
+ * The shape of it:
+ * - a task is a small record {run, drop, arg, pool} that you malloc in
+ *   tpool_execute_or_drop() and free once it has run or been dropped;
+ * - below core_threads live workers, a task starts a new worker and is
+ *   handed to it directly; otherwise it goes into a bq_t (chapter 02)
+ *   through bq_try_put() with the configured policy;
+ * - a worker runs its first task, then loops on bq_poll(keep_alive_ms);
+ *   when the poll gives up (ETIMEDOUT) it retires, when the queue is closed
+ *   and empty (ECANCELED) it leaves;
+ * - workers are joinable: one that leaves marks itself exited, and the
+ *   next execute, await or destroy joins it (never pthread_detach).
+ *
+ * Lock order: the pool's lock, then the queue's (inside bq_*). Never run a
+ * task, a reject policy or bq_try_put() while holding the pool's lock: a
+ * task may take seconds, and a caller-runs task may call tpool_execute().
+ *
+ * The idle-exit race (the chapter page draws it): a worker whose poll timed
+ * out is still counted until it takes the pool lock to leave. If execute
+ * counts it in that moment and queues a task "for" it, the task is
+ * stranded. Close it from both sides, under the pool lock: the retiring
+ * worker re-checks the queue and stays if it is not empty; execute, after
+ * queueing, starts a worker if none is left.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "tpool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_log.h"
+#include "kit_thread.h"
+#include "kit_time.h"
+
+struct tpool {
+    /* TODO, immutable after create: core_threads, keep_alive_ms, the queue
+     * (bq_t *), the policy (a copy of the config's, with item_fn replaced by
+     * your own: "run the task record on the caller" for caller-runs -
+     * compare policy.reject with bq_policy_caller_runs(NULL).reject - and
+     * "drop the task record" for every other policy), and the name.
+     * Then a mutex and a condition variable "terminated" (kit_cond_init: it
+     * is waited on with a deadline). Guarded by the mutex: the list of
+     * workers not yet joined, how many were ever started (for names), the
+     * shutdown flag, and a tpool_stats_t. */
+    int placeholder; /* delete me */
+};
+
+/* TODO: a _Thread_local "current pool" (set by each worker: tpool_current())
+ * and a _Thread_local failure code (reset before each task, read after it:
+ * tpool_task_fail()). Keep the outer value when a caller-runs task runs
+ * inside another task. */
+
+int tpool_create(tpool_t **out, const tpool_config_t *config)
+{
+    /* TODO: EINVAL for NULL out (set *out = NULL otherwise), NULL config,
+     * 0 core threads, 0 queue capacity, negative keep-alive, or
+     * config->reject.reject == NULL. Allocate, copy the config and the name
+     * ("pool" if NULL), bq_create() the queue, init the mutex and the
+     * condvar; undo everything on failure. Start no thread yet. */
+    (void)out;
+    (void)config;
+    return ENOSYS;
+}
+
+int tpool_execute(tpool_t *p, void (*fn)(void *), void *arg)
+{
+    /* TODO: tpool_execute_or_drop() without a drop function. */
+    (void)p;
+    (void)fn;
+    (void)arg;
+    return ENOSYS;
+}
+
+int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
+{
+    /* TODO: EINVAL for NULL p or fn. Make the task record. Under the lock:
+     * count it in submitted; join-list the workers that have exited (join
+     * them after unlocking); ECANCELED if shut down; below core_threads,
+     * start a worker named "<name>-<n>" (kit_thread_start) with the task
+     * as its first one, and count it in threads and largest
+     * (kit_log("tpool", "new worker %s", name) shows it in the program).
+     * If starting fails but a worker is alive, queue the task instead.
+     * Unlocked: bq_try_put(queue, task, &policy) - it may block, run the
+     * task on this thread or drop it. Then, under the lock again, if no
+     * worker is alive start one with no first task (the idle-exit race).
+     * Any error: count it in rejected, free the record, return the error. */
+    (void)p;
+    (void)fn;
+    (void)drop;
+    (void)arg;
+    return ENOSYS;
+}
+
+int tpool_shutdown(tpool_t *p)
+{
+    /* TODO: EINVAL for NULL. Under the lock set shutdown (if tasks are
+     * queued and no worker is alive, start one: queued tasks still run);
+     * if that already means terminated, broadcast "terminated". Then
+     * bq_close() the queue: that wakes every idle worker in its poll, and
+     * each one leaves once the queue is empty (bq_poll -> ECANCELED). */
+    (void)p;
+    return ENOSYS;
+}
+
+int tpool_shutdown_now(tpool_t *p)
+{
+    /* TODO: tpool_shutdown(), then take every task left in the queue
+     * (bq_poll with 0) and drop it: call its drop(arg), count it in
+     * dropped, free it. Running tasks finish. Broadcast "terminated" if
+     * that completes termination. */
+    (void)p;
+    return ENOSYS;
+}
+
+int tpool_await_termination(tpool_t *p, long timeout_ms)
+{
+    /* TODO: EINVAL for NULL p or a negative timeout (kit_deadline_after);
+     * EDEADLK when called from one of p's own workers. Under the lock,
+     * WHILE not (shut down, no worker alive, queue empty) and the deadline
+     * has not passed: pthread_cond_timedwait on "terminated" with that one
+     * deadline. Join the exited workers after unlocking. 0 or ETIMEDOUT. */
+    (void)p;
+    (void)timeout_ms;
+    return ENOSYS;
+}
+
+int tpool_stats(tpool_t *p, tpool_stats_t *out)
+{
+    /* TODO: EINVAL for NULL arguments; copy the counters under the lock and
+     * fill in queued with bq_size(). */
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    (void)p;
+    return ENOSYS;
+}
+
+void tpool_destroy(tpool_t *p)
+{
+    /* TODO: NULL (or a call from one of p's own tasks) is a no-op.
+     * Shut down, wait for termination with no limit, then destroy the
+     * queue, the condvar and the mutex, and free the pool. If no worker is
+     * alive (and none could be started) to run what is queued, drop it
+     * rather than wait forever. */
+    (void)p;
+}
+
+/* ---- the worker (write these as static helpers) ----------------------------------
+ * worker_main: set the current pool; run the first task, then loop:
+ *   bq_poll(queue, &item, keep_alive_ms) == 0 -> run it;
+ *   otherwise retire: under the pool lock, leave only if the poll said
+ *   ECANCELED or the queue is EMPTY (someone may have queued a task since
+ *   the poll gave up - PAGE: idle-exit-race); when leaving: threads--,
+ *   retired++ (for ETIMEDOUT), mark yourself exited, broadcast "terminated"
+ *   if that completes termination.
+ * run_task: active++ under the lock; run the task with NO lock held;
+ *   under the lock: active--, completed++, failed++ if tpool_task_fail()
+ *   was called. A failed task never ends its worker. */
+
+void tpool_task_fail(int error)
+{
+    /* TODO: remember the failure (EIO if error is 0) for the running task. */
+    (void)error;
+}
+
+tpool_t *tpool_current(void)
+{
+    /* TODO: the thread-local current pool. */
+    return NULL;
+}
+
+int tpool_block_begin(tpool_t *p)
+{
+    /* Chapter 04 (futures) uses this; for chapter 03 it may stay as is.
+     * TODO in chapter 04: see tpool.h. */
+    (void)p;
+    return ENOSYS;
+}
+
+void tpool_block_end(tpool_t *p)
+{
+    /* Chapter 04: see tpool_block_begin(). */
+    (void)p;
+}

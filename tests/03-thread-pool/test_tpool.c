@@ -1,0 +1,1322 @@
+/**
+ * @file test_tpool.c
+ * @brief Chapter 03 tests: the pool runs every task, never more than core_threads
+ *        at once, retires idle workers without stranding a task, and shuts down cleanly.
+ *
+ * Tasks here only record what they saw (which thread ran them, when they
+ * ended, what tpool_current() said) and count down a latch; the main thread
+ * waits on that latch with a bound and does all the asserting. Timing checks
+ * are one-sided: "it really waited at least N ms" is a strict lower bound,
+ * "it happened" is an upper bound of KIT_HANG_MS that only a hang exceeds.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_thread.h"
+#include "kit_time.h"
+#include "tpool.h"
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+/* ---- helpers --------------------------------------------------------------- */
+
+/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) everything runs 10-50x
+ * slower: stress loops shrink, timing-based bounds do not change. */
+static bool slow_run(void)
+{
+    return getenv("KIT_SLOW") != NULL;
+}
+
+static tpool_t *make_pool(size_t core, size_t capacity, long keep_alive_ms, bq_policy_t policy, const char *name)
+{
+    tpool_config_t config = { core, capacity, keep_alive_ms, policy, name };
+    tpool_t *p = NULL;
+    assert_ok(tpool_create(&p, &config));
+    assert_non_null(p);
+    return p;
+}
+
+static tpool_stats_t stats_of(tpool_t *p)
+{
+    tpool_stats_t s;
+    memset(&s, 0, sizeof s);
+    assert_ok(tpool_stats(p, &s));
+    return s;
+}
+
+/* Waits until the pool's worker count is @p threads, sleep-polling the
+ * stats (test side only). Returns the time it was first seen. */
+static int64_t await_threads(tpool_t *p, size_t threads, const char *what)
+{
+    int64_t start = kit_now_ns();
+    for (;;) {
+        tpool_stats_t s = stats_of(p);
+        int64_t now = kit_now_ns();
+        if (s.threads == threads)
+            return now;
+        if (kit_elapsed_ms(start) > KIT_HANG_MS)
+            fail_msg("%s: still %zu workers after %ld ms, expected %zu", what, s.threads, KIT_HANG_MS, threads);
+        kit_sleep_us(500);
+    }
+}
+
+static double ms_between(int64_t from_ns, int64_t to_ns)
+{
+    return (double)(to_ns - from_ns) / 1e6;
+}
+
+/* One task and what it saw. The task writes its fields, then counts down
+ * `done`; the main thread reads them after waiting on `done`. */
+struct job {
+    kit_latch_t *hold;   /* if set, the task waits here (bounded) before finishing */
+    bool fail;           /* the task calls tpool_task_fail() */
+    kit_latch_t done;    /* counted down when the task ran or was dropped */
+    atomic_int runs;     /* times fn ran */
+    atomic_int drops;    /* times the drop function was called */
+    pthread_t thread;    /* the thread that ran it */
+    char thread_name[KIT_THREAD_NAME_MAX];
+    tpool_t *current;    /* tpool_current() inside the task */
+    int64_t end_ns;      /* when it finished */
+};
+
+static void job_init(struct job *job, kit_latch_t *hold)
+{
+    memset(job, 0, sizeof *job);
+    job->hold = hold;
+    assert_ok(kit_latch_init(&job->done, 1));
+}
+
+/* Only after the pool is destroyed or terminated: no thread touches the latch any more. */
+static void job_destroy(struct job *job)
+{
+    kit_latch_destroy(&job->done);
+}
+
+static void job_run(void *raw)
+{
+    struct job *job = raw;
+    job->thread = pthread_self();
+    snprintf(job->thread_name, sizeof job->thread_name, "%s", kit_thread_name());
+    job->current = tpool_current();
+    if (job->hold)
+        kit_latch_wait(job->hold, 2 * KIT_HANG_MS); /* bounded: a failed test never leaves it stuck */
+    if (job->fail)
+        tpool_task_fail(EIO);
+    atomic_fetch_add(&job->runs, 1);
+    job->end_ns = kit_now_ns();
+    kit_latch_count_down(&job->done);
+}
+
+static void job_drop(void *raw)
+{
+    struct job *job = raw;
+    atomic_fetch_add(&job->drops, 1);
+    kit_latch_count_down(&job->done);
+}
+
+static int submit(tpool_t *p, struct job *job)
+{
+    return tpool_execute_or_drop(p, job_run, job_drop, job);
+}
+
+static void must_run(struct job *job, const char *what)
+{
+    if (kit_latch_wait(&job->done, KIT_HANG_MS) != 0)
+        fail_msg("%s: not run after %ld ms - the task is stranded, or the pool hangs", what, KIT_HANG_MS);
+    if (atomic_load(&job->runs) != 1)
+        fail_msg("%s: ran %d times and was dropped %d times, expected to run once", what,
+                 atomic_load(&job->runs), atomic_load(&job->drops));
+}
+
+static void release(kit_latch_t *hold)
+{
+    kit_latch_count_down(hold);
+}
+
+/* Shut down and wait for the end: every queued task has run or been dropped. */
+static void finish(tpool_t *p)
+{
+    assert_ok(tpool_shutdown(p));
+    assert_ok(tpool_await_termination(p, KIT_HANG_MS));
+}
+
+static void assert_conserved(const tpool_stats_t *s)
+{
+    if (s->completed + s->dropped + s->rejected != s->submitted)
+        fail_msg("completed %zu + dropped %zu + rejected %zu != submitted %zu", s->completed, s->dropped,
+                 s->rejected, s->submitted);
+}
+
+/* A thread that calls tpool_execute, for the calls that block. */
+struct execute_call {
+    tpool_t *p;
+    struct job *job;
+    int err;
+};
+
+static void *execute_on_thread(void *raw)
+{
+    struct execute_call *call = raw;
+    call->err = submit(call->p, call->job);
+    return NULL;
+}
+
+/* ---- configuration and arguments ----------------------------------------------- */
+
+static void test_tpool_create_rejects_bad_config(void **state)
+{
+    (void)state;
+    tpool_config_t good = { 1, 1, 10, bq_policy_block(), "bad" };
+    tpool_t *p = (tpool_t *)&good; /* not NULL: create must reset it on failure */
+    assert_err(tpool_create(NULL, &good), EINVAL);
+    assert_err(tpool_create(&p, NULL), EINVAL);
+    assert_null(p);
+    tpool_config_t bad[] = { good, good, good, good };
+    bad[0].core_threads = 0;
+    bad[1].queue_capacity = 0;
+    bad[2].keep_alive_ms = -1;
+    bad[3].reject.reject = NULL; /* a policy without its function */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = (tpool_t *)&good;
+        assert_err(tpool_create(&p, &bad[i]), EINVAL);
+        assert_null(p);
+    }
+    good.keep_alive_ms = 0; /* retire at once: allowed */
+    good.name = NULL;       /* "pool" */
+    assert_ok(tpool_create(&p, &good));
+    tpool_destroy(p);
+}
+
+static void test_tpool_bad_arguments(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 1, 10, bq_policy_block(), "args");
+    tpool_stats_t s;
+    assert_err(tpool_execute(NULL, job_run, NULL), EINVAL);
+    assert_err(tpool_execute(p, NULL, NULL), EINVAL);
+    assert_err(tpool_execute_or_drop(NULL, job_run, job_drop, NULL), EINVAL);
+    assert_err(tpool_execute_or_drop(p, NULL, job_drop, NULL), EINVAL);
+    assert_err(tpool_shutdown(NULL), EINVAL);
+    assert_err(tpool_shutdown_now(NULL), EINVAL);
+    assert_err(tpool_await_termination(NULL, 0), EINVAL);
+    assert_err(tpool_await_termination(p, -1), EINVAL);
+    assert_err(tpool_stats(NULL, &s), EINVAL);
+    assert_err(tpool_stats(p, NULL), EINVAL);
+    assert_null(tpool_current()); /* not a worker */
+    s = stats_of(p);
+    assert_int_equal(s.submitted, 0); /* bad calls are not submissions */
+    assert_int_equal(s.threads, 0);   /* no thread before the first task */
+    tpool_destroy(NULL);
+    tpool_destroy(p);
+}
+
+/* ---- running tasks ------------------------------------------------------------------ */
+
+enum { EVERY_TASK = 300 };
+
+static void count_run(void *raw)
+{
+    atomic_fetch_add((atomic_int *)raw, 1);
+}
+
+static void test_tpool_execute_runs_every_task_once(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(3, 4, 50, bq_policy_block(), "every");
+    static atomic_int runs[EVERY_TASK];
+    for (int i = 0; i < EVERY_TASK; i++) {
+        atomic_store(&runs[i], 0);
+        assert_ok(tpool_execute(p, count_run, &runs[i]));
+    }
+    finish(p);
+    for (int i = 0; i < EVERY_TASK; i++)
+        if (atomic_load(&runs[i]) != 1)
+            fail_msg("task %d ran %d times", i, atomic_load(&runs[i]));
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.submitted, EVERY_TASK);
+    assert_int_equal(s.completed, EVERY_TASK);
+    assert_true(s.largest <= 3);
+    assert_conserved(&s);
+    tpool_destroy(p);
+}
+
+/* core_threads tasks that each wait until all of them have arrived: they can
+ * only all finish if all of them run at the same moment. */
+enum { GATE_CORE = 3 };
+
+struct meeting {
+    kit_latch_t arrived;
+    int64_t deadline_ns; /* one deadline for everybody: a broken pool fails in KIT_HANG_MS, not N times it */
+    atomic_int met;      /* tasks that saw all the others arrive */
+};
+
+static void meet_the_others(void *raw)
+{
+    struct meeting *m = raw;
+    kit_latch_count_down(&m->arrived);
+    int64_t left_ns = m->deadline_ns - kit_now_ns();
+    if (kit_latch_wait(&m->arrived, left_ns > 0 ? (long)(left_ns / 1000000) : 0) == 0)
+        atomic_fetch_add(&m->met, 1);
+}
+
+static void test_tpool_execute_runs_core_threads_at_once(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(GATE_CORE, GATE_CORE, 1000, bq_policy_block(), "meet");
+    struct meeting m = { .deadline_ns = kit_now_ns() + KIT_HANG_MS * 1000000LL };
+    assert_ok(kit_latch_init(&m.arrived, GATE_CORE));
+    for (int i = 0; i < GATE_CORE; i++)
+        assert_ok(tpool_execute(p, meet_the_others, &m));
+    finish(p);
+    if (atomic_load(&m.met) != GATE_CORE)
+        fail_msg("only %d of %d tasks met the others: the pool did not run %d tasks at once", atomic_load(&m.met),
+                 GATE_CORE, GATE_CORE);
+    assert_int_equal(stats_of(p).largest, GATE_CORE);
+    tpool_destroy(p);
+    kit_latch_destroy(&m.arrived);
+}
+
+/* Many submitters, tasks of random length: never more than core_threads at once. */
+enum { LIMIT_CORE = 3, LIMIT_SUBMITTERS = 2 };
+
+struct limit {
+    tpool_t *p;
+    atomic_int running, most;
+    atomic_long ran;
+};
+
+struct limit_submitter {
+    struct limit *limit;
+    long tasks;
+    int errors;
+};
+
+static void run_limited(void *raw)
+{
+    struct limit *l = raw;
+    int now = atomic_fetch_add(&l->running, 1) + 1;
+    for (int most = atomic_load(&l->most); now > most && !atomic_compare_exchange_weak(&l->most, &most, now);)
+        ;
+    long n = atomic_fetch_add(&l->ran, 1);
+    if (n % 5 == 0)
+        kit_sleep_us(50);
+    else if (n % 3 == 0)
+        sched_yield();
+    atomic_fetch_sub(&l->running, 1);
+}
+
+static void *submit_limited(void *raw)
+{
+    struct limit_submitter *s = raw;
+    for (long i = 0; i < s->tasks; i++)
+        s->errors += tpool_execute(s->limit->p, run_limited, s->limit) != 0;
+    return NULL;
+}
+
+static void test_tpool_stress_never_more_than_core_threads(void **state)
+{
+    (void)state;
+    struct limit limit = { .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
+    long per_submitter = kit_test_repeat(slow_run() ? 300 : 3000);
+    struct limit_submitter submitters[LIMIT_SUBMITTERS];
+    for (int i = 0; i < LIMIT_SUBMITTERS; i++)
+        submitters[i] = (struct limit_submitter){ &limit, per_submitter, 0 };
+    kit_run_threads(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
+    finish(limit.p);
+    for (int i = 0; i < LIMIT_SUBMITTERS; i++)
+        assert_int_equal(submitters[i].errors, 0);
+    assert_int_equal(atomic_load(&limit.ran), LIMIT_SUBMITTERS * per_submitter);
+    tpool_stats_t s = stats_of(limit.p);
+    if (atomic_load(&limit.most) > LIMIT_CORE || s.largest > LIMIT_CORE)
+        fail_msg("%d tasks ran at once on up to %zu workers; core_threads is %d", atomic_load(&limit.most), s.largest,
+                 LIMIT_CORE);
+    tpool_destroy(limit.p);
+}
+
+/* Below core size a task goes straight to a new worker, never through the queue. */
+static void test_tpool_execute_hands_first_tasks_to_new_workers(void **state)
+{
+    (void)state;
+    enum { CORE = 3 };
+    tpool_t *p = make_pool(CORE, 2, 1000, bq_policy_block(), "hand");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job jobs[CORE + 1];
+    for (size_t i = 0; i < CORE; i++) {
+        job_init(&jobs[i], &hold);
+        assert_ok(submit(p, &jobs[i]));
+        tpool_stats_t s = stats_of(p);
+        assert_int_equal(s.threads, i + 1);
+        assert_int_equal(s.queued, 0); /* handed over, not queued */
+    }
+    job_init(&jobs[CORE], &hold);
+    assert_ok(submit(p, &jobs[CORE])); /* every worker is busy with its first task */
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.threads, CORE);
+    assert_int_equal(s.queued, 1);
+    release(&hold);
+    for (size_t i = 0; i <= CORE; i++)
+        must_run(&jobs[i], "a task of the first batch");
+    finish(p);
+    tpool_destroy(p);
+    for (size_t i = 0; i <= CORE; i++)
+        job_destroy(&jobs[i]);
+    kit_latch_destroy(&hold);
+}
+
+/* ---- reject policies through the pool ----------------------------------------------
+ * Core 1, queue 1: task a holds the worker, task b fills the queue, and task c
+ * meets the policy. */
+
+struct full_pool {
+    tpool_t *p;
+    kit_latch_t hold;
+    struct job a, b, c;
+};
+
+static void fill_pool(struct full_pool *f, bq_policy_t policy)
+{
+    f->p = make_pool(1, 1, 1000, policy, "full");
+    assert_ok(kit_latch_init(&f->hold, 1));
+    job_init(&f->a, &f->hold);
+    job_init(&f->b, NULL);
+    job_init(&f->c, NULL);
+    assert_ok(submit(f->p, &f->a));
+    assert_ok(submit(f->p, &f->b));
+    assert_int_equal(stats_of(f->p).queued, 1);
+}
+
+static tpool_stats_t drain_pool(struct full_pool *f)
+{
+    release(&f->hold);
+    finish(f->p);
+    tpool_stats_t s = stats_of(f->p);
+    assert_conserved(&s);
+    tpool_destroy(f->p);
+    job_destroy(&f->a);
+    job_destroy(&f->b);
+    job_destroy(&f->c);
+    kit_latch_destroy(&f->hold);
+    return s;
+}
+
+static void test_tpool_policy_block_waits_for_room(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    fill_pool(&f, bq_policy_block());
+    struct execute_call call = { f.p, &f.c, -1 };
+    kit_worker_t caller;
+    kit_worker_start(&caller, "caller", execute_on_thread, &call);
+    kit_worker_must_block(&caller, 200, "tpool_execute with the block policy on a full pool");
+    release(&f.hold); /* a ends, the worker takes b, c finds room */
+    kit_worker_must_finish(&caller, "tpool_execute once the queue had room");
+    assert_int_equal(call.err, 0);
+    must_run(&f.c, "the task that waited for room");
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(s.completed, 3);
+    assert_int_equal(s.rejected, 0);
+}
+
+static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
+{
+    (void)state;
+    enum { TIMEOUT_MS = 200 };
+    struct full_pool f;
+    fill_pool(&f, bq_policy_timeout(TIMEOUT_MS));
+    int64_t start = kit_now_ns();
+    assert_err(submit(f.p, &f.c), ETIMEDOUT);
+    double waited = kit_elapsed_ms(start);
+    if (waited < TIMEOUT_MS)
+        fail_msg("gave up after %.1f ms, before its %d ms", waited, TIMEOUT_MS);
+    assert_int_equal(stats_of(f.p).rejected, 1);
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0); /* still the caller's */
+    assert_int_equal(s.completed, 2);
+}
+
+static void test_tpool_policy_discard_drops_the_new_task(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    fill_pool(&f, bq_policy_discard(NULL));
+    assert_ok(submit(f.p, &f.c));
+    assert_int_equal(atomic_load(&f.c.drops), 1); /* its drop function, not its run */
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(atomic_load(&f.c.runs), 0);
+    assert_int_equal(atomic_load(&f.b.runs), 1);
+    assert_int_equal(s.dropped, 1);
+    assert_int_equal(s.completed, 2);
+}
+
+static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    fill_pool(&f, bq_policy_discard_oldest(NULL));
+    assert_ok(submit(f.p, &f.c));
+    assert_int_equal(atomic_load(&f.b.drops), 1); /* b was the oldest queued task */
+    assert_int_equal(stats_of(f.p).queued, 1);
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(atomic_load(&f.b.runs), 0);
+    assert_int_equal(atomic_load(&f.c.runs), 1);
+    assert_int_equal(s.dropped, 1);
+}
+
+static void test_tpool_policy_abort_rejects_with_eagain(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    fill_pool(&f, bq_policy_abort());
+    assert_err(submit(f.p, &f.c), EAGAIN);
+    assert_int_equal(stats_of(f.p).rejected, 1);
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0); /* the caller keeps it */
+    assert_int_equal(s.completed, 2);
+}
+
+static void test_tpool_policy_caller_runs_on_the_calling_thread(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    fill_pool(&f, bq_policy_caller_runs(NULL));
+    assert_ok(submit(f.p, &f.c));
+    assert_int_equal(atomic_load(&f.c.runs), 1); /* before execute returned */
+    assert_true(pthread_equal(f.c.thread, pthread_self()));
+    assert_null(f.c.current); /* the caller is not one of the pool's workers */
+    tpool_stats_t s = drain_pool(&f);
+    assert_int_equal(s.ran_by_caller, 1);
+    assert_int_equal(s.completed, 3);
+}
+
+/* ---- keep-alive: retiring and growing again ----------------------------------------- */
+
+static void test_tpool_workers_retire_after_keep_alive(void **state)
+{
+    (void)state;
+    enum { KEEP_ALIVE_MS = 300 };
+    tpool_t *p = make_pool(2, 2, KEEP_ALIVE_MS, bq_policy_block(), "idle");
+    struct job a, b;
+    job_init(&a, NULL);
+    job_init(&b, NULL);
+    assert_ok(submit(p, &a));
+    assert_ok(submit(p, &b));
+    must_run(&a, "first task");
+    must_run(&b, "second task");
+    int64_t first_end = a.end_ns < b.end_ns ? a.end_ns : b.end_ns;
+    int64_t last_end = a.end_ns < b.end_ns ? b.end_ns : a.end_ns;
+    /* Watch the workers leave. Each one polls for keep_alive after its last
+     * task, so any retirement seen earlier than that is a bug. */
+    int64_t first_retired = 0, start = kit_now_ns();
+    tpool_stats_t s;
+    do {
+        kit_sleep_us(500);
+        s = stats_of(p);
+        if (s.retired > 0 && first_retired == 0)
+            first_retired = kit_now_ns();
+        if (kit_elapsed_ms(start) > KIT_HANG_MS)
+            fail_msg("%zu workers still alive %ld ms after their last task", s.threads, KIT_HANG_MS);
+    } while (s.threads > 0);
+    int64_t all_retired = kit_now_ns();
+    if (ms_between(first_end, first_retired) < KEEP_ALIVE_MS || ms_between(last_end, all_retired) < KEEP_ALIVE_MS)
+        fail_msg("a worker retired %.1f ms after its last task, before its keep-alive of %d ms",
+                 ms_between(first_end, first_retired), KEEP_ALIVE_MS);
+    assert_int_equal(s.retired, 2);
+    assert_int_equal(s.largest, 2);
+    assert_int_equal(s.active, 0);
+    /* An idle pool uses no CPU: no thread is left polling or waiting. */
+    assert_int_equal(kit_waiting_threads(), 0);
+    tpool_destroy(p);
+    job_destroy(&a);
+    job_destroy(&b);
+}
+
+static void test_tpool_pool_grows_again_after_retiring(void **state)
+{
+    (void)state;
+    enum { CORE = 2, ROUNDS = 3 };
+    tpool_t *p = make_pool(CORE, 2, 10, bq_policy_block(), "regrow");
+    for (int round = 0; round < ROUNDS; round++) {
+        kit_latch_t hold;
+        assert_ok(kit_latch_init(&hold, 1));
+        struct job jobs[CORE];
+        for (int i = 0; i < CORE; i++) {
+            job_init(&jobs[i], &hold);
+            assert_ok(submit(p, &jobs[i]));
+        }
+        tpool_stats_t s = stats_of(p);
+        assert_int_equal(s.threads, CORE); /* new workers for the new tasks */
+        assert_int_equal(s.queued, 0);
+        release(&hold);
+        for (int i = 0; i < CORE; i++)
+            must_run(&jobs[i], "a task after the pool shrank to zero");
+        await_threads(p, 0, "idle workers retiring");
+        for (int i = 0; i < CORE; i++)
+            job_destroy(&jobs[i]);
+        kit_latch_destroy(&hold);
+    }
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.retired, CORE * ROUNDS);
+    assert_int_equal(s.completed, CORE * ROUNDS);
+    assert_int_equal(s.largest, CORE);
+    tpool_destroy(p);
+}
+
+/* ---- the idle-exit race ----------------------------------------------------------------
+ * A worker's poll gives up after keep_alive; a moment later it takes the pool
+ * lock to leave. A task queued in that moment, by an execute that still
+ * counted the worker, is stranded unless one side re-checks. We measure when
+ * an idle worker really retires after its last task, then aim the next
+ * execute at that instant, sweeping across it in steps of RACE_STEP_US, many
+ * times; lock delays stretch the moment from nanoseconds to microseconds.
+ * (The measured instant runs late by the time it takes to notice, so the
+ * moment to hit lies a little before it: the sweep is wide.) */
+
+enum { RACE_KEEP_ALIVE_MS = 1, RACE_SAMPLES = 9, RACE_STEP_US = 10, RACE_SPAN_US = 500, RACE_LOCK_DELAY_US = 40 };
+
+/* Linux lets a timed wait or sleep end up to 50 us late ("timer slack") to
+ * batch wake-ups - more than the window we aim at. Threads inherit the slack
+ * of the thread that creates them, so with 1 ns here the pool's workers
+ * (started from this thread) give up their poll, and we wake to execute, on
+ * time to a few microseconds. @p on false restores the default. */
+static void precise_timers(bool on)
+{
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    prctl(PR_SET_TIMERSLACK, on ? 1UL : 0UL, 0UL, 0UL, 0UL);
+#else
+    (void)on;
+#endif
+}
+
+/* Also cmocka's teardown of the race test: a failed test must not leave the
+ * delays on for the tests that run after it in the same process. */
+static int race_teardown(void **state)
+{
+    (void)state;
+    kit_lock_delays(0, 0);
+    precise_timers(false);
+    return 0;
+}
+
+struct race {
+    pthread_mutex_t lock;
+    pthread_cond_t ran_changed;
+    long ran;           /* tasks that have run */
+    int64_t last_end;   /* when the last one ended (kit_now_ns) */
+};
+
+static void race_task(void *raw)
+{
+    struct race *r = raw;
+    pthread_mutex_lock(&r->lock);
+    r->ran++;
+    r->last_end = kit_now_ns();
+    pthread_cond_broadcast(&r->ran_changed);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Waits until @p want tasks have run, at most @p timeout_ms; returns the end time of the last one, or 0. */
+static int64_t race_wait_ran(struct race *r, long want, long timeout_ms)
+{
+    struct timespec deadline;
+    kit_deadline_after(timeout_ms, &deadline);
+    int err = 0;
+    pthread_mutex_lock(&r->lock);
+    while (r->ran < want && err == 0)
+        err = pthread_cond_timedwait(&r->ran_changed, &r->lock, &deadline);
+    int64_t end = r->ran >= want ? r->last_end : 0;
+    pthread_mutex_unlock(&r->lock);
+    return end;
+}
+
+/* Sleep until @p target_ns, spinning the last stretch: a plain sleep
+ * overshoots by tens of microseconds, more than a sweep step. */
+static void sleep_until(int64_t target_ns)
+{
+    int64_t left = target_ns - kit_now_ns();
+    if (left > 150000)
+        kit_sleep_us((long)((left - 150000) / 1000));
+    while (kit_now_ns() < target_ns)
+        ;
+}
+
+static int compare_longs(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time from the end of a worker's last task to its retirement, in us. */
+static long measure_retirement_us(tpool_t *p, struct race *r, long *ran)
+{
+    long samples[RACE_SAMPLES];
+    for (int i = 0; i < RACE_SAMPLES; i++) {
+        await_threads(p, 0, "the race worker retiring");
+        size_t retired = stats_of(p).retired;
+        assert_ok(tpool_execute(p, race_task, r));
+        int64_t end = race_wait_ran(r, ++*ran, KIT_HANG_MS);
+        if (end == 0)
+            fail_msg("a task on an idle pool did not run within %ld ms", KIT_HANG_MS);
+        while (stats_of(p).retired == retired) {
+            if (kit_elapsed_ms(end) > KIT_HANG_MS)
+                fail_msg("the idle worker did not retire within %ld ms", KIT_HANG_MS);
+            kit_sleep_us(5);
+        }
+        samples[i] = (long)((kit_now_ns() - end) / 1000);
+    }
+    qsort(samples, RACE_SAMPLES, sizeof samples[0], compare_longs);
+    return samples[RACE_SAMPLES / 2];
+}
+
+/* One execute aimed at @p offset_us after the last task ended. Returns false
+ * if the task is stranded: queued, nobody running it, and no worker alive. */
+static bool race_round(tpool_t *p, struct race *r, long *ran, int64_t *last_end, long offset_us)
+{
+    sleep_until(*last_end + offset_us * 1000LL);
+    int err = tpool_execute(p, race_task, r);
+    if (err != 0)
+        fail_msg("tpool_execute returned %d during the race sweep", err);
+    ++*ran;
+    for (long waited_ms = 0; waited_ms < KIT_HANG_MS; waited_ms += 100) {
+        int64_t end = race_wait_ran(r, *ran, 100);
+        if (end != 0) {
+            *last_end = end;
+            return true;
+        }
+        tpool_stats_t s = stats_of(p);
+        if (s.threads == 0 && s.queued > 0 && s.active == 0)
+            return false; /* no worker will ever come for it */
+    }
+    return false;
+}
+
+static void test_tpool_stress_idle_exit_race(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4, RACE_KEEP_ALIVE_MS, bq_policy_block(), "race");
+    struct race r = { .ran = 0 };
+    assert_ok(pthread_mutex_init(&r.lock, NULL));
+    assert_ok(kit_cond_init(&r.ran_changed));
+    long ran = 0;
+    precise_timers(true);
+    kit_lock_delays(RACE_LOCK_DELAY_US, kit_test_seed());
+    long retire_us = measure_retirement_us(p, &r, &ran);
+    long rounds = kit_test_repeat(slow_run() ? 150 : 1500);
+    long steps = 2 * RACE_SPAN_US / RACE_STEP_US + 1;
+    long first_offset = retire_us - RACE_SPAN_US, stranded_at = -1;
+    int64_t last_end = race_wait_ran(&r, ran, 0);
+    for (long round = 0; round < rounds && stranded_at < 0; round++) {
+        /* Pass after pass across [retire - span, retire + span]; odd passes
+         * shift by half a step, so two passes cover it in 5 us steps. */
+        long offset = first_offset + (round % steps) * RACE_STEP_US + (round / steps % 2) * RACE_STEP_US / 2;
+        if (!race_round(p, &r, &ran, &last_end, offset < 0 ? 0 : offset))
+            stranded_at = offset;
+    }
+    race_teardown(NULL);
+    print_message("[ race     ] idle worker retires %ld us after its last task; %ld executes swept "
+                  "+-%d us around it in %d us steps\n", retire_us, ran, RACE_SPAN_US, RACE_STEP_US);
+    if (stranded_at >= 0)
+        fail_msg("execute %ld, %ld us after the previous task ended (the worker retires after ~%ld us): the task "
+                 "is stranded - queued, and no worker is left to run it (the idle-exit race)", ran, stranded_at,
+                 retire_us);
+    finish(p);
+    assert_int_equal(stats_of(p).completed, (size_t)ran);
+    tpool_destroy(p);
+    pthread_cond_destroy(&r.ran_changed);
+    pthread_mutex_destroy(&r.lock);
+}
+
+/* ---- failures inside tasks ----------------------------------------------------------------- */
+
+static void test_tpool_task_fail_counts_and_worker_survives(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 2, 4 * KIT_HANG_MS, bq_policy_block(), "fail");
+    struct job bad, good;
+    job_init(&bad, NULL);
+    job_init(&good, NULL);
+    bad.fail = true;
+    assert_ok(submit(p, &bad));
+    must_run(&bad, "a task that fails");
+    assert_ok(submit(p, &good));
+    must_run(&good, "the task after a failed one");
+    assert_string_equal(good.thread_name, bad.thread_name); /* the same worker carried on */
+    assert_int_equal(stats_of(p).threads, 1);
+    finish(p); /* the counters are final once the pool has terminated */
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.failed, 1);
+    assert_int_equal(s.completed, 2);
+    assert_int_equal(s.largest, 1);
+    assert_int_equal(s.retired, 0);
+    tpool_destroy(p);
+    job_destroy(&bad);
+    job_destroy(&good);
+}
+
+/* A task that fails and then submits to its own full caller-runs pool runs
+ * the inner task on its own thread: the inner task's success must not wipe
+ * out the outer task's failure. */
+struct nested {
+    struct job filler, inner;
+    int filler_err, inner_err;
+    kit_latch_t done;
+};
+
+static void fail_then_run_inner(void *raw)
+{
+    struct nested *n = raw;
+    tpool_task_fail(EIO);
+    n->filler_err = submit(tpool_current(), &n->filler); /* fills the queue: the worker is busy (it is us) */
+    n->inner_err = submit(tpool_current(), &n->inner);   /* queue full: runs here, on this worker */
+    kit_latch_count_down(&n->done);
+}
+
+static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 1, 1000, bq_policy_caller_runs(NULL), "nest");
+    struct nested n;
+    job_init(&n.filler, NULL);
+    job_init(&n.inner, NULL);
+    assert_ok(kit_latch_init(&n.done, 1));
+    assert_ok(tpool_execute(p, fail_then_run_inner, &n));
+    assert_int_equal(kit_latch_wait(&n.done, KIT_HANG_MS), 0);
+    must_run(&n.inner, "the inner task");
+    must_run(&n.filler, "the queued task");
+    finish(p);
+    assert_int_equal(n.filler_err, 0);
+    assert_int_equal(n.inner_err, 0);
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.ran_by_caller, 1);
+    assert_int_equal(s.completed, 3);
+    assert_int_equal(s.failed, 1); /* the outer task, not the inner one */
+    tpool_destroy(p);
+    job_destroy(&n.filler);
+    job_destroy(&n.inner);
+    kit_latch_destroy(&n.done);
+}
+
+/* ---- names and tpool_current() -------------------------------------------------------------- */
+
+static void test_tpool_workers_are_named_after_the_pool(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), "crew");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job a, b, c;
+    job_init(&a, &hold);
+    job_init(&b, &hold);
+    assert_ok(submit(p, &a));
+    assert_ok(submit(p, &b)); /* both held: two workers */
+    release(&hold);
+    must_run(&a, "task a");
+    must_run(&b, "task b");
+    bool one_two = strcmp(a.thread_name, "crew-1") == 0 && strcmp(b.thread_name, "crew-2") == 0;
+    bool two_one = strcmp(a.thread_name, "crew-2") == 0 && strcmp(b.thread_name, "crew-1") == 0;
+    if (!one_two && !two_one)
+        fail_msg("workers named \"%s\" and \"%s\", expected crew-1 and crew-2", a.thread_name, b.thread_name);
+    assert_ptr_equal(a.current, p);
+    assert_ptr_equal(b.current, p);
+    assert_null(tpool_current());
+    tpool_destroy(p);
+
+    p = make_pool(1, 1, 1000, bq_policy_block(), NULL);
+    job_init(&c, NULL);
+    assert_ok(submit(p, &c));
+    must_run(&c, "task c");
+    assert_string_equal(c.thread_name, "pool-1"); /* no name: "pool" */
+    tpool_destroy(p);
+    job_destroy(&a);
+    job_destroy(&b);
+    job_destroy(&c);
+    kit_latch_destroy(&hold);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+static void test_tpool_shutdown_runs_queued_tasks(void **state)
+{
+    (void)state;
+    enum { QUEUED = 3 };
+    tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drain");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job busy, queued[QUEUED], late;
+    job_init(&busy, &hold);
+    assert_ok(submit(p, &busy));
+    for (int i = 0; i < QUEUED; i++) {
+        job_init(&queued[i], NULL);
+        assert_ok(submit(p, &queued[i]));
+    }
+    assert_ok(tpool_shutdown(p));
+    assert_ok(tpool_shutdown(p)); /* twice is harmless */
+    job_init(&late, NULL);
+    assert_err(submit(p, &late), ECANCELED);
+    release(&hold);
+    assert_ok(tpool_await_termination(p, KIT_HANG_MS));
+    must_run(&busy, "the running task");
+    for (int i = 0; i < QUEUED; i++)
+        must_run(&queued[i], "a task queued before the shutdown");
+    assert_int_equal(atomic_load(&late.runs) + atomic_load(&late.drops), 0);
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.completed, 1 + QUEUED);
+    assert_int_equal(s.dropped, 0);
+    assert_int_equal(s.rejected, 1);
+    assert_int_equal(s.threads, 0);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    job_destroy(&busy);
+    job_destroy(&late);
+    for (int i = 0; i < QUEUED; i++)
+        job_destroy(&queued[i]);
+    kit_latch_destroy(&hold);
+}
+
+/* Idle workers poll with a keep-alive far longer than the test: only the
+ * shutdown waking them lets them leave in time. */
+static void test_tpool_shutdown_wakes_idle_workers(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(2, 2, 60000, bq_policy_block(), "sleepy");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job a, b;
+    job_init(&a, &hold);
+    job_init(&b, &hold);
+    assert_ok(submit(p, &a));
+    assert_ok(submit(p, &b));
+    release(&hold);
+    must_run(&a, "task a");
+    must_run(&b, "task b");
+    kit_await_waiting_threads(2, "two idle workers polling the queue");
+    assert_ok(tpool_shutdown(p));
+    int err = tpool_await_termination(p, KIT_HANG_MS);
+    if (err != 0)
+        fail_msg("tpool_await_termination returned %d: idle workers slept through the shutdown", err);
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.threads, 0);
+    assert_int_equal(s.retired, 0); /* they left because of the shutdown, not idleness */
+    tpool_destroy(p);
+    job_destroy(&a);
+    job_destroy(&b);
+    kit_latch_destroy(&hold);
+}
+
+static void test_tpool_shutdown_now_drops_queued_tasks(void **state)
+{
+    (void)state;
+    enum { QUEUED = 3 };
+    tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drop");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job busy, queued[QUEUED], late;
+    job_init(&busy, &hold);
+    assert_ok(submit(p, &busy));
+    for (int i = 0; i < QUEUED; i++) {
+        job_init(&queued[i], NULL);
+        assert_ok(submit(p, &queued[i]));
+    }
+    assert_ok(tpool_shutdown_now(p));
+    for (int i = 0; i < QUEUED; i++)
+        assert_int_equal(atomic_load(&queued[i].drops), 1); /* dropped, and told so, before it returned */
+    job_init(&late, NULL);
+    assert_err(submit(p, &late), ECANCELED);
+    release(&hold); /* the running task is not interrupted */
+    assert_ok(tpool_await_termination(p, KIT_HANG_MS));
+    must_run(&busy, "the task running during shutdown_now");
+    for (int i = 0; i < QUEUED; i++)
+        assert_int_equal(atomic_load(&queued[i].runs), 0);
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.completed, 1);
+    assert_int_equal(s.dropped, QUEUED);
+    assert_int_equal(s.rejected, 1);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    job_destroy(&busy);
+    job_destroy(&late);
+    for (int i = 0; i < QUEUED; i++)
+        job_destroy(&queued[i]);
+    kit_latch_destroy(&hold);
+}
+
+static void await_from_task(void *raw)
+{
+    int *err = raw;
+    *err = tpool_await_termination(tpool_current(), 0);
+}
+
+static void test_tpool_await_termination_times_out_while_a_task_runs(void **state)
+{
+    (void)state;
+    enum { WAIT_MS = 200 };
+    tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "await");
+    int self_err = -1;
+    assert_ok(tpool_execute(p, await_from_task, &self_err));
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job busy;
+    job_init(&busy, &hold);
+    assert_ok(submit(p, &busy));
+    assert_err(tpool_await_termination(p, 0), ETIMEDOUT); /* not even shut down */
+    assert_ok(tpool_shutdown(p));
+    int64_t start = kit_now_ns();
+    assert_err(tpool_await_termination(p, WAIT_MS), ETIMEDOUT);
+    double waited = kit_elapsed_ms(start);
+    if (waited < WAIT_MS)
+        fail_msg("tpool_await_termination gave up after %.1f ms, before its %d ms", waited, WAIT_MS);
+    release(&hold);
+    assert_ok(tpool_await_termination(p, KIT_HANG_MS));
+    assert_ok(tpool_await_termination(p, 0)); /* and stays terminated */
+    assert_int_equal(self_err, EDEADLK);       /* a task waiting for its own pool would wait forever */
+    tpool_destroy(p);
+    job_destroy(&busy);
+    kit_latch_destroy(&hold);
+}
+
+static void test_tpool_execute_after_shutdown_fails(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(2, 2, 1000, bq_policy_caller_runs(NULL), "closed");
+    assert_ok(tpool_shutdown(p));
+    assert_ok(tpool_await_termination(p, 0)); /* no worker ever started: terminated at once */
+    struct job job;
+    job_init(&job, NULL);
+    assert_err(submit(p, &job), ECANCELED);
+    assert_err(tpool_execute(p, job_run, &job), ECANCELED);
+    assert_int_equal(atomic_load(&job.runs) + atomic_load(&job.drops), 0); /* not even by the caller */
+    tpool_stats_t s = stats_of(p);
+    assert_int_equal(s.submitted, 2);
+    assert_int_equal(s.rejected, 2);
+    assert_int_equal(s.threads, 0);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    job_destroy(&job);
+}
+
+/* ---- stats ------------------------------------------------------------------------------------ */
+
+enum { STATS_SUBMITTERS = 2 };
+
+struct tally {
+    atomic_long runs, drops;
+};
+
+static void tally_run(void *raw)
+{
+    atomic_fetch_add(&((struct tally *)raw)->runs, 1);
+}
+
+static void tally_drop(void *raw)
+{
+    atomic_fetch_add(&((struct tally *)raw)->drops, 1);
+}
+
+struct stats_submitter {
+    tpool_t *p;
+    struct tally *tally;
+    long tasks;
+    bool stops_the_pool; /* calls tpool_shutdown_now halfway */
+    long errors;
+};
+
+static void *submit_tallied(void *raw)
+{
+    struct stats_submitter *s = raw;
+    for (long i = 0; i < s->tasks; i++) {
+        if (s->stops_the_pool && i == s->tasks / 2)
+            tpool_shutdown_now(s->p);
+        s->errors += tpool_execute_or_drop(s->p, tally_run, tally_drop, s->tally) != 0;
+    }
+    return NULL;
+}
+
+/* Every way a task can end - run by a worker or by the caller, dropped by a
+ * policy or by shutdown_now, rejected - counted by the pool and by the test:
+ * the two must agree, and add up. */
+static void test_tpool_stress_stats_add_up(void **state)
+{
+    (void)state;
+    bq_policy_t policies[] = { bq_policy_abort(), bq_policy_discard(NULL), bq_policy_discard_oldest(NULL),
+                               bq_policy_caller_runs(NULL), bq_policy_block() };
+    long per_submitter = kit_test_repeat(slow_run() ? 1000 : 20000);
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        tpool_t *p = make_pool(4, 2, 5, policies[i], "tally");
+        struct tally tally = { 0, 0 };
+        struct stats_submitter submitters[STATS_SUBMITTERS];
+        for (int k = 0; k < STATS_SUBMITTERS; k++)
+            submitters[k] = (struct stats_submitter){ p, &tally, per_submitter, k == 0, 0 };
+        kit_run_threads(STATS_SUBMITTERS, "submitter", submit_tallied, submitters, sizeof submitters[0]);
+        assert_ok(tpool_await_termination(p, KIT_HANG_MS));
+        tpool_stats_t s = stats_of(p);
+        long errors = submitters[0].errors + submitters[1].errors;
+        if (s.submitted != (size_t)(STATS_SUBMITTERS * per_submitter) || s.completed != (size_t)tally.runs ||
+            s.dropped != (size_t)tally.drops || s.rejected != (size_t)errors || s.active != 0 || s.queued != 0)
+            fail_msg("policy %zu: the pool counted submitted %zu, completed %zu, dropped %zu, rejected %zu, "
+                     "active %zu, queued %zu; the tasks saw %ld submitted, %ld runs, %ld drops, %ld errors",
+                     i, s.submitted, s.completed, s.dropped, s.rejected, s.active, s.queued,
+                     STATS_SUBMITTERS * per_submitter, (long)tally.runs, (long)tally.drops, errors);
+        assert_conserved(&s);
+        assert_true(s.largest <= 4);
+        assert_int_equal(s.threads, 0);
+        tpool_destroy(p);
+    }
+}
+
+/* Pairs of tasks that spin until both have arrived, then return at the same
+ * instant on two workers: their bookkeeping after the task (active--,
+ * completed++) happens at the same moment too. Under the pool lock that is
+ * harmless; without it, one of two simultaneous increments is lost. */
+enum { PAIR_ROUNDS_FAST = 20000, PAIR_ROUNDS_SLOW = 300, PAIR_SPINS = 1 << 16 };
+
+struct pair_round {
+    atomic_int arrived;
+    atomic_bool gave_up; /* the partner never came: the pool did not run the two at once */
+};
+
+static void meet_partner_then_return(void *raw)
+{
+    struct pair_round *round = raw;
+    atomic_fetch_add(&round->arrived, 1);
+    int64_t start = kit_now_ns();
+    /* Spin, not sleep: both must be running when they leave. Yield now and
+     * then, so that a partner without a CPU of its own gets one. */
+    for (long spins = 1; atomic_load(&round->arrived) < 2; spins++) {
+        if (spins % PAIR_SPINS != 0)
+            continue;
+        if (kit_elapsed_ms(start) > KIT_HANG_MS) {
+            atomic_store(&round->gave_up, true);
+            return;
+        }
+        sched_yield();
+    }
+}
+
+static void test_tpool_stress_counters_when_tasks_end_together(void **state)
+{
+    (void)state;
+    long rounds = kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
+    struct pair_round *pairs = calloc((size_t)rounds, sizeof *pairs);
+    assert_non_null(pairs);
+    tpool_t *p = make_pool(2, 8, 1000, bq_policy_block(), "pairs");
+    for (long r = 0; r < rounds; r++) {
+        atomic_init(&pairs[r].arrived, 0);
+        atomic_init(&pairs[r].gave_up, false);
+        assert_ok(tpool_execute(p, meet_partner_then_return, &pairs[r])); /* queued in pairs: */
+        assert_ok(tpool_execute(p, meet_partner_then_return, &pairs[r])); /* one for each worker */
+    }
+    finish(p);
+    for (long r = 0; r < rounds; r++)
+        if (atomic_load(&pairs[r].gave_up))
+            fail_msg("pair %ld: a task waited %ld ms for its partner on the other worker", r, KIT_HANG_MS);
+    tpool_stats_t s = stats_of(p);
+    if (s.completed != (size_t)(2 * rounds) || s.active != 0)
+        fail_msg("%ld tasks ran; the pool counted completed %zu and active %zu (expected 0): updates were lost",
+                 2 * rounds, s.completed, s.active);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    free(pairs);
+}
+
+/* ---- destroy and failures to start a worker -------------------------------------------------- */
+
+struct slow_tally {
+    atomic_int finished;
+};
+
+static void slow_task(void *raw)
+{
+    kit_sleep_ms(20);
+    atomic_fetch_add(&((struct slow_tally *)raw)->finished, 1);
+}
+
+static void test_tpool_destroy_joins_every_worker(void **state)
+{
+    (void)state;
+    enum { TASKS = 10 };
+    long before = kit_live_allocations();
+    tpool_t *p = make_pool(2, TASKS, 1000, bq_policy_block(), "join");
+    struct slow_tally tally = { 0 };
+    for (int i = 0; i < TASKS; i++)
+        assert_ok(tpool_execute(p, slow_task, &tally));
+    tpool_destroy(p); /* at once: 2 running, 8 queued */
+    assert_int_equal(atomic_load(&tally.finished), TASKS);
+    kit_sleep_ms(50);
+    assert_int_equal(atomic_load(&tally.finished), TASKS); /* nothing of the pool runs any more */
+    assert_int_equal(kit_waiting_threads(), 0);
+    assert_no_leak_since(before);
+}
+
+/* Every allocation of tpool_execute fails in turn: each call either fails
+ * with ENOMEM or EAGAIN (the task never runs; the caller keeps it) or
+ * succeeds (the task runs exactly once). Nothing is lost or leaked. */
+static void test_tpool_execute_reports_a_failed_worker_start(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    for (long nth = 1; nth <= 6; nth++) {
+        for (int busy_worker = 0; busy_worker <= 1; busy_worker++) {
+            tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
+            kit_latch_t hold;
+            assert_ok(kit_latch_init(&hold, 1));
+            struct job busy, job;
+            job_init(&busy, &hold);
+            job_init(&job, NULL);
+            if (busy_worker)
+                assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
+            kit_fail_allocation(nth);
+            int err = submit(p, &job);
+            kit_fail_allocation(0);
+            release(&hold);
+            if (err != 0 && err != ENOMEM && err != EAGAIN)
+                fail_msg("allocation %ld failing: tpool_execute returned %d, expected 0, ENOMEM or EAGAIN", nth, err);
+            if (err == 0)
+                must_run(&job, "a task accepted while starting its worker failed");
+            finish(p);
+            if (err != 0)
+                assert_int_equal(atomic_load(&job.runs) + atomic_load(&job.drops), 0);
+            tpool_stats_t s = stats_of(p);
+            assert_conserved(&s);
+            tpool_destroy(p);
+            job_destroy(&busy);
+            job_destroy(&job);
+            kit_latch_destroy(&hold);
+        }
+    }
+    assert_no_leak_since(before);
+}
+
+/* A user-written policy that stages the worst case of a failed worker
+ * start: it empties the queue (dropping what was there), lets the only
+ * worker retire, and makes the next allocation fail - the one execute makes
+ * to start a worker for the task it then queues. The task is accepted, but
+ * no worker is alive to run it. */
+struct staging {
+    tpool_t *p;
+    kit_latch_t *hold;
+    int err; /* what went wrong staging it, if anything */
+};
+
+static int strand_next_task(bq_t *q, void *item, const bq_policy_t *policy)
+{
+    struct staging *stage = policy->ctx;
+    void *queued;
+    while (bq_poll(q, &queued, 0) == 0)
+        policy->item_fn(queued); /* the pool's own drop: counted, and the task's drop is called */
+    release(stage->hold);
+    int64_t start = kit_now_ns();
+    tpool_stats_t s;
+    while ((stage->err = tpool_stats(stage->p, &s)) == 0 && s.threads > 0 && kit_elapsed_ms(start) < KIT_HANG_MS)
+        kit_sleep_ms(1);
+    if (stage->err == 0 && s.threads > 0)
+        stage->err = ETIMEDOUT;
+    kit_fail_allocation(1);
+    return bq_put(q, item);
+}
+
+static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
+{
+    bq_policy_t policy = { .reject = strand_next_task, .ctx = stage };
+    f->p = make_pool(1, 1, 5, policy, "strand");
+    assert_ok(kit_latch_init(&f->hold, 1));
+    *stage = (struct staging){ f->p, &f->hold, 0 };
+    job_init(&f->a, &f->hold);
+    job_init(&f->b, NULL);
+    job_init(&f->c, NULL);
+    assert_ok(submit(f->p, &f->a));
+    assert_ok(submit(f->p, &f->b));
+    int err = submit(f->p, &f->c);
+    kit_fail_allocation(0);
+    assert_ok(stage->err);
+    assert_ok(err);
+    must_run(&f->a, "the first task");
+    assert_int_equal(atomic_load(&f->b.drops), 1);
+    tpool_stats_t s = stats_of(f->p);
+    assert_int_equal(s.threads, 0);
+    assert_int_equal(s.queued, 1); /* c, with no worker */
+}
+
+static void test_tpool_shutdown_runs_a_task_left_without_a_worker(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    struct staging stage;
+    stage_a_stranded_task(&f, &stage);
+    assert_ok(tpool_shutdown(f.p)); /* queued tasks still run: it must start a worker */
+    must_run(&f.c, "a queued task after the shutdown");
+    assert_ok(tpool_await_termination(f.p, KIT_HANG_MS));
+    tpool_destroy(f.p);
+    job_destroy(&f.a);
+    job_destroy(&f.b);
+    job_destroy(&f.c);
+    kit_latch_destroy(&f.hold);
+}
+
+static void *destroy_failing_to_start_a_worker(void *raw)
+{
+    kit_fail_allocation(1); /* the worker that shutdown starts for the queued task cannot start either */
+    tpool_destroy(raw);
+    kit_fail_allocation(0);
+    return NULL;
+}
+
+static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
+{
+    (void)state;
+    struct full_pool f;
+    struct staging stage;
+    stage_a_stranded_task(&f, &stage);
+    kit_worker_t destroyer;
+    kit_worker_start(&destroyer, "destroyer", destroy_failing_to_start_a_worker, f.p);
+    kit_worker_must_finish(&destroyer, "tpool_destroy with a task no worker can run");
+    assert_int_equal(atomic_load(&f.c.drops), 1); /* dropped, not waited for forever, nor lost */
+    assert_int_equal(atomic_load(&f.c.runs), 0);
+    job_destroy(&f.a);
+    job_destroy(&f.b);
+    job_destroy(&f.c);
+    kit_latch_destroy(&f.hold);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_tpool_create_rejects_bad_config),
+    cmocka_unit_test(test_tpool_bad_arguments),
+    cmocka_unit_test(test_tpool_execute_runs_every_task_once),
+    cmocka_unit_test(test_tpool_execute_runs_core_threads_at_once),
+    cmocka_unit_test(test_tpool_stress_never_more_than_core_threads),
+    cmocka_unit_test(test_tpool_execute_hands_first_tasks_to_new_workers),
+    cmocka_unit_test(test_tpool_policy_block_waits_for_room),
+    cmocka_unit_test(test_tpool_policy_timeout_gives_up_after_its_time),
+    cmocka_unit_test(test_tpool_policy_discard_drops_the_new_task),
+    cmocka_unit_test(test_tpool_policy_discard_oldest_drops_the_queued_task),
+    cmocka_unit_test(test_tpool_policy_abort_rejects_with_eagain),
+    cmocka_unit_test(test_tpool_policy_caller_runs_on_the_calling_thread),
+    cmocka_unit_test(test_tpool_workers_retire_after_keep_alive),
+    cmocka_unit_test(test_tpool_pool_grows_again_after_retiring),
+    cmocka_unit_test_teardown(test_tpool_stress_idle_exit_race, race_teardown),
+    cmocka_unit_test(test_tpool_task_fail_counts_and_worker_survives),
+    cmocka_unit_test(test_tpool_task_fail_survives_a_nested_caller_runs_task),
+    cmocka_unit_test(test_tpool_workers_are_named_after_the_pool),
+    cmocka_unit_test(test_tpool_shutdown_runs_queued_tasks),
+    cmocka_unit_test(test_tpool_shutdown_wakes_idle_workers),
+    cmocka_unit_test(test_tpool_shutdown_now_drops_queued_tasks),
+    cmocka_unit_test(test_tpool_await_termination_times_out_while_a_task_runs),
+    cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
+    cmocka_unit_test(test_tpool_stress_stats_add_up),
+    cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),
+    cmocka_unit_test(test_tpool_destroy_joins_every_worker),
+    cmocka_unit_test(test_tpool_execute_reports_a_failed_worker_start),
+    cmocka_unit_test(test_tpool_shutdown_runs_a_task_left_without_a_worker),
+    cmocka_unit_test(test_tpool_destroy_drops_tasks_no_worker_can_run),
+};
+
+KIT_TEST_MAIN(tests)
