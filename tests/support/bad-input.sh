@@ -16,10 +16,12 @@ expect_refusal() {
         fails=$((fails + 1))
     fi
 }
-# Option lines of --help: "  --name METAVAR   help (min..max, default d)"
-while read -r option metavar _; do
+# Option lines of --help: "  --name METAVAR   help (min..max, default d)".
+# An option whose help shows a range takes numbers (or a list of numbers).
+while read -r option metavar numeric; do
+    [ "$numeric" = numeric ] && [[ $metavar != *,* ]] && metavar=N
     case "$metavar" in
-    N|MS|*,*)  # numbers, and lists of numbers
+    N|*,*)  # numbers, and lists of numbers
         for value in "" abc 12abc -99999999 99999999999999999999 1.5 " 7" "+3"; do
             expect_refusal "$option" "$value"
         done
@@ -29,7 +31,10 @@ while read -r option metavar _; do
     [A-Z]*) expect_refusal "$option" no-such-choice; expect_refusal "$option" ;;
     *) expect_refusal "$option=yes" ;;  # a flag given a value
     esac
-done < <("$program" --help | grep -E '^  --[a-z]' | grep -v -- '--help' | sed -E 's/^  (--[a-z0-9-]+) ?([A-Z][A-Z,.:|]*)?.*/\1 \2/')
+done < <("$program" --help | grep -E '^  --[a-z]' | grep -v -- '--help' |
+         sed -E -e 's/^  (--[a-z0-9-]+) ?([A-Z][A-Z,.:|]*)?(.*)$/\1 \2 \3/' \
+                -e 's/^([^ ]+ [^ ]*) .*\(-?[0-9]+\.\.-?[0-9]+.*$/\1 numeric/' \
+                -e 's/^([^ ]+ [^ ]*) [^n].*$/\1 -/')
 expect_refusal --no-such-option
 expect_refusal stray-argument
 expect_refusal -x
