@@ -103,6 +103,10 @@ test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
+# Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
+# scored 0 - it holds the reference solutions to the reliability bar.
+FAULT_CHAPTERS := 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
+FAULT_TEST_BINS := $(OUT)/tests/faults/test_faults
 
 PROGRAMS  := $(foreach c,$(SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
 RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
@@ -141,6 +145,10 @@ $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
+$(OUT)/tests/faults/test_faults: $(COMMON)/tests/faults/test_faults.o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c))) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) -lm $(LDLIBS)
+
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
 
@@ -158,7 +166,7 @@ all: deps ## build every program and test, for the solutions and the exercises
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
-tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS)) ## the test programs, for IMPL
+tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
 grader: $(GRADER)
 
 # Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
@@ -178,7 +186,7 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 # ---- Testing --------------------------------------------------------------------------
 GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(SELECTED),--chapter $(c))
 # make test, tsan, valgrind, asan also run lib/'s own tests when no chapter is picked.
-CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit)
+CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults)
 
 .PHONY: test tsan valgrind asan smoke
 test: deps ## run every test against the solutions, and smoke-run the programs

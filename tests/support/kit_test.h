@@ -154,9 +154,11 @@ void kit_fail_allocation(long nth);
 /**
  * @brief The allocation-failure sweep: run `attempt(ctx)` once for each
  *        allocation it makes, with that one allocation failing. Every such
- *        run must return ENOMEM and leave nothing allocated; the sweep ends
- *        with a run whose allocations all succeed, which must return 0.
- *        `attempt` undoes its own success (say, destroys what it created).
+ *        run must return ENOMEM - or 0 when the code coped without that
+ *        allocation, which `attempt` must then have verified (nothing lost) -
+ *        and leave nothing allocated; the sweep ends with a run whose
+ *        allocations all succeed, which must return 0. `attempt` undoes its
+ *        own success (say, destroys what it created).
  * @return the number of allocations one successful attempt makes.
  */
 long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx);
