@@ -42,6 +42,10 @@ static void test_kit_threads_for_rounds_up(void **state)
 static void test_kit_threads_for_rejects_bad_arguments(void **state)
 {
     (void)state;
+    /* The edges of the valid range are accepted... */
+    assert_int_equal(kit_threads_for(1, 1.0, 50, 50), 2);      /* one core */
+    assert_int_equal(kit_threads_for(4, 0.01, 50, 50), 1);     /* a tiny target: still one thread */
+    /* ...and everything beyond them is refused. */
     assert_int_equal(kit_threads_for(0, 1.0, 50, 50), 0);      /* no cores */
     assert_int_equal(kit_threads_for(4, 0.0, 50, 50), 0);      /* utilization must be in (0, 1] */
     assert_int_equal(kit_threads_for(4, -0.5, 50, 50), 0);
