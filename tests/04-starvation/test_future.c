@@ -495,7 +495,7 @@ static void test_future_stress_cancel_races_task_start(void **state)
     for (long i = 0; i < n; i++) {
         atomic_init(&round[i].runs, 0);
         future_t *f = submit(p, count_run, &round[i].runs);
-        kit_sleep_us((long)kit_rng_below(&rng, 120)); /* sweep the cancel across the task's start */
+        kit_jitter(&rng, 120); /* at once, after a yield, or a little later: sweep across the start */
         round[i].cancel_err = future_cancel(f);
         round[i].get_err = future_get(f, NULL);
         future_release(f);
