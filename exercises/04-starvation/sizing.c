@@ -24,7 +24,10 @@ size_t kit_threads_for(size_t cores, double target_utilization, double wait_time
      * 3. Otherwise cores x target_utilization x (wait + compute) / compute,
      *    rounded UP (ceil) - but 3 x 0.4 x (0.9 + 0.1) / 0.1 is
      *    12.000000000000002 in floating point, and must still give 12:
-     *    subtract a tiny epsilon before rounding. Never fewer than 1. */
+     *    subtract a tiny epsilon before rounding. Never fewer than 1.
+     * 4. Too many to count (1e300 waiting per 1e-300 computing, or
+     *    cores == SIZE_MAX): return SIZE_MAX. Converting a double larger
+     *    than SIZE_MAX to size_t is undefined behaviour, and cores + 1 wraps. */
     (void)cores;
     (void)target_utilization;
     (void)wait_time;
