@@ -306,7 +306,7 @@ static void print_formulas(void)
     print_formula((size_t)cores(), 1.0, 10, 90, "this machine, waiting batch below");
 }
 
-enum { BATCH_TASKS = 32, CPU_TASK_US = 5000, MIXED_COMPUTE_US = 1000, MIXED_WAIT_US = 9000 };
+enum { TASKS_PER_CORE = 16, CPU_TASK_US = 5000, MIXED_COMPUTE_US = 1000, MIXED_WAIT_US = 9000 };
 
 struct work {
     long compute_us; /* CPU time to burn */
@@ -333,16 +333,16 @@ static void batch_task(void *raw)
         kit_sleep_us(work->wait_us);
 }
 
-/* Runs BATCH_TASKS tasks on a new pool of `threads`; wall ms, and how busy the CPUs were. */
-static double run_batch(long threads, struct work *work, double *busy)
+/* Runs `tasks` tasks on a new pool of `threads`; wall ms, and how busy the CPUs were. */
+static double run_batch(long threads, long tasks, struct work *work, double *busy)
 {
     tpool_t *pool = NULL;
-    tpool_config_t config = { .core_threads = (size_t)threads, .queue_capacity = BATCH_TASKS,
+    tpool_config_t config = { .core_threads = (size_t)threads, .queue_capacity = (size_t)tasks,
                               .keep_alive_ms = 1000, .reject = bq_policy_block(), .name = "batch" };
     if (tpool_create(&pool, &config) != 0)
         return -1;
     int64_t start = kit_now_ns(), cpu_start = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < BATCH_TASKS; i++)
+    for (long i = 0; i < tasks; i++)
         tpool_execute(pool, batch_task, work);
     tpool_destroy(pool); /* waits for every task */
     double wall = kit_elapsed_ms(start);
@@ -375,6 +375,29 @@ static int insert_sorted(long *list, int count, long value)
     return count + 1;
 }
 
+/* The two formulas for this machine's batches. */
+struct plan {
+    long tasks, cpu_formula, mixed_formula;
+    long sizes[12];
+    int count;
+};
+
+static void plan_batches(struct plan *plan)
+{
+    size_t n = (size_t)cores();
+    *plan = (struct plan){ .tasks = TASKS_PER_CORE * (long)n, .sizes = { 1, 2, 3, 4, 8, 16, 32 }, .count = 7 };
+    plan->cpu_formula = (long)kit_threads_for(n, 1.0, 0, CPU_TASK_US);
+    plan->mixed_formula = (long)kit_threads_for(n, 1.0, MIXED_WAIT_US, MIXED_COMPUTE_US);
+    plan->count = insert_sorted(plan->sizes, plan->count, plan->cpu_formula);
+    plan->count = insert_sorted(plan->sizes, plan->count, plan->mixed_formula);
+    printf("\nMeasured on this machine (%zu cores): %ld tasks per batch\n"
+           "  CPU-bound batch: each task computes %d ms              formula: %ld threads\n"
+           "  waiting batch:   each task computes %d ms, waits %d ms  formula: %ld threads\n\n"
+           "  threads | CPU-bound  speed-up  CPUs busy | waiting  speed-up  CPUs busy\n",
+           n, plan->tasks, CPU_TASK_US / 1000, plan->cpu_formula, MIXED_COMPUTE_US / 1000, MIXED_WAIT_US / 1000,
+           plan->mixed_formula);
+}
+
 static int run_sizing(void)
 {
     if (kit_threads_for(4, 1.0, 50, 50) == 0) {
@@ -382,30 +405,23 @@ static int run_sizing(void)
         return 1;
     }
     print_formulas();
-    size_t n = (size_t)cores();
-    long cpu_formula = (long)kit_threads_for(n, 1.0, 0, CPU_TASK_US);
-    long mixed_formula = (long)kit_threads_for(n, 1.0, MIXED_WAIT_US, MIXED_COMPUTE_US);
-    long sizes[12] = { 1, 2, 3, 4, 8, 16, 32 };
-    int count = insert_sorted(sizes, 7, mixed_formula);
+    struct plan plan;
+    plan_batches(&plan);
     struct work cpu = { CPU_TASK_US, 0 }, mixed = { MIXED_COMPUTE_US, MIXED_WAIT_US };
-    printf("\nMeasured on this machine (%zu cores): %d tasks per batch\n"
-           "  CPU-bound batch: each task computes %d ms              formula: %ld threads\n"
-           "  waiting batch:   each task computes %d ms, waits %d ms  formula: %ld threads\n\n"
-           "  threads | CPU-bound  speed-up  CPUs busy | waiting  speed-up  CPUs busy\n",
-           n, BATCH_TASKS, CPU_TASK_US / 1000, cpu_formula, MIXED_COMPUTE_US / 1000, MIXED_WAIT_US / 1000,
-           mixed_formula);
     double cpu_ms[12], mixed_ms[12];
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < plan.count; i++) {
+        long size = plan.sizes[i];
         double cpu_busy = 0, mixed_busy = 0;
-        cpu_ms[i] = run_batch(sizes[i], &cpu, &cpu_busy);
-        mixed_ms[i] = run_batch(sizes[i], &mixed, &mixed_busy);
-        printf("  %7ld | %6.0f ms  %7.1fx  %8.0f%% | %4.0f ms  %7.1fx  %8.0f%%  %s\n", sizes[i], cpu_ms[i],
+        cpu_ms[i] = run_batch(size, plan.tasks, &cpu, &cpu_busy);
+        mixed_ms[i] = run_batch(size, plan.tasks, &mixed, &mixed_busy);
+        printf("  %7ld | %6.0f ms  %7.1fx  %8.0f%% | %4.0f ms  %7.1fx  %8.0f%%  %s\n", size, cpu_ms[i],
                cpu_ms[0] / cpu_ms[i], cpu_busy * 100, mixed_ms[i], mixed_ms[0] / mixed_ms[i], mixed_busy * 100,
-               sizes[i] == cpu_formula ? "<- cores + 1" : sizes[i] == mixed_formula ? "<- the formula" : "");
+               size == plan.cpu_formula ? "<- cores + 1" : size == plan.mixed_formula ? "<- the formula" : "");
         fflush(stdout);
     }
     printf("\nenough threads (within 10%% of the fastest): CPU-bound %ld (formula %ld), waiting %ld (formula %ld)\n",
-           enough(sizes, cpu_ms, count), cpu_formula, enough(sizes, mixed_ms, count), mixed_formula);
+           enough(plan.sizes, cpu_ms, plan.count), plan.cpu_formula, enough(plan.sizes, mixed_ms, plan.count),
+           plan.mixed_formula);
     return 0;
 }
 
