@@ -306,7 +306,9 @@ static void print_formulas(void)
     print_formula((size_t)cores(), 1.0, 10, 90, "this machine, waiting batch below");
 }
 
-enum { TASKS_PER_CORE = 16, CPU_TASK_US = 5000, MIXED_COMPUTE_US = 1000, MIXED_WAIT_US = 9000 };
+/* Many more tasks than threads, so that a batch is not just one or two
+ * waves of threads starting and stopping; small tasks keep it short. */
+enum { TASKS_PER_CORE = 64, CPU_TASK_US = 2000, MIXED_COMPUTE_US = 500, MIXED_WAIT_US = 4500 };
 
 struct work {
     long compute_us; /* CPU time to burn */
@@ -391,11 +393,11 @@ static void plan_batches(struct plan *plan)
     plan->count = insert_sorted(plan->sizes, plan->count, plan->cpu_formula);
     plan->count = insert_sorted(plan->sizes, plan->count, plan->mixed_formula);
     printf("\nMeasured on this machine (%zu cores): %ld tasks per batch\n"
-           "  CPU-bound batch: each task computes %d ms              formula: %ld threads\n"
-           "  waiting batch:   each task computes %d ms, waits %d ms  formula: %ld threads\n\n"
+           "  CPU-bound batch: each task computes %.1f ms                formula: %ld threads\n"
+           "  waiting batch:   each task computes %.1f ms, waits %.1f ms  formula: %ld threads\n\n"
            "  threads | CPU-bound  speed-up  CPUs busy | waiting  speed-up  CPUs busy\n",
-           n, plan->tasks, CPU_TASK_US / 1000, plan->cpu_formula, MIXED_COMPUTE_US / 1000, MIXED_WAIT_US / 1000,
-           plan->mixed_formula);
+           n, plan->tasks, CPU_TASK_US / 1000.0, plan->cpu_formula, MIXED_COMPUTE_US / 1000.0,
+           MIXED_WAIT_US / 1000.0, plan->mixed_formula);
 }
 
 static int run_sizing(void)
