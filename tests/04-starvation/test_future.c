@@ -591,9 +591,9 @@ static void test_future_release_in_any_order_frees_everything(void **state)
     assert_no_leak_since(before);
 }
 
-static void test_tpool_submit_dropped_tasks_cancel_their_futures(void **state)
+/* tpool_shutdown_now drops the queued tasks: their waiters must wake. */
+static void shutdown_now_cancels_queued_futures(void)
 {
-    (void)state;
     tpool_t *p = make_pool(1, 4);
     struct gated_task busy;
     gated_init(&busy, NULL);
@@ -623,12 +623,18 @@ static void test_tpool_submit_dropped_tasks_cancel_their_futures(void **state)
         future_release(queued[i]);
     future_release(running);
     kit_gate_destroy(&busy.gate);
+}
 
-    /* The discard policy drops the newest task when the queue is full. */
-    p = make_pool_with(1, 1, bq_policy_discard(NULL), "discard");
+/* The discard policy drops the newest task when the queue is full. */
+static void discard_policy_cancels_the_dropped_future(void)
+{
+    tpool_t *p = make_pool_with(1, 1, bq_policy_discard(NULL), "discard");
+    struct gated_task busy;
     gated_init(&busy, NULL);
-    running = submit(p, gated_body, &busy);
+    future_t *running = submit(p, gated_body, &busy);
     await_running(&busy, "the task keeping the only worker busy");
+    atomic_int runs;
+    atomic_init(&runs, 0);
     future_t *waiting = submit(p, count_run, &runs);  /* fills the queue */
     future_t *discarded = submit(p, count_run, &runs); /* accepted, then discarded */
     assert_int_equal(future_state(discarded), FUTURE_CANCELLED);
@@ -641,6 +647,13 @@ static void test_tpool_submit_dropped_tasks_cancel_their_futures(void **state)
     future_release(waiting);
     future_release(running);
     kit_gate_destroy(&busy.gate);
+}
+
+static void test_tpool_submit_dropped_tasks_cancel_their_futures(void **state)
+{
+    (void)state;
+    shutdown_now_cancels_queued_futures();
+    discard_policy_cancels_the_dropped_future();
 }
 
 static void test_tpool_submit_rejected_task_gives_no_future(void **state)
