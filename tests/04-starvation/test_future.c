@@ -742,8 +742,8 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
         future_t *waiter = submit(p, take_order, &order); /* the other worker: submits, then waits */
         int early = future_get_timed(waiter, NULL, 300);
         if (early != ETIMEDOUT)
-            fail_msg("round %d: the waiting worker returned %s at once (its future_get said %s), "
-                     "but the busy worker was still able to run the queued task",
+            fail_msg("round %d: the waiting worker's task did not wait (a get on it gave %s; its own "
+                     "future_get said %s), but the busy worker was still able to run the queued task",
                      r, kit_errno_name(early), kit_errno_name(order.err));
         kit_gate_open(&busy.gate);
         assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
