@@ -27,7 +27,8 @@
  * @param[in] compute_time       time a task spends computing, > 0 (same unit).
  * @return cores + 1 when @p wait_time is 0 (pure CPU work); otherwise
  *         cores x target_utilization x (wait + compute) / compute, rounded up
- *         (at least 1). 0 for invalid arguments (including NaN and infinities).
+ *         (at least 1). A count too large for size_t gives SIZE_MAX. 0 for
+ *         invalid arguments (including NaN and infinities).
  */
 size_t kit_threads_for(size_t cores, double target_utilization, double wait_time, double compute_time);
 

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 size_t kit_threads_for(size_t cores, double target_utilization, double wait_time, double compute_time)
 {
@@ -15,10 +16,14 @@ size_t kit_threads_for(size_t cores, double target_utilization, double wait_time
                  isfinite(compute_time) && compute_time > 0;
     if (!valid)
         return 0;
-    if (wait_time == 0)
-        return cores + 1; /* CPU-bound: one spare thread covers a page fault or a short stall */
+    if (wait_time == 0) /* CPU-bound: one spare thread covers a page fault or a short stall */
+        return cores == SIZE_MAX ? SIZE_MAX : cores + 1;
     double threads = (double)cores * target_utilization * (wait_time + compute_time) / compute_time;
     /* Round up, but do not let 8.000000001 (floating-point noise) become 9. */
     double rounded = ceil(threads - 1e-9);
-    return rounded < 1 ? 1 : (size_t)rounded;
+    if (rounded < 1)
+        return 1;
+    /* Finite inputs can still overflow (1e300 waiting per 1e-300 computing);
+     * converting a double beyond SIZE_MAX to size_t is undefined: saturate. */
+    return rounded >= (double)SIZE_MAX ? SIZE_MAX : (size_t)rounded;
 }

@@ -1,0 +1,842 @@
+/**
+ * @file test_future.c
+ * @brief Chapter 04 tests: futures deliver, wait, wake everyone, cancel safely,
+ *        and a pool that would starve says so instead of hanging.
+ *
+ * Every task that must not finish on its own waits at a start gate the test
+ * opens (a *gated* task): "it is still running" is then a fact the test
+ * controls, not a guess about timing. Threads other than the main thread
+ * only record what they saw; the main thread asserts.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "future.h"
+#include "kit_errno.h"
+#include "kit_time.h"
+
+/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) loops run fewer times. */
+static long rounds(long normal, long slow)
+{
+    return getenv("KIT_SLOW") ? slow : kit_test_repeat(normal);
+}
+
+static tpool_t *make_pool_with(size_t threads, size_t capacity, bq_policy_t policy, const char *name)
+{
+    /* A long keep-alive: workers stay for the whole test, so the number of
+     * threads, and who is idle, is what the test made it. */
+    tpool_config_t config = { .core_threads = threads, .queue_capacity = capacity, .keep_alive_ms = 60000,
+                              .reject = policy, .name = name };
+    tpool_t *p = NULL;
+    assert_ok(tpool_create(&p, &config));
+    assert_non_null(p);
+    return p;
+}
+
+static tpool_t *make_pool(size_t threads, size_t capacity)
+{
+    return make_pool_with(threads, capacity, bq_policy_block(), "pool");
+}
+
+static future_t *submit(tpool_t *p, void *(*fn)(void *), void *arg)
+{
+    future_t *f = NULL;
+    assert_ok(tpool_submit(p, fn, arg, &f));
+    assert_non_null(f);
+    return f;
+}
+
+/* ---- tasks ----------------------------------------------------------------- */
+
+/* A task that runs until the test opens its gate, then returns `result`. */
+struct gated_task {
+    kit_gate_t gate;
+    atomic_int runs; /* how often the body started */
+    void *result;
+};
+
+static void gated_init(struct gated_task *task, void *result)
+{
+    assert_ok(kit_gate_init(&task->gate));
+    atomic_init(&task->runs, 0);
+    task->result = result;
+}
+
+static void *gated_body(void *raw)
+{
+    struct gated_task *task = raw;
+    atomic_fetch_add(&task->runs, 1);
+    kit_gate_wait(&task->gate);
+    return task->result;
+}
+
+/* Waits until the gated task is running on a worker (it stands at its gate). */
+static void await_running(struct gated_task *task, const char *what)
+{
+    if (kit_gate_await_arrivals(&task->gate, 1, KIT_HANG_MS) != 0)
+        fail_msg("%s: the task never started", what);
+}
+
+static void *return_arg(void *arg)
+{
+    return arg;
+}
+
+/* Counts its runs in the atomic_int it is given. */
+static void *count_run(void *raw)
+{
+    atomic_fetch_add((atomic_int *)raw, 1);
+    return raw;
+}
+
+static void *fail_with_eproto(void *raw)
+{
+    future_fail(EPROTO);
+    return raw; /* ignored: the task failed */
+}
+
+static void *fail_with_zero(void *raw)
+{
+    future_fail(0);
+    return raw;
+}
+
+/* ---- a thread that waits on a future --------------------------------------- */
+
+struct get_call {
+    future_t *f;
+    long timeout_ms; /* < 0: future_get; otherwise future_get_timed */
+    int err;
+    void *result;
+};
+
+static void *call_get(void *raw)
+{
+    struct get_call *call = raw;
+    call->err = call->timeout_ms < 0 ? future_get(call->f, &call->result)
+                                     : future_get_timed(call->f, &call->result, call->timeout_ms);
+    return NULL;
+}
+
+static void start_getter(kit_worker_t *worker, struct get_call *call, future_t *f, long timeout_ms)
+{
+    *call = (struct get_call){ .f = f, .timeout_ms = timeout_ms, .err = -1, .result = NULL };
+    kit_worker_start(worker, "getter", call_get, call);
+}
+
+/* ---- the restaurant: an order waits for a dish cooked on `kitchen` ----------- */
+
+struct order {
+    tpool_t *kitchen;    /* where the dish is cooked */
+    kit_gate_t *counter; /* if set: every waiter takes an order before anyone cooks */
+    char *dish;          /* what the cook task returns */
+    int err;             /* future_get's answer for the dish */
+    void *served;
+};
+
+static void *take_order(void *raw)
+{
+    struct order *order = raw;
+    if (order->counter)
+        kit_gate_wait(order->counter);
+    future_t *dish = NULL;
+    order->err = tpool_submit(order->kitchen, return_arg, order->dish, &dish);
+    if (order->err == 0)
+        order->err = future_get(dish, &order->served);
+    future_release(dish);
+    return order;
+}
+
+/* ---- bad arguments ---------------------------------------------------------- */
+
+static void test_tpool_submit_rejects_bad_arguments(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 1);
+    int x = 0;
+    future_t *f = (future_t *)&f; /* not NULL: submit must reset it on failure */
+    assert_err(tpool_submit(NULL, return_arg, &x, &f), EINVAL);
+    assert_null(f);
+    f = (future_t *)&f;
+    assert_err(tpool_submit(p, NULL, &x, &f), EINVAL);
+    assert_null(f);
+    assert_err(tpool_submit(p, return_arg, &x, NULL), EINVAL);
+    tpool_destroy(p);
+}
+
+static void test_future_functions_reject_bad_arguments(void **state)
+{
+    (void)state;
+    void *result = &result;
+    assert_err(future_get(NULL, &result), EINVAL);
+    assert_err(future_get_timed(NULL, &result, 10), EINVAL);
+    assert_err(future_cancel(NULL), EINVAL);
+    assert_err(future_create(NULL), EINVAL);
+    assert_err(future_run(NULL, return_arg, NULL), EINVAL);
+    assert_false(future_is_done(NULL));
+    assert_int_equal(future_state(NULL), FUTURE_CANCELLED);
+    future_release(NULL); /* harmless */
+
+    future_t *f = NULL;
+    assert_ok(future_create(&f));
+    assert_err(future_get_timed(f, &result, -1), EINVAL);
+    assert_err(future_run(f, NULL, NULL), EINVAL);
+    assert_ptr_equal(result, &result); /* untouched by every failed call */
+    assert_int_equal(future_state(f), FUTURE_PENDING);
+    future_release(f);
+}
+
+/* ---- delivery and waiting ------------------------------------------------------ */
+
+static void test_future_get_returns_the_result(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(2, 4);
+    int value = 42;
+    future_t *f = submit(p, return_arg, &value);
+    void *result = NULL;
+    assert_ok(future_get(f, &result));
+    assert_ptr_equal(result, &value);
+    assert_true(future_is_done(f));
+    assert_int_equal(future_state(f), FUTURE_DONE);
+    result = NULL;
+    assert_ok(future_get(f, &result)); /* a finished future answers every time, at once */
+    assert_ptr_equal(result, &value);
+    result = NULL;
+    assert_ok(future_get_timed(f, &result, 0));
+    assert_ptr_equal(result, &value);
+    assert_ok(future_get(f, NULL)); /* the result may be ignored */
+    future_release(f);
+
+    future_t *null_result = submit(p, return_arg, NULL);
+    result = &value;
+    assert_ok(future_get(null_result, &result));
+    assert_null(result); /* NULL is a result like any other */
+    future_release(null_result);
+    tpool_destroy(p);
+}
+
+static void test_future_get_blocks_until_the_task_finishes(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 7;
+    struct gated_task task;
+    gated_init(&task, &value);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+    assert_int_equal(future_state(f), FUTURE_RUNNING);
+    assert_false(future_is_done(f));
+
+    struct get_call call;
+    kit_worker_t getter;
+    start_getter(&getter, &call, f, -1);
+    kit_worker_must_block(&getter, 200, "future_get on a running task");
+    kit_gate_open(&task.gate);
+    kit_worker_must_finish(&getter, "future_get after the task finished");
+    assert_int_equal(call.err, 0);
+    assert_ptr_equal(call.result, &value);
+    assert_int_equal(future_state(f), FUTURE_DONE);
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+static void test_future_get_timed_waits_at_least_its_timeout(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 9;
+    struct gated_task task;
+    gated_init(&task, &value);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+
+    void *result = &result;
+    assert_err(future_get_timed(f, &result, 0), ETIMEDOUT); /* 0: do not wait */
+    int64_t start = kit_now_ns();
+    assert_err(future_get_timed(f, &result, 150), ETIMEDOUT);
+    double waited = kit_elapsed_ms(start);
+    if (waited < 150.0)
+        fail_msg("future_get_timed(150 ms) gave up after %.1f ms", waited);
+    assert_ptr_equal(result, &result); /* untouched on ETIMEDOUT */
+    assert_int_equal(future_state(f), FUTURE_RUNNING); /* a timeout changes nothing */
+
+    kit_gate_open(&task.gate);
+    assert_ok(future_get_timed(f, &result, KIT_HANG_MS));
+    assert_ptr_equal(result, &value);
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+/* A wait woken every 20 ms for nothing must still end at its one deadline:
+ * recomputing "now + timeout" after each wake-up would never time out. */
+static void test_future_get_timed_times_out_when_woken_repeatedly(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    struct gated_task task;
+    gated_init(&task, NULL);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+
+    long woken_before = kit_spurious_count();
+    kit_wakeups_every(20);
+    struct get_call call;
+    kit_worker_t getter;
+    int64_t start = kit_now_ns();
+    start_getter(&getter, &call, f, 200);
+    kit_worker_must_finish(&getter, "future_get_timed(200 ms) woken every 20 ms");
+    double waited = kit_elapsed_ms(start);
+    kit_wakeups_every(0);
+    assert_int_equal(call.err, ETIMEDOUT);
+    if (waited < 200.0)
+        fail_msg("future_get_timed(200 ms) gave up after %.1f ms", waited);
+    assert_true(kit_spurious_count() > woken_before); /* the wait really was interrupted */
+
+    kit_gate_open(&task.gate);
+    assert_ok(future_get(f, NULL));
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+/* With injected spurious wake-ups every first wait returns at once with
+ * nothing finished: an `if` around the wait would return without a result. */
+static void test_future_get_spurious_wakeups_do_not_release_waiters(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 3;
+    struct gated_task task;
+    gated_init(&task, &value);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+
+    long woken_before = kit_spurious_count();
+    kit_spurious_wakeups(true);
+    struct get_call plain, timed;
+    kit_worker_t plain_getter, timed_getter;
+    start_getter(&plain_getter, &plain, f, -1);
+    start_getter(&timed_getter, &timed, f, KIT_HANG_MS);
+    kit_worker_must_block(&plain_getter, 200, "future_get woken spuriously");
+    kit_worker_must_block(&timed_getter, 0, "future_get_timed woken spuriously");
+    kit_spurious_wakeups(false);
+    assert_true(kit_spurious_count() >= woken_before + 2);
+
+    kit_gate_open(&task.gate);
+    kit_worker_must_finish(&plain_getter, "future_get after the task finished");
+    kit_worker_must_finish(&timed_getter, "future_get_timed after the task finished");
+    assert_int_equal(plain.err, 0);
+    assert_int_equal(timed.err, 0);
+    assert_ptr_equal(plain.result, &value);
+    assert_ptr_equal(timed.result, &value);
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+enum { WAITERS = 4 };
+
+/* Four threads asleep on one future: finishing it must wake all four. */
+static void test_future_get_releases_every_waiter(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 11;
+    struct gated_task task;
+    gated_init(&task, &value);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task"); /* the only worker stands at the gate, not in a wait */
+
+    struct get_call calls[WAITERS];
+    kit_worker_t getters[WAITERS];
+    for (int i = 0; i < WAITERS; i++)
+        start_getter(&getters[i], &calls[i], f, -1);
+    kit_await_waiting_threads(WAITERS, "threads in future_get");
+    kit_gate_open(&task.gate);
+    for (int i = 0; i < WAITERS; i++) {
+        kit_worker_must_finish(&getters[i], "a waiter when the future finished");
+        assert_int_equal(calls[i].err, 0);
+        assert_ptr_equal(calls[i].result, &value);
+    }
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+/* A waiter that wakes must find the result already there. Random delays
+ * before every mutex lock give woken waiters time to run between any two
+ * critical sections of the thread that finishes the future. */
+static void test_future_get_sees_the_result_published_before_the_wake_up(void **state)
+{
+    (void)state;
+    enum { READERS = 3 };
+    tpool_t *p = make_pool(1, 4);
+    long n = rounds(30, 6), wrong = 0, failed_gets = 0;
+    kit_lock_delays(400, kit_test_seed());
+    for (long r = 0; r < n; r++) {
+        struct gated_task task;
+        gated_init(&task, &task); /* the result is the task's own address: new every round */
+        future_t *f = submit(p, gated_body, &task);
+        await_running(&task, "gated task");
+        struct get_call calls[READERS];
+        kit_worker_t readers[READERS];
+        for (int i = 0; i < READERS; i++)
+            start_getter(&readers[i], &calls[i], f, -1);
+        kit_await_waiting_threads(READERS, "threads in future_get");
+        kit_gate_open(&task.gate);
+        for (int i = 0; i < READERS; i++) {
+            kit_worker_must_finish(&readers[i], "a waiter when the future finished");
+            failed_gets += calls[i].err != 0;
+            wrong += calls[i].err == 0 && calls[i].result != &task;
+        }
+        future_release(f);
+        tpool_destroy(p); /* waits for the task to end, so its gate can go */
+        kit_gate_destroy(&task.gate);
+        p = make_pool(1, 4);
+    }
+    kit_lock_delays(0, 0);
+    tpool_destroy(p);
+    if (wrong || failed_gets)
+        fail_msg("of %ld wake-ups, %ld returned 0 without the result, %ld failed", n * READERS, wrong,
+                 failed_gets);
+}
+
+/* ---- cancellation ------------------------------------------------------------ */
+
+static void test_future_cancel_before_start_prevents_running(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    struct gated_task busy;
+    gated_init(&busy, NULL);
+    future_t *first = submit(p, gated_body, &busy);
+    await_running(&busy, "the task keeping the only worker busy");
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *queued = submit(p, count_run, &runs); /* waits in the queue */
+    assert_int_equal(future_state(queued), FUTURE_PENDING);
+    assert_false(future_is_done(queued));
+
+    struct get_call call;
+    kit_worker_t getter;
+    start_getter(&getter, &call, queued, -1);
+    kit_worker_must_block(&getter, 100, "future_get on a queued task");
+    assert_ok(future_cancel(queued));
+    kit_worker_must_finish(&getter, "future_get when its future was cancelled");
+    assert_int_equal(call.err, ECANCELED);
+    assert_ok(future_cancel(queued)); /* already cancelled: still 0 */
+    assert_int_equal(future_state(queued), FUTURE_CANCELLED);
+    assert_true(future_is_done(queued));
+    void *result = &result;
+    assert_err(future_get(queued, &result), ECANCELED);
+    assert_ptr_equal(result, &result);
+
+    kit_gate_open(&busy.gate);
+    assert_ok(future_get(first, NULL));
+    tpool_destroy(p); /* every queued task has had its turn */
+    assert_int_equal(atomic_load(&runs), 0);
+    future_release(queued);
+    future_release(first);
+    kit_gate_destroy(&busy.gate);
+}
+
+static void test_future_cancel_after_start_fails(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 5;
+    struct gated_task task;
+    gated_init(&task, &value);
+    future_t *f = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+    assert_err(future_cancel(f), EBUSY);
+    assert_int_equal(future_state(f), FUTURE_RUNNING); /* nothing changed */
+    kit_gate_open(&task.gate);
+    void *result = NULL;
+    assert_ok(future_get(f, &result)); /* the result still arrives */
+    assert_ptr_equal(result, &value);
+    assert_err(future_cancel(f), EBUSY); /* finished: too late as well */
+    assert_int_equal(future_state(f), FUTURE_DONE);
+    assert_int_equal(atomic_load(&task.runs), 1);
+    future_release(f);
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+}
+
+struct cancel_round {
+    atomic_int runs;
+    int cancel_err;
+    int get_err;
+};
+
+/* Cancel fired at a task just as a worker picks it up, many times over, with
+ * random delays before every lock. Whatever the interleaving: cancel 0 means
+ * the task never runs and get says ECANCELED; EBUSY means it runs once and
+ * get returns its result. */
+static void test_future_stress_cancel_races_task_start(void **state)
+{
+    (void)state;
+    long n = rounds(400, 60);
+    struct cancel_round *round = calloc((size_t)n, sizeof *round);
+    assert_non_null(round);
+    tpool_t *p = make_pool(1, 4);
+    kit_rng_t rng;
+    kit_rng_seed(&rng, kit_test_seed(), 1);
+    kit_lock_delays(40, kit_test_seed());
+    for (long i = 0; i < n; i++) {
+        atomic_init(&round[i].runs, 0);
+        future_t *f = submit(p, count_run, &round[i].runs);
+        kit_jitter(&rng, 120); /* at once, after a yield, or a little later: sweep across the start */
+        round[i].cancel_err = future_cancel(f);
+        round[i].get_err = future_get(f, NULL);
+        future_release(f);
+    }
+    kit_lock_delays(0, 0);
+    tpool_destroy(p); /* every task has run or been skipped */
+    long cancelled = 0, busy = 0, ran_after_cancel = 0, lost = 0, odd = 0;
+    for (long i = 0; i < n; i++) {
+        int runs = atomic_load(&round[i].runs);
+        if (round[i].cancel_err == 0) {
+            cancelled++;
+            ran_after_cancel += runs != 0 || round[i].get_err != ECANCELED;
+        } else if (round[i].cancel_err == EBUSY) {
+            busy++;
+            lost += runs != 1 || round[i].get_err != 0;
+        } else {
+            odd++;
+        }
+    }
+    free(round);
+    print_message("%ld rounds: %ld cancelled in time, %ld too late\n", n, cancelled, busy);
+    if (ran_after_cancel || lost || odd)
+        fail_msg("%ld cancelled tasks ran (or did not say ECANCELED), %ld started tasks did not finish "
+                 "once, %ld cancels returned neither 0 nor EBUSY",
+                 ran_after_cancel, lost, odd);
+}
+
+/* ---- failure, release, dropping ----------------------------------------------- */
+
+static void test_future_fail_propagates_the_error(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 4);
+    int value = 1;
+    future_t *f = submit(p, fail_with_eproto, &value);
+    void *result = &result;
+    assert_err(future_get(f, &result), EPROTO);
+    assert_ptr_equal(result, &result); /* no result from a failed task */
+    assert_int_equal(future_state(f), FUTURE_FAILED);
+    assert_true(future_is_done(f));
+    assert_err(future_get_timed(f, &result, 0), EPROTO);
+    future_release(f);
+
+    future_t *zero = submit(p, fail_with_zero, &value);
+    assert_err(future_get(zero, NULL), EIO); /* failing "with 0" is still a failure */
+    assert_int_equal(future_state(zero), FUTURE_FAILED);
+    future_release(zero);
+
+    future_t *after = submit(p, return_arg, &value); /* the worker carries on */
+    assert_ok(future_get(after, &result));
+    assert_ptr_equal(result, &value);
+    assert_int_equal(future_state(after), FUTURE_DONE); /* one task's failure is not the next one's */
+    future_release(after);
+    tpool_destroy(p);
+}
+
+/* The caller and the pool each hold a reference; whichever lets go last frees. */
+static void test_future_release_in_any_order_frees_everything(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    tpool_t *p = make_pool(2, 64);
+
+    struct gated_task task; /* the caller lets go while the task still runs */
+    gated_init(&task, NULL);
+    future_t *early = submit(p, gated_body, &task);
+    await_running(&task, "gated task");
+    future_release(early);
+    kit_gate_open(&task.gate);
+
+    int value = 2; /* the caller lets go after the task finished */
+    future_t *late = submit(p, return_arg, &value);
+    assert_ok(future_get(late, NULL));
+    future_release(late);
+
+    future_t *shared = submit(p, return_arg, &value); /* a second owner */
+    assert_ptr_equal(future_retain(shared), shared);
+    future_release(shared);
+    void *result = NULL;
+    assert_ok(future_get(shared, &result)); /* still alive: one reference left */
+    assert_ptr_equal(result, &value);
+    future_release(shared);
+
+    long n = rounds(200, 40); /* racing the finish: release at once or after a get */
+    for (long i = 0; i < n; i++) {
+        future_t *f = submit(p, return_arg, &value);
+        if (i % 2)
+            assert_ok(future_get(f, NULL));
+        future_release(f);
+    }
+    tpool_destroy(p);
+    kit_gate_destroy(&task.gate);
+    assert_no_leak_since(before);
+}
+
+/* tpool_shutdown_now drops the queued tasks: their waiters must wake. */
+static void shutdown_now_cancels_queued_futures(void)
+{
+    tpool_t *p = make_pool(1, 4);
+    struct gated_task busy;
+    gated_init(&busy, NULL);
+    future_t *running = submit(p, gated_body, &busy);
+    await_running(&busy, "the task keeping the only worker busy");
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *queued[2] = { submit(p, count_run, &runs), submit(p, count_run, &runs) };
+
+    struct get_call call;
+    kit_worker_t getter;
+    start_getter(&getter, &call, queued[0], -1);
+    kit_await_waiting_threads(1, "a thread waiting for a queued task");
+    assert_ok(tpool_shutdown_now(p)); /* drops both queued tasks */
+    kit_worker_must_finish(&getter, "a waiter whose task the pool dropped");
+    assert_int_equal(call.err, ECANCELED);
+    assert_err(future_get(queued[1], NULL), ECANCELED);
+    assert_int_equal(future_state(queued[1]), FUTURE_CANCELLED);
+    kit_gate_open(&busy.gate);
+    assert_ok(future_get(running, NULL)); /* the running task was not interrupted */
+    tpool_stats_t stats;
+    assert_ok(tpool_stats(p, &stats));
+    assert_int_equal(stats.dropped, 2);
+    tpool_destroy(p);
+    assert_int_equal(atomic_load(&runs), 0);
+    for (int i = 0; i < 2; i++)
+        future_release(queued[i]);
+    future_release(running);
+    kit_gate_destroy(&busy.gate);
+}
+
+/* The discard policy drops the newest task when the queue is full. */
+static void discard_policy_cancels_the_dropped_future(void)
+{
+    tpool_t *p = make_pool_with(1, 1, bq_policy_discard(NULL), "discard");
+    struct gated_task busy;
+    gated_init(&busy, NULL);
+    future_t *running = submit(p, gated_body, &busy);
+    await_running(&busy, "the task keeping the only worker busy");
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *waiting = submit(p, count_run, &runs);  /* fills the queue */
+    future_t *discarded = submit(p, count_run, &runs); /* accepted, then discarded */
+    assert_int_equal(future_state(discarded), FUTURE_CANCELLED);
+    assert_err(future_get(discarded, NULL), ECANCELED);
+    kit_gate_open(&busy.gate);
+    assert_ok(future_get(waiting, NULL));
+    tpool_destroy(p);
+    assert_int_equal(atomic_load(&runs), 1);
+    future_release(discarded);
+    future_release(waiting);
+    future_release(running);
+    kit_gate_destroy(&busy.gate);
+}
+
+static void test_tpool_submit_dropped_tasks_cancel_their_futures(void **state)
+{
+    (void)state;
+    shutdown_now_cancels_queued_futures();
+    discard_policy_cancels_the_dropped_future();
+}
+
+static void test_tpool_submit_rejected_task_gives_no_future(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    tpool_t *p = make_pool_with(1, 1, bq_policy_abort(), "abort");
+    struct gated_task busy;
+    gated_init(&busy, NULL);
+    future_t *running = submit(p, gated_body, &busy);
+    await_running(&busy, "the task keeping the only worker busy");
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *queued = submit(p, count_run, &runs);
+    future_t *f = (future_t *)&f;
+    assert_err(tpool_submit(p, count_run, &runs, &f), EAGAIN); /* queue full: abort */
+    assert_null(f);
+    kit_gate_open(&busy.gate);
+    assert_ok(future_get(queued, NULL));
+    assert_ok(tpool_shutdown(p));
+    f = (future_t *)&f;
+    assert_err(tpool_submit(p, count_run, &runs, &f), ECANCELED);
+    assert_null(f);
+    tpool_destroy(p);
+    assert_int_equal(atomic_load(&runs), 1); /* the rejected tasks never ran */
+    future_release(queued);
+    future_release(running);
+    kit_gate_destroy(&busy.gate);
+    assert_no_leak_since(before);
+}
+
+/* ---- starvation ----------------------------------------------------------------- */
+
+static char dishes[][24] = { "di san xian", "kung pao chicken", "spicy diced chicken", "grilled wings" };
+
+/* The source document's restaurant: one pool of two, two orders taken at
+ * once, each waiting for a dish only this pool could cook. The first waiter
+ * to ask still has a colleague who might cook; the second has nobody left,
+ * so it gets EDEADLK - and leaving frees its thread to cook the first dish. */
+static void test_future_get_shared_pool_starvation_is_detected(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "shared");
+    kit_gate_t counter;
+    assert_ok(kit_gate_init(&counter));
+    struct order orders[2];
+    future_t *taken[2];
+    for (int i = 0; i < 2; i++) {
+        orders[i] = (struct order){ .kitchen = p, .counter = &counter, .dish = dishes[i], .err = -1 };
+        taken[i] = submit(p, take_order, &orders[i]);
+    }
+    if (kit_gate_await_arrivals(&counter, 2, KIT_HANG_MS) != 0)
+        fail_msg("the two orders were not both taken by the pool's two workers");
+    kit_gate_open(&counter); /* both workers now hold an order: nobody is free to cook */
+    for (int i = 0; i < 2; i++)
+        if (future_get_timed(taken[i], NULL, KIT_HANG_MS) != 0)
+            fail_msg("order %d is still waiting after %ld ms: the starved pool hung", i, KIT_HANG_MS);
+    int starved = 0, served = 0;
+    for (int i = 0; i < 2; i++) {
+        starved += orders[i].err == EDEADLK;
+        served += orders[i].err == 0 && orders[i].served == dishes[i];
+    }
+    if (starved != 1 || served != 1)
+        fail_msg("expected one order served and one EDEADLK; got %s and %s", kit_errno_name(orders[0].err),
+                 kit_errno_name(orders[1].err));
+    for (int i = 0; i < 2; i++)
+        future_release(taken[i]);
+    tpool_destroy(p);
+    kit_gate_destroy(&counter);
+}
+
+/* Pool of two: one worker is busy (not waiting on the pool), the other waits
+ * for a task queued behind it. The busy one will finish and run that task,
+ * so the wait is not a deadlock: it must wait, then get the result. Twice,
+ * on the same pool: the first wait must leave nothing counted behind. */
+static void test_future_get_waits_while_another_worker_can_progress(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "progress");
+    for (int r = 0; r < 2; r++) {
+        struct gated_task busy;
+        gated_init(&busy, NULL);
+        future_t *running = submit(p, gated_body, &busy);
+        await_running(&busy, "the task keeping one worker busy");
+        struct order order = { .kitchen = p, .dish = dishes[r], .err = -1 };
+        future_t *waiter = submit(p, take_order, &order); /* the other worker: submits, then waits */
+        int early = future_get_timed(waiter, NULL, 300);
+        if (early != ETIMEDOUT)
+            fail_msg("round %d: the waiting worker's task did not wait (a get on it gave %s; its own "
+                     "future_get said %s), but the busy worker was still able to run the queued task",
+                     r, kit_errno_name(early), kit_errno_name(order.err));
+        kit_gate_open(&busy.gate);
+        assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
+        assert_int_equal(order.err, 0);
+        assert_ptr_equal(order.served, dishes[r]);
+        assert_ok(future_get(running, NULL));
+        future_release(waiter);
+        future_release(running);
+        kit_gate_destroy(&busy.gate); /* its task has returned: future_get said so */
+    }
+    tpool_destroy(p);
+}
+
+/* The fix: waiters on one pool, cooks on another. A waiter blocks, but the
+ * cooks never wait on anything, so every dish gets cooked. */
+static void test_future_split_pools_serve_every_order(void **state)
+{
+    (void)state;
+    enum { ORDERS = 8 };
+    tpool_t *waiters = make_pool_with(2, ORDERS, bq_policy_block(), "waiter");
+    tpool_t *cooks = make_pool_with(1, ORDERS, bq_policy_block(), "cook");
+    struct order orders[ORDERS];
+    future_t *taken[ORDERS];
+    for (int i = 0; i < ORDERS; i++) {
+        orders[i] = (struct order){ .kitchen = cooks, .dish = dishes[i % 4], .err = -1 };
+        taken[i] = submit(waiters, take_order, &orders[i]);
+    }
+    for (int i = 0; i < ORDERS; i++) {
+        if (future_get_timed(taken[i], NULL, KIT_HANG_MS) != 0)
+            fail_msg("order %d was not served within %ld ms", i, KIT_HANG_MS);
+        assert_int_equal(orders[i].err, 0);
+        assert_ptr_equal(orders[i].served, dishes[i % 4]);
+        future_release(taken[i]);
+    }
+    tpool_destroy(waiters);
+    tpool_destroy(cooks);
+}
+
+/* ---- building blocks for other executors (chapter 06) ---------------------------- */
+
+static void test_future_run_respects_cancel_and_lanes(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    int value = 4, lane = 0;
+    future_t *f = NULL;
+    assert_ok(future_create(&f));
+    future_set_lane(f, &lane);
+    future_enter_lane(&lane); /* this thread runs the lane's tasks one at a time */
+    assert_err(future_get(f, NULL), EDEADLK);
+    assert_err(future_get_timed(f, NULL, KIT_HANG_MS), EDEADLK); /* at once, not after the timeout */
+    future_enter_lane(NULL);
+    assert_err(future_get_timed(f, NULL, 0), ETIMEDOUT);
+    assert_ok(future_run(f, return_arg, &value));
+    void *result = NULL;
+    assert_ok(future_get(f, &result));
+    assert_ptr_equal(result, &value);
+    assert_ptr_equal(future_retain(f), f);
+    future_release(f);
+    future_release(f);
+
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *cancelled = NULL;
+    assert_ok(future_create(&cancelled));
+    assert_ok(future_cancel(cancelled));
+    assert_err(future_run(cancelled, count_run, &runs), ECANCELED);
+    assert_int_equal(atomic_load(&runs), 0);
+    future_release(cancelled);
+    assert_no_leak_since(before);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_tpool_submit_rejects_bad_arguments),
+    cmocka_unit_test(test_future_functions_reject_bad_arguments),
+    cmocka_unit_test(test_future_get_returns_the_result),
+    cmocka_unit_test(test_future_get_blocks_until_the_task_finishes),
+    cmocka_unit_test(test_future_get_timed_waits_at_least_its_timeout),
+    cmocka_unit_test(test_future_get_timed_times_out_when_woken_repeatedly),
+    cmocka_unit_test(test_future_get_spurious_wakeups_do_not_release_waiters),
+    cmocka_unit_test(test_future_get_releases_every_waiter),
+    cmocka_unit_test(test_future_get_sees_the_result_published_before_the_wake_up),
+    cmocka_unit_test(test_future_cancel_before_start_prevents_running),
+    cmocka_unit_test(test_future_cancel_after_start_fails),
+    cmocka_unit_test(test_future_stress_cancel_races_task_start),
+    cmocka_unit_test(test_future_fail_propagates_the_error),
+    cmocka_unit_test(test_future_release_in_any_order_frees_everything),
+    cmocka_unit_test(test_tpool_submit_dropped_tasks_cancel_their_futures),
+    cmocka_unit_test(test_tpool_submit_rejected_task_gives_no_future),
+    cmocka_unit_test(test_future_get_shared_pool_starvation_is_detected),
+    cmocka_unit_test(test_future_get_waits_while_another_worker_can_progress),
+    cmocka_unit_test(test_future_split_pools_serve_every_order),
+    cmocka_unit_test(test_future_run_respects_cancel_and_lanes),
+};
+
+KIT_TEST_MAIN(tests)
