@@ -102,17 +102,13 @@ int dmw_shutdown(dmw_master_t *m)
 
 /* ---- waiting ------------------------------------------------------------------ */
 
-/* Drop the hints first, then count: an outcome written after the DEL leaves
- * a hint for the next BLPOP, one written before it is in the count. */
+/* Drop the hints and count in one step (dmw_redis_count()): an outcome
+ * written after it leaves a hint for the next BLPOP, one written before it
+ * is in the count. */
 static int all_done(dmw_master_t *m, bool *done)
 {
-    const dmw_keys_t *k = dmw_redis_keys(m->redis);
-    long tasks = 0, outcomes = 0, ignored;
-    int err = integer_command(m->redis, &ignored, "DEL %s", k->events);
-    if (err == 0)
-        err = integer_command(m->redis, &tasks, "HLEN %s", k->tasks);
-    if (err == 0)
-        err = integer_command(m->redis, &outcomes, "HLEN %s", k->outcomes);
+    long tasks = 0, outcomes = 0;
+    int err = dmw_redis_count(m->redis, &tasks, &outcomes);
     if (err == 0 && tasks < m->submitted) {
         kit_log("master", "the server has %ld of the %ld tasks submitted: it lost the run", tasks, m->submitted);
         return EIO;

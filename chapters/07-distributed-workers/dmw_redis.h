@@ -197,6 +197,15 @@ int dmw_redis_forget_worker(dmw_redis_t *redis, const char *worker, bool *remove
  */
 int dmw_redis_submit(dmw_redis_t *redis, long id, const char *payload, const char *record);
 
+/**
+ * @brief The master's wake-up, in one step: drop the pending hints (the
+ *        `events` list), then count the run's tasks and outcomes. A hint
+ *        pushed after this step stays for the next wait; an outcome written
+ *        before it is in the count - so no wake-up is ever lost.
+ * @return 0, EINVAL, EPROTO, or the connection's errors.
+ */
+int dmw_redis_count(dmw_redis_t *redis, long *tasks, long *outcomes);
+
 /* ---- Heartbeat ------------------------------------------------------------- */
 
 /** @brief An opaque heartbeat: a thread that keeps a worker's `alive` key fresh. */

@@ -45,6 +45,11 @@ static const char submit_script[] =
     "redis.call('LPUSH', KEYS[2], ARGV[3])\n"
     "return 1\n";
 
+/* KEYS: events, tasks, outcomes. */
+static const char count_script[] =
+    "redis.call('DEL', KEYS[1])\n"
+    "return { redis.call('HLEN', KEYS[2]), redis.call('HLEN', KEYS[3]) }\n";
+
 /* The integer a script returned (and the reply freed). */
 static int integer_reply(int err, redisReply *reply, long long *value)
 {
@@ -112,4 +117,21 @@ int dmw_redis_submit(dmw_redis_t *redis, long id, const char *payload, const cha
     long long value = 0;
     err = integer_reply(err, reply, &value);
     return err == 0 && value == 0 ? EEXIST : err;
+}
+
+int dmw_redis_count(dmw_redis_t *redis, long *tasks, long *outcomes)
+{
+    if (redis == NULL || tasks == NULL || outcomes == NULL)
+        return EINVAL;
+    const dmw_keys_t *k = dmw_redis_keys(redis);
+    redisReply *reply = NULL;
+    int err = dmw_redis_call(redis, &reply, "EVAL %s 3 %s %s %s", count_script, k->events, k->tasks, k->outcomes);
+    if (err == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2))
+        err = EPROTO;
+    if (err == 0) {
+        *tasks = (long)reply->element[0]->integer;
+        *outcomes = (long)reply->element[1]->integer;
+    }
+    freeReplyObject(reply);
+    return err;
 }

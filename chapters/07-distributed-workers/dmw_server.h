@@ -11,7 +11,9 @@
  * The server is a child process in the caller's process group, and on
  * Linux it is also killed if its parent dies (PR_SET_PDEATHSIG): a test
  * that crashes, or a grading runner that kills a stuck test's process
- * group, leaves no server behind.
+ * group, leaves no server behind. The kernel means the parent *thread*:
+ * start and restart the server from a thread that outlives it, such as
+ * the main thread, or it dies when that thread returns.
  *
  * @ingroup ch07
  */
