@@ -178,12 +178,32 @@ long fixture_integer(fixture_t *fx, const char *format, const char *key)
     return value;
 }
 
+/* While a test waits for its workers to get somewhere, a worker process
+ * that has already left (say, dmw_worker_run returned ENOSYS) will never
+ * get there: fail at once instead of waiting out the time. */
+static void assert_children_working(fixture_t *fx)
+{
+    for (int i = 0; i < fx->child_count; i++) {
+        fixture_child_t *child = &fx->children[i];
+        struct pollfd wait = { .fd = child->report_fd, .events = POLLIN };
+        if (child->pid == 0 || poll(&wait, 1, 0) <= 0)
+            continue;
+        fixture_join(fx, i, 0);
+        if (child->reported)
+            fail_msg("worker %s left early: dmw_worker_run returned %s (%d)%s", child->name,
+                     dmw_errno_name(child->report.rc), child->report.rc,
+                     child->report.rc == ENOSYS ? " - not implemented yet" : "");
+        fail_msg("worker %s died early, without returning from dmw_worker_run", child->name);
+    }
+}
+
 void fixture_await_taken(fixture_t *fx, const char *name)
 {
     char key[DMW_KEY_MAX];
     assert_ok(dmw_key_processing(fx->redis, name, key, sizeof key));
     int64_t start = kit_now_ns();
     while (fixture_integer(fx, "LLEN %s", key) < 1) {
+        assert_children_working(fx);
         if (kit_elapsed_ms(start) > KIT_HANG_MS)
             fail_msg("worker %s took no task within %ld ms", name, KIT_HANG_MS);
         kit_sleep_ms(5);
@@ -194,6 +214,7 @@ void fixture_await_outcomes(fixture_t *fx, long count)
 {
     int64_t start = kit_now_ns();
     while (fixture_integer(fx, "HLEN %s", dmw_redis_keys(fx->redis)->outcomes) < count) {
+        assert_children_working(fx);
         if (kit_elapsed_ms(start) > KIT_HANG_MS)
             fail_msg("fewer than %ld outcomes after %ld ms", count, KIT_HANG_MS);
         kit_sleep_ms(5);
