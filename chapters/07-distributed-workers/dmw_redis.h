@@ -185,6 +185,8 @@ int dmw_redis_move_back(dmw_redis_t *redis, const char *worker, const char *reco
  * reaper never removes a silent worker: a take that worker left blocked on
  * the server can still move a task into its list after it went silent, and
  * only a worker in the set gets its list reaped.
+ * @param[in]  redis   the connection.
+ * @param[in]  worker  the worker saying goodbye.
  * @param[out] removed true if it was removed; may be NULL.
  * @return 0, EINVAL, or the connection's errors.
  */

@@ -34,7 +34,7 @@ int ch07_work(const dmw_task_t *task, char *text, size_t size, void *ctx)
 {
     (void)ctx;
     long amount = 0;
-    uint64_t mixed = (uint64_t)task->id * 0x9E3779B97F4A7C15ULL;
+    uint64_t mixed = (uint64_t)(task->id + 1) * 0x9E3779B97F4A7C15ULL;
     if (sscanf(task->payload, "work %ld", &amount) == 1)
         kit_sleep_ms(amount); /* waiting on something: a download, a disk */
     else if (sscanf(task->payload, "spin %ld", &amount) == 1)
