@@ -470,6 +470,7 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
     int victim = spawn_worker(fx, "victim", 0);
     assert_ok(dmw_submit(fx->master, 0, "sleep-first 60000"));
     fixture_await_taken(fx, "victim");
+    kit_sleep_ms(100); /* well into its minute of work: past any step right after the take */
     fixture_signal(fx, victim, SIGKILL);
     assert_ok(fixture_join(fx, victim, AWAIT_MS));
     int heir = spawn_worker(fx, "heir", 0);
