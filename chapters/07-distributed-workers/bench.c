@@ -152,8 +152,8 @@ int ch07_bench(const char *url, long tasks, long task_us)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("One batch of %ld tasks of %ld us of computation each, from the first submit to the last\n"
            "outcome, on %ld core(s) shared by Redis, the master and the workers.\n\n", tasks, task_us, cores);
-    printf("| workers | Redis, processes (tasks/s) | in-process threads (tasks/s) | Redis / in-process | "
-           "Redis commands per task |\n| ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| workers | worker processes on Redis (tasks/s) | threads in one process (tasks/s) | "
+           "Redis is slower by | Redis commands per task |\n| ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         double remote = 0, per_task = 0;
         int err = run_distributed(url, counts[i], tasks, task_us, &remote, &per_task);
@@ -163,7 +163,7 @@ int ch07_bench(const char *url, long tasks, long task_us)
                     err ? dmw_errno_name(err) : "in-process run");
             return 1;
         }
-        printf("| %d | %.0f | %.0f | %.2f | %.1f |\n", counts[i], remote, local, remote / local, per_task);
+        printf("| %d | %.0f | %.0f | %.1fx | %.1f |\n", counts[i], remote, local, local / remote, per_task);
         fflush(stdout);
     }
     return 0;
