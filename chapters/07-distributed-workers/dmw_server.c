@@ -162,6 +162,24 @@ static int launch(dmw_server_t *s, long timeout_ms)
     return strstr(log, "in use") ? EADDRINUSE : err == ETIMEDOUT ? ETIMEDOUT : EIO;
 }
 
+static void remove_directory(const char *path);
+
+/* A test killed by its time limit cannot remove its server's directory:
+ * the next start removes the directories of processes that are gone. */
+static void remove_stale_directories(const char *tmp)
+{
+    DIR *dir = opendir(tmp);
+    for (struct dirent *entry; dir && (entry = readdir(dir));) {
+        long pid = 0;
+        char path[512];
+        if (sscanf(entry->d_name, "dmw-redis-%ld-", &pid) == 1 && pid > 0 && kill((pid_t)pid, 0) != 0 &&
+            errno == ESRCH && snprintf(path, sizeof path, "%s/%s", tmp, entry->d_name) < (int)sizeof path)
+            remove_directory(path);
+    }
+    if (dir)
+        closedir(dir);
+}
+
 int dmw_server_start(dmw_server_t **out, long timeout_ms)
 {
     if (out)
@@ -172,7 +190,8 @@ int dmw_server_start(dmw_server_t **out, long timeout_ms)
     if (s == NULL)
         return ENOMEM;
     const char *tmp = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
-    snprintf(s->dir, sizeof s->dir, "%s/dmw-redis-XXXXXX", tmp);
+    remove_stale_directories(tmp);
+    snprintf(s->dir, sizeof s->dir, "%s/dmw-redis-%ld-XXXXXX", tmp, (long)getpid());
     s->owner = getpid();
     s->log_fd = -1;
     int err = mkdtemp(s->dir) ? EADDRINUSE : errno;

@@ -32,7 +32,9 @@ typedef struct dmw_server dmw_server_t;
  * Runs `redis-server` ($REDIS_SERVER if set) and waits until it says it is
  * ready to accept connections (it reads the server's log through a pipe: no
  * polling). A port that another process took in the meantime is replaced by
- * a new one, a few times.
+ * a new one, a few times. The directory is `$TMPDIR/dmw-redis-PID-XXXXXX`;
+ * directories of processes that died without stopping their server (a
+ * test killed at its time limit) are removed here.
  * @param[out] out        the server; NULL on failure.
  * @param[in]  timeout_ms how long to wait for it to be ready.
  * @return 0; EINVAL; ENOENT if redis-server is not installed; ETIMEDOUT;
