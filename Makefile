@@ -43,6 +43,13 @@ endif
 endif
 # Chapters that need a service (chNN_needs) run in `make run` only when asked for by CH.
 RUN_SELECTED := $(if $(strip $(CH)),$(SELECTED),$(foreach c,$(SELECTED),$(if $(ch$(call number,$(c))_needs),,$(c))))
+# The rest (build, test, grade, mutants) leave such a chapter out, when CH does
+# not name it, if `tools/bootstrap --have NEED` says its service is missing: the
+# other chapters never need it. Deferred (=), so that `make test` looks again
+# after `deps` may have installed it.
+SKIPPED = $(if $(strip $(CH)),,$(foreach c,$(SELECTED),$(if $(ch$(call number,$(c))_needs),$(if $(shell tools/bootstrap --have $(ch$(call number,$(c))_needs) && echo yes),,$(c)))))
+ACTIVE = $(filter-out $(SKIPPED),$(SELECTED))
+SKIP_NOTE = $(foreach c,$(SKIPPED),echo "($(c) left out: it needs $(ch$(call number,$(c))_needs); tools/bootstrap installs it)";)
 
 # ---- Where things are built ---------------------------------------------------------
 # IMPL picks the implementation: solutions (build/), exercises (build/exercises/)
@@ -71,7 +78,9 @@ SAN_CFLAGS_tsan := -fsanitize=thread
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
-INCLUDES   := -Ilib $(addprefix -Ichapters/,$(CHAPTER_DIRS)) -Itests/support
+# chNN_cflags: what a chapter's libraries need to compile (say -isystem DIR).
+INCLUDES   := -Ilib $(addprefix -Ichapters/,$(CHAPTER_DIRS)) -Itests/support \
+              $(foreach c,$(CHAPTER_DIRS),$(ch$(call number,$(c))_cflags))
 LDLIBS     := -lpthread
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
@@ -108,9 +117,9 @@ KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 FAULT_CHAPTERS := 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
 FAULT_TEST_BINS := $(OUT)/tests/faults/test_faults
 
-PROGRAMS  := $(foreach c,$(SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
+PROGRAMS  := $(foreach c,$(ACTIVE),$(OUT)/bin/$(ch$(call number,$(c))_program))
 RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
-TEST_BINS := $(foreach c,$(SELECTED),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
+TEST_BINS := $(foreach c,$(ACTIVE),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
 
 # ---- Compiling and linking ------------------------------------------------------------
 $(COMMON)/%.o: %.c $(FLAGS_STAMP)
@@ -184,20 +193,20 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 	done; exit $$status
 
 # ---- Testing --------------------------------------------------------------------------
-GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(SELECTED),--chapter $(c))
+GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(ACTIVE),--chapter $(c))
 # make test, tsan, valgrind, asan also run lib/'s own tests when no chapter is picked.
 CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults)
 
 .PHONY: test tsan valgrind asan smoke
 test: deps ## run every test against the solutions, and smoke-run the programs
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
+	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
 
 smoke: programs ## run each program briefly, with --help, and with every kind of bad option value
-	@$(foreach c,$(RUN_SELECTED),tests/support/smoke.sh $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
-	@$(foreach c,$(RUN_SELECTED),tests/support/bad-input.sh $(OUT)/bin/$(ch$(call number,$(c))_program) &&) true
+	@$(foreach c,$(ACTIVE),tests/support/smoke.sh $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
+	@$(foreach c,$(ACTIVE),tests/support/bad-input.sh $(OUT)/bin/$(ch$(call number,$(c))_program) &&) true
 
 # ThreadSanitizer needs a memory layout some kernels' address randomisation
 # breaks ("unexpected memory mapping"); running without randomisation fixes it.
@@ -242,7 +251,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	@mkdir -p $(GRADE_REPORT)
 	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >$(GRADE_REPORT)/build.log 2>&1 \
 	  || echo "(some files did not compile: see $(GRADE_REPORT)/build.log; their chapters score 0)"
-	@$(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
+	@$(SKIP_NOTE) $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
@@ -271,7 +280,7 @@ print-%:
 .PHONY: mutants
 mutants: deps ## apply each classic bug in tests/mutants/ and require the tests to catch it
 	@$(MAKE) --no-print-directory grader
-	@tests/support/mutants.sh $(SELECTED)
+	@tests/support/mutants.sh $(ACTIVE)
 
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: docs

@@ -1,0 +1,92 @@
+/**
+ * @file dmw_worker.c
+ * @brief Chapter 07 exercise: a worker's take - work - outcome - acknowledge loop.
+ *
+ * Read chapters/07-distributed-workers/README.md, run `make run CH=07`, then
+ * write dmw_worker_run() below (and dmw_reap() in dmw_reaper.c); `make
+ * grade CH=07` scores them. It returns ENOSYS until you do.
+ *
+ * What the kit gives you (dmw_redis.h):
+ * - dmw_redis_open() / dmw_redis_close(): a connection to the run;
+ *   dmw_redis_call(r, &reply, "HSETNX %s %ld %s", key, id, text) sends one
+ *   command and reconnects by itself when the connection drops;
+ *   dmw_redis_block() is the same for a command that waits on the server
+ *   (BLMOVE). Free every reply with freeReplyObject(). On error they return
+ *   an errno value: pass it up, do not loop on it (the kit has already
+ *   retried for reconnect_ms).
+ * - dmw_redis_keys(r)->queue, ->outcomes, ->events, ->shutdown, and
+ *   dmw_key_processing(r, name, ...): the run's keys.
+ * - dmw_record_decode() / dmw_record_encode(), dmw_outcome_encode(): the
+ *   texts that travel in the lists and the hash.
+ * - dmw_redis_move_back(): put a record back on the queue, or bury it in
+ *   the dead letters, in one atomic step.
+ * - dmw_heartbeat_start() / dmw_heartbeat_stop(): keep the worker alive.
+ *
+ * The order of the steps is the whole lesson (see the page's chart):
+ *   take (BLMOVE) -> work -> outcome (HSETNX) -> acknowledge (LREM) -> hint.
+ * Write small static helpers, one per step.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "dmw.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dmw_redis.h"
+#include "kit_log.h"
+
+int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker, dmw_worker_stats_t *stats)
+{
+    /* TODO 0 - arguments. Zero *stats first (if it is not NULL), even when
+     * you then return an error. EINVAL for: NULL config or worker, no
+     * process function, a name that is not NULL but fails dmw_name_ok(), a
+     * negative take_timeout_ms or max_tasks. A take_timeout_ms of 0 means
+     * 200. A NULL name means one of your choice, e.g. "HOST-PID".
+     *
+     * TODO 1 - connect: dmw_redis_open(&redis, config); on error return it
+     * (that is how an unreachable server is reported). Build your
+     * processing key with dmw_key_processing(). Start the heartbeat with
+     * dmw_heartbeat_start(&heartbeat, config, name): from then on the
+     * worker is registered in the run and alive.
+     *
+     * TODO 2 - loop until max_tasks deliveries (if not 0):
+     *   take: if dmw_redis_reconnected(redis) says a reconnection happened,
+     *     first look at your own processing list ("LINDEX %s -1"): a task
+     *     there is yours (a BLMOVE whose reply was lost) - handle it,
+     *     and keep doing so until the list is empty (count stats->adopted).
+     *     Otherwise "BLMOVE %s %s RIGHT LEFT %.3f" (queue, processing,
+     *     seconds) with dmw_redis_block(redis, take_timeout_ms, ...).
+     *     A nil reply: the queue stayed empty. Then "EXISTS %s" on the
+     *     shutdown key: 1 means the run is over - leave the loop (return 0).
+     *   work: dmw_record_decode() the record (a record that does not
+     *     decode goes to dmw_redis_move_back(r, name, record, record, NULL,
+     *     NULL) as it is). The record counts the attempts that already
+     *     ended, so this delivery is task.attempt + 1. Call
+     *     worker->process(&task, text, sizeof text, worker->ctx).
+     *   0, or an error other than EAGAIN: write the outcome (kind DMW_DONE
+     *     or DMW_FAILED, your name, the attempt, the text - or the error's
+     *     name if the text is empty; dmw_outcome_encode()) with
+     *     "HSETNX %s %ld %s" on the outcomes key. Reply 1: you wrote it;
+     *     0: the task already had an outcome - a duplicate delivery, count
+     *     it and write nothing else. THEN acknowledge: "LREM %s 1 %s"
+     *     (processing, the record exactly as taken). THEN hint the master:
+     *     "LPUSH %s %ld" on the events key. Think about what a crash
+     *     between any two of these steps would do.
+     *   EAGAIN: not an outcome. Encode the record again with this attempt
+     *     counted; if this was attempt max_attempts
+     *     (dmw_redis_config(redis)->max_attempts), give dmw_redis_move_back()
+     *     a DMW_DEAD outcome, else NULL (back on the queue).
+     *   Keep stats as you go (taken, completed, failed, retried,
+     *   dead_lettered, duplicates, adopted); kit_log("worker", ...) what
+     *   happens, so the program's trace tells the story.
+     *
+     * TODO 3 - leave: dmw_heartbeat_stop(heartbeat, true) (a goodbye: the
+     * worker leaves the run if its processing list is empty), set
+     * stats->reconnects from dmw_redis_reconnects(), close the connection,
+     * and return 0 - or the error that ended the loop. */
+    (void)config;
+    (void)worker;
+    (void)stats;
+    return ENOSYS;
+}

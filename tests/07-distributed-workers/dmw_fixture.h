@@ -1,0 +1,97 @@
+/**
+ * @file dmw_fixture.h
+ * @brief Chapter 07 test fixture: a Redis per test, a run, and worker processes.
+ *
+ * Each test (each its own process under the grading runner) gets, from
+ * fixture_setup():
+ * - a private redis-server on a free loopback port (dmw_server.h), or the
+ *   server $REDIS_URL names;
+ * - a run of its own (`t<pid>-<n>`), a master for it, and a connection for
+ *   looking at the run's keys directly;
+ * - helpers to fork worker processes, wait for them with a timeout, and
+ *   kill, stop or continue them.
+ *
+ * fixture_teardown() runs even when the test failed: it kills every worker
+ * process still there, purges the run and stops the server. Worker
+ * processes are forked copies of the test process; fork them before the
+ * test starts any thread (ThreadSanitizer refuses threads in a child forked
+ * from a multi-threaded process).
+ */
+#ifndef DMW_FIXTURE_H
+#define DMW_FIXTURE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "dmw.h"
+#include "dmw_redis.h"
+#include "dmw_server.h"
+
+/** Most worker processes one test forks. */
+#define FIXTURE_MAX_CHILDREN 16
+
+/** @brief What a worker process reports when dmw_worker_run() returns. */
+typedef struct fixture_report {
+    int rc;                   /**< dmw_worker_run()'s return value */
+    dmw_worker_stats_t stats; /**< its stats */
+} fixture_report_t;
+
+/** @brief One forked worker process. */
+typedef struct fixture_child {
+    pid_t pid;                    /**< 0 once reaped */
+    int report_fd;                /**< read end of its report pipe; -1 once read */
+    char name[DMW_NAME_MAX];      /**< its worker name */
+    bool reported;                /**< true if it returned from dmw_worker_run() */
+    fixture_report_t report;      /**< valid when reported */
+} fixture_child_t;
+
+/** @brief Everything a chapter-07 test works with. */
+typedef struct fixture {
+    dmw_server_t *server;         /**< NULL when $REDIS_URL names the server, or once stopped */
+    bool shared;                  /**< true when $REDIS_URL names the server */
+    char url[160];                /**< the server */
+    char run[DMW_NAME_MAX];       /**< this test's run */
+    dmw_config_t config;          /**< url, run, visibility (scaled), 3 attempts */
+    dmw_master_t *master;         /**< a master for the run */
+    dmw_redis_t *redis;           /**< a connection for looking at keys */
+    pid_t owner;                  /**< the test process */
+    int child_count;              /**< children forked */
+    fixture_child_t children[FIXTURE_MAX_CHILDREN]; /**< the worker processes */
+} fixture_t;
+
+/** @brief cmocka setup: server, run, master, connection. */
+int fixture_setup(void **state);
+/** @brief cmocka teardown: kill the children, purge the run, stop the server. */
+int fixture_teardown(void **state);
+
+/** @brief @p ms, made longer under KIT_SLOW (ThreadSanitizer, valgrind). */
+long fixture_scale(long ms);
+
+/** @brief True when the fixture started the server (so it can restart or stop it). */
+bool fixture_owns_server(const fixture_t *fx);
+
+/** @brief Stop the fixture's own server for good (a server that goes away). */
+void fixture_stop_server(fixture_t *fx);
+
+/** @brief Fork a process running dmw_worker_run(&fx->config, worker); returns its index. */
+int fixture_spawn(fixture_t *fx, const dmw_worker_config_t *worker);
+
+/**
+ * @brief Wait up to @p timeout_ms for child @p index to end, then reap it.
+ * @return 0, or ETIMEDOUT (the child is left running).
+ */
+int fixture_join(fixture_t *fx, int index, long timeout_ms);
+
+/** @brief Send @p sig to child @p index. */
+void fixture_signal(fixture_t *fx, int index, int sig);
+
+/** @brief Wait (polling, test side) until worker @p name holds a task. Fails the test after KIT_HANG_MS. */
+void fixture_await_taken(fixture_t *fx, const char *name);
+
+/** @brief Wait (polling) until the run has at least @p count outcomes. Fails the test after KIT_HANG_MS. */
+void fixture_await_outcomes(fixture_t *fx, long count);
+
+/** @brief An integer command's reply (LLEN, HLEN, EXISTS, ...); fails the test on error. */
+long fixture_integer(fixture_t *fx, const char *format, const char *key);
+
+#endif

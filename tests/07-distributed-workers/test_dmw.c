@@ -1,0 +1,667 @@
+/**
+ * @file test_dmw.c
+ * @brief Chapter 07 tests: the reliable queue keeps every task and gives it
+ *        exactly one outcome - across processes, crashes, pauses, duplicate
+ *        deliveries and a restarted server.
+ *
+ * Each test runs against a Redis of its own (dmw_fixture.h). Workers are
+ * either threads of the test process (kit_worker) or forked processes
+ * (fixture_spawn), which can be killed, frozen and resumed like machines.
+ * The process function, scripted(), does what each task's payload says.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "dmw.h"
+#include "dmw_fixture.h"
+#include "dmw_redis.h"
+#include "kit_time.h"
+
+/** How long a test lets dmw_await() run before calling it a hang. */
+#define AWAIT_MS fixture_scale(KIT_HANG_MS)
+
+/* ---- the work ------------------------------------------------------------------ */
+
+/* Deliveries seen by this process, per task id (only tasks below MAX_IDS). */
+enum { MAX_IDS = 512 };
+static atomic_int calls[MAX_IDS];
+
+/* The payload is the script: "ok", "sleep MS", "sleep-first MS" (only on
+ * the first delivery), "retry" (EAGAIN every time), "fail" (for good),
+ * "crash-after-outcome" (the process dies right after its next command). */
+static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
+{
+    (void)ctx;
+    int call = task->id >= 0 && task->id < MAX_IDS ? atomic_fetch_add(&calls[task->id], 1) + 1 : 0;
+    long ms = 0;
+    if (sscanf(task->payload, "sleep %ld", &ms) == 1 ||
+        (sscanf(task->payload, "sleep-first %ld", &ms) == 1 && task->attempt == 1))
+        kit_sleep_ms(ms);
+    if (strcmp(task->payload, "retry") == 0) {
+        snprintf(text, size, "still not ready");
+        return EAGAIN;
+    }
+    if (strcmp(task->payload, "fail") == 0) {
+        snprintf(text, size, "bad input");
+        return EPERM;
+    }
+    if (strcmp(task->payload, "crash-after-outcome") == 0)
+        dmw_redis_crash_after_next_call();
+    snprintf(text, size, "result %ld, call %d", task->id, call);
+    return 0;
+}
+
+static dmw_worker_config_t worker_named(const char *name, long max_tasks)
+{
+    return (dmw_worker_config_t){ .name = name, .process = scripted, .take_timeout_ms = 100,
+                                  .max_tasks = max_tasks };
+}
+
+/* A worker on a thread of the test process. */
+struct thread_worker {
+    const dmw_config_t *config;
+    dmw_worker_config_t knobs;
+    dmw_worker_stats_t stats;
+    int rc;
+    kit_worker_t thread;
+};
+
+static void *run_worker(void *raw)
+{
+    struct thread_worker *w = raw;
+    w->rc = dmw_worker_run(w->config, &w->knobs, &w->stats);
+    return NULL;
+}
+
+static void start_thread_worker(struct thread_worker *w, const dmw_config_t *config, const char *name,
+                                long max_tasks)
+{
+    *w = (struct thread_worker){ .config = config, .knobs = worker_named(name, max_tasks), .rc = -1 };
+    kit_worker_start(&w->thread, name, run_worker, w);
+}
+
+static int spawn_worker(fixture_t *fx, const char *name, long max_tasks)
+{
+    dmw_worker_config_t knobs = worker_named(name, max_tasks);
+    return fixture_spawn(fx, &knobs);
+}
+
+static void submit_all(fixture_t *fx, long first_id, long count, const char *payload)
+{
+    for (long id = first_id; id < first_id + count; id++)
+        assert_ok(dmw_submit(fx->master, id, payload));
+}
+
+static dmw_outcome_t outcome_of(fixture_t *fx, long id)
+{
+    dmw_outcome_t outcome;
+    assert_ok(dmw_outcome(fx->master, id, &outcome));
+    return outcome;
+}
+
+/* The closing check of every run: each task ended exactly one way. */
+static dmw_stats_t assert_conserved(fixture_t *fx, long submitted)
+{
+    dmw_stats_t stats;
+    assert_ok(dmw_stats(fx->master, &stats));
+    assert_int_equal(stats.submitted, submitted);
+    if (stats.completed + stats.failed + stats.dead_lettered != submitted)
+        fail_msg("submitted %ld != completed %ld + failed %ld + dead-lettered %ld", stats.submitted,
+                 stats.completed, stats.failed, stats.dead_lettered);
+    assert_int_equal(stats.queued, 0);
+    assert_int_equal(stats.in_flight, 0);
+    return stats;
+}
+
+static void await_all(fixture_t *fx)
+{
+    int err = dmw_await(fx->master, AWAIT_MS);
+    if (err == ETIMEDOUT) {
+        dmw_stats_t s;
+        dmw_stats(fx->master, &s);
+        fail_msg("dmw_await: still waiting after %ld ms: %ld submitted, %ld with an outcome, %ld queued, "
+                 "%ld in processing lists - a task was lost, or never returned", AWAIT_MS, s.submitted,
+                 s.completed + s.failed + s.dead_lettered, s.queued, s.in_flight);
+    }
+    assert_ok(err);
+}
+
+/* Shut the run down and wait for every worker process to leave. */
+static void finish_processes(fixture_t *fx)
+{
+    assert_ok(dmw_shutdown(fx->master));
+    for (int i = 0; i < fx->child_count; i++)
+        if (fixture_join(fx, i, AWAIT_MS) != 0)
+            fail_msg("worker process %s did not leave after the shutdown", fx->children[i].name);
+}
+
+static const fixture_report_t *report_of(fixture_t *fx, int index)
+{
+    const fixture_child_t *child = &fx->children[index];
+    if (!child->reported)
+        fail_msg("worker %s died without returning from dmw_worker_run", child->name);
+    if (child->report.rc != 0)
+        fail_msg("worker %s: dmw_worker_run returned %s (%d)", child->name, dmw_errno_name(child->report.rc),
+                 child->report.rc);
+    return &child->report;
+}
+
+static long list_length(fixture_t *fx, const char *key)
+{
+    return fixture_integer(fx, "LLEN %s", key);
+}
+
+static long processing_length(fixture_t *fx, const char *worker)
+{
+    char key[DMW_KEY_MAX];
+    assert_ok(dmw_key_processing(fx->redis, worker, key, sizeof key));
+    return list_length(fx, key);
+}
+
+/* ---- arguments and reachability ---------------------------------------------------- */
+
+static void test_dmw_bad_arguments(void **state)
+{
+    fixture_t *fx = *state;
+    dmw_worker_config_t good = worker_named("w", 0), knobs = good;
+    dmw_config_t config = fx->config;
+    dmw_worker_stats_t stats = { .taken = 99 };
+    assert_err(dmw_worker_run(NULL, &good, &stats), EINVAL);
+    assert_int_equal(stats.taken, 0); /* stats are reset even on error */
+    assert_err(dmw_worker_run(&config, NULL, NULL), EINVAL);
+    knobs.process = NULL;
+    assert_err(dmw_worker_run(&config, &knobs, NULL), EINVAL);
+    knobs = good;
+    knobs.name = "two words";
+    assert_err(dmw_worker_run(&config, &knobs, NULL), EINVAL);
+    knobs = good;
+    knobs.take_timeout_ms = -1;
+    assert_err(dmw_worker_run(&config, &knobs, NULL), EINVAL);
+    config.redis_url = "http://127.0.0.1:1";
+    assert_err(dmw_worker_run(&config, &good, NULL), EINVAL);
+    config = fx->config;
+    config.run = "";
+    assert_err(dmw_worker_run(&config, &good, NULL), EINVAL);
+    config = fx->config;
+    config.max_attempts = -1;
+    assert_err(dmw_worker_run(&config, &good, NULL), EINVAL);
+    long returned = 5, dead = 5;
+    assert_err(dmw_reap(NULL, &returned, &dead), EINVAL);
+    assert_int_equal(returned + dead, 0);
+
+    dmw_master_t *master = (dmw_master_t *)&master; /* not NULL: create must reset it */
+    assert_err(dmw_master_create(&master, NULL), EINVAL);
+    assert_null(master);
+    assert_err(dmw_submit(NULL, 1, "x"), EINVAL);
+    assert_err(dmw_submit(fx->master, -1, "x"), EINVAL);
+    char long_payload[DMW_PAYLOAD_MAX + 1];
+    memset(long_payload, 'x', sizeof long_payload - 1);
+    long_payload[DMW_PAYLOAD_MAX] = '\0';
+    assert_err(dmw_submit(fx->master, 1, long_payload), EINVAL);
+    assert_ok(dmw_submit(fx->master, 1, "ok"));
+    assert_err(dmw_submit(fx->master, 1, "ok"), EEXIST); /* one id, one task */
+    assert_err(dmw_await(fx->master, -1), EINVAL);
+    dmw_master_destroy(NULL);
+}
+
+/* A port nobody listens on: the kernel just handed it out, then it was closed. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t length = sizeof address;
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof address), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &length), 0);
+    close(fd);
+    return ntohs(address.sin_port);
+}
+
+static void assert_connect_error(int err, const char *what)
+{
+    if (err != ECONNREFUSED && err != ETIMEDOUT && err != ECONNRESET && err != EHOSTUNREACH)
+        fail_msg("%s returned %s (%d), expected a connect error such as ECONNREFUSED%s", what,
+                 dmw_errno_name(err), err, err == ENOSYS ? " - not implemented yet" : "");
+}
+
+/* At the start an unreachable server is reported at once; in the middle of
+ * a run, once reconnect_ms has passed. Never a hang, never a crash. */
+static void test_dmw_unreachable_server_is_reported(void **state)
+{
+    fixture_t *fx = *state;
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", closed_port());
+    dmw_config_t nowhere = fx->config;
+    nowhere.redis_url = url;
+    struct thread_worker w;
+    start_thread_worker(&w, &nowhere, "lost", 0);
+    kit_worker_must_finish(&w.thread, "dmw_worker_run with no server to reach");
+    assert_connect_error(w.rc, "dmw_worker_run with no server to reach");
+    dmw_master_t *master = NULL;
+    assert_connect_error(dmw_master_create(&master, &nowhere), "dmw_master_create with no server to reach");
+    assert_null(master);
+    if (!fixture_owns_server(fx))
+        return; /* $REDIS_URL's server is not ours to stop */
+
+    dmw_config_t impatient = fx->config;
+    impatient.reconnect_ms = 300;
+    start_thread_worker(&w, &impatient, "stranded", 0);
+    kit_worker_must_block(&w.thread, 300, "a worker with nothing to do");
+    fixture_stop_server(fx);
+    kit_worker_must_finish(&w.thread, "a worker whose server went away for good");
+    assert_connect_error(w.rc, "dmw_worker_run after its server went away");
+}
+
+/* ---- one worker --------------------------------------------------------------------- */
+
+enum { FEW = 20 };
+
+static void test_dmw_one_worker_completes_every_task(void **state)
+{
+    fixture_t *fx = *state;
+    submit_all(fx, 0, FEW, "ok");
+    struct thread_worker w;
+    start_thread_worker(&w, &fx->config, "solo", 0);
+    await_all(fx);
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    assert_ok(w.rc);
+    for (long id = 0; id < FEW; id++) {
+        dmw_outcome_t outcome = outcome_of(fx, id);
+        char expected[64];
+        snprintf(expected, sizeof expected, "result %ld, call 1", id);
+        assert_int_equal(outcome.kind, DMW_DONE);
+        assert_int_equal(outcome.attempts, 1);
+        assert_string_equal(outcome.worker, "solo");
+        assert_string_equal(outcome.text, expected);
+    }
+    assert_int_equal(w.stats.taken, FEW);
+    assert_int_equal(w.stats.completed, FEW);
+    dmw_stats_t stats = assert_conserved(fx, FEW);
+    assert_int_equal(stats.completed, FEW);
+    assert_int_equal(stats.workers, 0); /* it said goodbye */
+}
+
+/* An idle worker really waits (and checks for the shutdown between takes);
+ * after a shutdown it still drains what is queued, then leaves. */
+static void test_dmw_worker_waits_for_work_and_leaves_on_shutdown(void **state)
+{
+    fixture_t *fx = *state;
+    struct thread_worker w;
+    start_thread_worker(&w, &fx->config, "idle", 0);
+    kit_worker_must_block(&w.thread, 400, "a worker on an empty queue");
+    submit_all(fx, 0, 1, "ok");
+    await_all(fx);
+    kit_worker_must_block(&w.thread, 200, "a worker after its only task, before any shutdown");
+    submit_all(fx, 1, 3, "sleep 20");
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    assert_ok(w.rc);
+    assert_int_equal(w.stats.completed, 4); /* the queued tasks were drained first */
+    assert_conserved(fx, 4);
+}
+
+/* ---- failures: retries, dead letters, permanent failures ------------------------------ */
+
+static void test_dmw_always_failing_task_is_dead_lettered(void **state)
+{
+    fixture_t *fx = *state;
+    submit_all(fx, 0, 5, "ok");
+    assert_ok(dmw_submit(fx->master, 5, "retry"));
+    assert_ok(dmw_submit(fx->master, 6, "fail"));
+    struct thread_worker w;
+    start_thread_worker(&w, &fx->config, "doomed", 0);
+    await_all(fx);
+    dmw_outcome_t dead = outcome_of(fx, 5), failed = outcome_of(fx, 6);
+    assert_int_equal(dead.kind, DMW_DEAD);
+    assert_int_equal(dead.attempts, fx->config.max_attempts);
+    assert_string_equal(dead.text, "still not ready"); /* its last error */
+    assert_int_equal(atomic_load(&calls[5]), fx->config.max_attempts);
+    assert_int_equal(failed.kind, DMW_FAILED); /* a permanent failure is not retried */
+    assert_int_equal(failed.attempts, 1);
+    assert_string_equal(failed.text, "bad input");
+    assert_int_equal(atomic_load(&calls[6]), 1);
+    assert_int_equal(list_length(fx, dmw_redis_keys(fx->redis)->dead), 1);
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    dmw_stats_t stats = assert_conserved(fx, 7);
+    assert_int_equal(stats.completed, 5);
+    assert_int_equal(stats.failed, 1);
+    assert_int_equal(stats.dead_lettered, 1);
+    assert_int_equal(stats.retries, fx->config.max_attempts - 1);
+    assert_int_equal(w.stats.retried, fx->config.max_attempts - 1);
+    assert_int_equal(w.stats.dead_lettered, 1);
+}
+
+/* ---- duplicate deliveries ----------------------------------------------------------- */
+
+/* The same task delivered twice (here: its record pushed twice) is processed
+ * twice - delivery is at least once - but its outcome is written once. */
+static void test_dmw_duplicate_delivery_writes_one_result(void **state)
+{
+    fixture_t *fx = *state;
+    enum { ID = 7 };
+    assert_ok(dmw_submit(fx->master, ID, "ok"));
+    char record[DMW_RECORD_MAX];
+    assert_ok(dmw_record_encode(ID, 0, "ok", record, sizeof record));
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "LPUSH %s %s", dmw_redis_keys(fx->redis)->queue, record));
+    freeReplyObject(reply);
+    struct thread_worker w;
+    start_thread_worker(&w, &fx->config, "twice", 2);
+    kit_worker_must_finish(&w.thread, "a worker with two deliveries to make");
+    assert_ok(w.rc);
+    assert_int_equal(atomic_load(&calls[ID]), 2);
+    assert_int_equal(w.stats.taken, 2);
+    assert_int_equal(w.stats.completed, 1);
+    assert_int_equal(w.stats.duplicates, 1);
+    dmw_outcome_t outcome = outcome_of(fx, ID);
+    assert_string_equal(outcome.text, "result 7, call 1"); /* the first delivery's, not overwritten */
+    assert_conserved(fx, 1);
+}
+
+/* ---- the reaper ------------------------------------------------------------------------ */
+
+static void push_record(fixture_t *fx, const char *key, long id, int attempts, const char *payload)
+{
+    char record[DMW_RECORD_MAX];
+    assert_ok(dmw_record_encode(id, attempts, payload, record, sizeof record));
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "LPUSH %s %s", key, record));
+    freeReplyObject(reply);
+}
+
+static void register_worker(fixture_t *fx, const char *worker, bool alive)
+{
+    char key[DMW_KEY_MAX];
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "SADD %s %s", dmw_redis_keys(fx->redis)->workers, worker));
+    freeReplyObject(reply);
+    assert_ok(dmw_key_alive(fx->redis, worker, key, sizeof key));
+    if (alive) {
+        assert_ok(dmw_redis_call(fx->redis, &reply, "SET %s 1 PX 60000", key));
+        freeReplyObject(reply);
+    }
+}
+
+static void assert_list_holds(fixture_t *fx, const char *key, long id, int attempts, const char *payload)
+{
+    char expected[DMW_RECORD_MAX];
+    assert_ok(dmw_record_encode(id, attempts, payload, expected, sizeof expected));
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "LPOS %s %s", key, expected));
+    bool found = reply->type == REDIS_REPLY_INTEGER;
+    freeReplyObject(reply);
+    if (!found)
+        fail_msg("%s does not hold the record '%s'", key, expected);
+}
+
+/* State built by hand: a silent worker holding two tasks, a live one holding one. */
+static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
+{
+    fixture_t *fx = *state;
+    const dmw_keys_t *k = dmw_redis_keys(fx->redis);
+    int max = fx->config.max_attempts;
+    char ghost[DMW_KEY_MAX], live[DMW_KEY_MAX];
+    assert_ok(dmw_key_processing(fx->redis, "ghost", ghost, sizeof ghost));
+    assert_ok(dmw_key_processing(fx->redis, "live", live, sizeof live));
+    submit_all(fx, 1, 3, "x");
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "DEL %s", k->queue)); /* "taken" below, by hand */
+    freeReplyObject(reply);
+    register_worker(fx, "ghost", false);
+    register_worker(fx, "live", true);
+    push_record(fx, ghost, 1, 0, "x");
+    push_record(fx, ghost, 2, max - 1, "x");
+    push_record(fx, live, 3, 0, "x");
+
+    long returned = -1, dead = -1;
+    assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    assert_int_equal(returned, 1);
+    assert_int_equal(dead, 1);
+    assert_list_holds(fx, k->queue, 1, 1, "x"); /* back, with the attempt counted */
+    assert_list_holds(fx, k->dead, 2, max, "x");
+    dmw_outcome_t outcome = outcome_of(fx, 2);
+    assert_int_equal(outcome.kind, DMW_DEAD);
+    assert_int_equal(outcome.attempts, max);
+    assert_int_equal(processing_length(fx, "ghost"), 0);
+    assert_int_equal(processing_length(fx, "live"), 1); /* a live worker is never touched */
+    assert_list_holds(fx, live, 3, 0, "x");
+    assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    assert_int_equal(returned + dead, 0); /* nothing is returned twice */
+    assert_int_equal(list_length(fx, k->queue), 1);
+}
+
+/* A worker that takes longer than the visibility timeout but keeps
+ * heartbeating is alive: its task must not be taken away from it. */
+static void test_dmw_live_slow_worker_is_not_reaped(void **state)
+{
+    fixture_t *fx = *state;
+    char payload[32];
+    snprintf(payload, sizeof payload, "sleep %ld", 2 * fx->config.visibility_ms);
+    assert_ok(dmw_submit(fx->master, 0, payload));
+    struct thread_worker w;
+    start_thread_worker(&w, &fx->config, "slow", 0);
+    await_all(fx);
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    assert_int_equal(atomic_load(&calls[0]), 1);
+    assert_int_equal(outcome_of(fx, 0).attempts, 1);
+    dmw_stats_t stats = assert_conserved(fx, 1);
+    assert_int_equal(stats.retries, 0);
+}
+
+/* ---- worker processes: killed, crashed, frozen -------------------------------------- */
+
+/* SIGKILL in the middle of a task: the reaper returns it, another worker finishes it. */
+static void test_dmw_killed_worker_task_is_recovered(void **state)
+{
+    fixture_t *fx = *state;
+    int victim = spawn_worker(fx, "victim", 0);
+    assert_ok(dmw_submit(fx->master, 0, "sleep-first 60000"));
+    fixture_await_taken(fx, "victim");
+    kit_sleep_ms(100); /* well into its minute of work: past any step right after the take */
+    fixture_signal(fx, victim, SIGKILL);
+    assert_ok(fixture_join(fx, victim, AWAIT_MS));
+    int heir = spawn_worker(fx, "heir", 0);
+    await_all(fx);
+    dmw_outcome_t outcome = outcome_of(fx, 0);
+    assert_int_equal(outcome.kind, DMW_DONE);
+    assert_string_equal(outcome.worker, "heir");
+    assert_int_equal(outcome.attempts, 2);
+    finish_processes(fx);
+    assert_int_equal(report_of(fx, heir)->stats.completed, 1);
+    dmw_stats_t stats = assert_conserved(fx, 1);
+    assert_int_equal(stats.retries, 1);
+}
+
+/* The worker dies right after its first command once the work is done. With
+ * the outcome written first, that command wrote it and the task is safe;
+ * had the acknowledgement gone first, the task would be gone with no outcome. */
+static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    int first = spawn_worker(fx, "first", 0);
+    assert_ok(dmw_submit(fx->master, 0, "crash-after-outcome"));
+    assert_ok(dmw_submit(fx->master, 1, "ok"));
+    assert_ok(fixture_join(fx, first, AWAIT_MS)); /* it crashed */
+    if (fx->children[first].reported)
+        fail_msg("worker first returned %s instead of dying at its crash point (after its first command "
+                 "once task 0 was done)", dmw_errno_name(fx->children[first].report.rc));
+    int second = spawn_worker(fx, "second", 0);
+    await_all(fx);
+    assert_int_equal(outcome_of(fx, 0).kind, DMW_DONE);
+    assert_int_equal(outcome_of(fx, 1).kind, DMW_DONE);
+    /* The crashed worker's list still names task 0 until a reaper sees it
+     * silent; it is then removed, not delivered again: it has its outcome. */
+    int64_t start = kit_now_ns();
+    while (processing_length(fx, "first") > 0) {
+        if (kit_elapsed_ms(start) > AWAIT_MS)
+            fail_msg("the crashed worker's task was never reaped");
+        assert_ok(dmw_reap(fx->redis, NULL, NULL));
+        kit_sleep_ms(50);
+    }
+    finish_processes(fx);
+    report_of(fx, second);
+    assert_int_equal(assert_conserved(fx, 2).retries, 0);
+}
+
+/* A worker frozen (SIGSTOP) past its visibility timeout is presumed dead;
+ * its task goes to another worker. When it thaws and finishes, its late
+ * outcome must change nothing. */
+static void test_dmw_paused_worker_coming_back_changes_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    int frozen = spawn_worker(fx, "frozen", 1);
+    assert_ok(dmw_submit(fx->master, 0, "sleep 300"));
+    fixture_await_taken(fx, "frozen");
+    fixture_signal(fx, frozen, SIGSTOP);
+    spawn_worker(fx, "other", 0);
+    await_all(fx);
+    dmw_outcome_t outcome = outcome_of(fx, 0);
+    assert_string_equal(outcome.worker, "other");
+    assert_int_equal(outcome.attempts, 2);
+    fixture_signal(fx, frozen, SIGCONT);
+    assert_ok(fixture_join(fx, frozen, AWAIT_MS)); /* it finishes its one task and leaves */
+    const fixture_report_t *late = report_of(fx, frozen);
+    assert_int_equal(late->stats.taken, 1);
+    assert_int_equal(late->stats.duplicates, 1);
+    assert_int_equal(late->stats.completed, 0);
+    outcome = outcome_of(fx, 0);
+    assert_string_equal(outcome.worker, "other"); /* the first outcome stands */
+    assert_int_equal(processing_length(fx, "frozen"), 0);
+    finish_processes(fx);
+    assert_conserved(fx, 1);
+}
+
+/* ---- the server restarts ------------------------------------------------------------ */
+
+static void test_dmw_worker_reconnects_after_server_restart(void **state)
+{
+    fixture_t *fx = *state;
+    enum { TASKS = 40, WORKERS = 2 };
+    if (!fixture_owns_server(fx))
+        skip(); /* $REDIS_URL's server is not ours to restart */
+    int workers[WORKERS];
+    workers[0] = spawn_worker(fx, "w0", 0);
+    workers[1] = spawn_worker(fx, "w1", 0);
+    submit_all(fx, 0, TASKS, "sleep 20");
+    fixture_await_outcomes(fx, TASKS / 4);
+    assert_ok(dmw_server_restart(fx->server, 10000));
+    await_all(fx); /* the master reconnects too */
+    finish_processes(fx);
+    long reconnects = 0, completed = 0;
+    for (int i = 0; i < WORKERS; i++) {
+        reconnects += report_of(fx, workers[i])->stats.reconnects;
+        completed += report_of(fx, workers[i])->stats.completed;
+    }
+    assert_true(reconnects >= WORKERS);
+    assert_int_equal(completed, TASKS); /* once each, none lost across the restart */
+    dmw_stats_t stats = assert_conserved(fx, TASKS);
+    assert_int_equal(stats.completed, TASKS);
+}
+
+/* ---- many processes ------------------------------------------------------------------ */
+
+enum { PROCESSES = 4, MANY = 200 };
+
+/* Every task completed exactly once by four worker processes. */
+static void test_dmw_stress_every_task_once_across_processes(void **state)
+{
+    fixture_t *fx = *state;
+    kit_rng_t rng;
+    kit_rng_seed(&rng, kit_test_seed(), 7);
+    char names[PROCESSES][16];
+    for (int i = 0; i < PROCESSES; i++) {
+        snprintf(names[i], sizeof names[i], "p%d", i);
+        spawn_worker(fx, names[i], 0);
+    }
+    for (long id = 0; id < MANY; id++) {
+        char payload[32];
+        snprintf(payload, sizeof payload, "sleep %d", (int)kit_rng_below(&rng, 4));
+        assert_ok(dmw_submit(fx->master, id, payload));
+    }
+    await_all(fx);
+    finish_processes(fx);
+    long completed = 0;
+    for (int i = 0; i < PROCESSES; i++)
+        completed += report_of(fx, i)->stats.completed;
+    for (long id = 0; id < MANY; id++)
+        assert_int_equal(outcome_of(fx, id).kind, DMW_DONE);
+    assert_int_equal(completed, MANY); /* each outcome written by exactly one worker */
+    assert_int_equal(assert_conserved(fx, MANY).completed, MANY);
+}
+
+/* Successes, retries, permanent failures and dead letters, with one worker
+ * killed in the middle of a task: the books still balance. */
+static void test_dmw_stress_failures_and_a_crash_conserve_tasks(void **state)
+{
+    fixture_t *fx = *state;
+    kit_rng_t rng;
+    kit_rng_seed(&rng, kit_test_seed(), 11);
+    static const char *const payloads[] = { "ok", "sleep 2", "retry", "fail", "sleep-first 5" };
+    int victim = spawn_worker(fx, "victim", 0);
+    assert_ok(dmw_submit(fx->master, 0, "sleep-first 60000"));
+    fixture_await_taken(fx, "victim");
+    char names[PROCESSES][16];
+    for (int i = 1; i < PROCESSES; i++) {
+        snprintf(names[i], sizeof names[i], "m%d", i);
+        spawn_worker(fx, names[i], 0);
+    }
+    long expected_dead = 0, expected_failed = 0;
+    for (long id = 1; id <= MANY / 2; id++) {
+        const char *payload = payloads[kit_rng_below(&rng, 5)];
+        expected_dead += strcmp(payload, "retry") == 0;
+        expected_failed += strcmp(payload, "fail") == 0;
+        assert_ok(dmw_submit(fx->master, id, payload));
+    }
+    fixture_await_outcomes(fx, 10);
+    fixture_signal(fx, victim, SIGKILL);
+    await_all(fx);
+    finish_processes(fx);
+    dmw_stats_t stats = assert_conserved(fx, MANY / 2 + 1);
+    assert_int_equal(stats.dead_lettered, expected_dead);
+    assert_int_equal(stats.failed, expected_failed);
+    assert_int_equal(list_length(fx, dmw_redis_keys(fx->redis)->dead), expected_dead);
+    assert_int_equal(outcome_of(fx, 0).attempts, 2); /* the victim's task, finished by another */
+}
+
+/* Each test starts with fresh call counts (all tests share one process when
+ * the binary runs them all). */
+static int setup(void **state)
+{
+    for (int id = 0; id < MAX_IDS; id++)
+        atomic_store(&calls[id], 0);
+    return fixture_setup(state);
+}
+
+#define FIXTURE_TEST(test) cmocka_unit_test_setup_teardown(test, setup, fixture_teardown)
+
+static const struct CMUnitTest tests[] = {
+    FIXTURE_TEST(test_dmw_bad_arguments),
+    FIXTURE_TEST(test_dmw_unreachable_server_is_reported),
+    FIXTURE_TEST(test_dmw_one_worker_completes_every_task),
+    FIXTURE_TEST(test_dmw_worker_waits_for_work_and_leaves_on_shutdown),
+    FIXTURE_TEST(test_dmw_always_failing_task_is_dead_lettered),
+    FIXTURE_TEST(test_dmw_duplicate_delivery_writes_one_result),
+    FIXTURE_TEST(test_dmw_reap_returns_orphans_with_attempt_count),
+    FIXTURE_TEST(test_dmw_live_slow_worker_is_not_reaped),
+    FIXTURE_TEST(test_dmw_killed_worker_task_is_recovered),
+    FIXTURE_TEST(test_dmw_crash_between_outcome_and_ack_loses_nothing),
+    FIXTURE_TEST(test_dmw_paused_worker_coming_back_changes_nothing),
+    FIXTURE_TEST(test_dmw_worker_reconnects_after_server_restart),
+    FIXTURE_TEST(test_dmw_stress_every_task_once_across_processes),
+    FIXTURE_TEST(test_dmw_stress_failures_and_a_crash_conserve_tasks),
+};
+
+KIT_TEST_MAIN(tests)
