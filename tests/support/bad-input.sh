@@ -27,7 +27,7 @@ while read -r option metavar numeric; do
         done
         [[ $metavar == *,* ]] && expect_refusal "$option" "1,,2" && expect_refusal "$option" "1,2,"
         expect_refusal "$option" ;;
-    FILE|TEXT|URL) expect_refusal "$option"; expect_refusal "$option" "" ;;
+    FILE|TEXT|URL|NAME|PATH|HOST) expect_refusal "$option"; expect_refusal "$option" "" ;;  # free text
     [A-Z]*) expect_refusal "$option" no-such-choice; expect_refusal "$option" ;;
     *) expect_refusal "$option=yes" ;;  # a flag given a value
     esac
