@@ -114,8 +114,11 @@ KIT_TESTS := test_kit test_kit_map
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.
-FAULT_CHAPTERS := 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
-FAULT_TEST_BINS := $(OUT)/tests/faults/test_faults
+FAULT_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker \
+                  06-keyed-executor
+# Invariants checked on recorded traces (tests/traces/), likewise.
+SOLUTION_LINKED_TESTS := faults/test_faults traces/test_traces
+FAULT_TEST_BINS := $(addprefix $(OUT)/tests/,$(SOLUTION_LINKED_TESTS))
 
 PROGRAMS  := $(foreach c,$(ACTIVE),$(OUT)/bin/$(ch$(call number,$(c))_program))
 RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
@@ -154,9 +157,12 @@ $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
-$(OUT)/tests/faults/test_faults: $(COMMON)/tests/faults/test_faults.o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c))) $(SUPPORT_OBJS) $(KITLIB)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) -lm $(LDLIBS)
+define solution_linked_test
+$(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c))) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
+endef
+$(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
 
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
@@ -195,7 +201,7 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 # ---- Testing --------------------------------------------------------------------------
 GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(ACTIVE),--chapter $(c))
 # make test, tsan, valgrind, asan also run lib/'s own tests when no chapter is picked.
-CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults)
+CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults --chapter traces)
 
 .PHONY: test tsan valgrind asan smoke
 test: deps ## run every test against the solutions, and smoke-run the programs
