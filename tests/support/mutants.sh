@@ -23,9 +23,9 @@ try_mutant() {
     local name; name=$(basename "$patch" .patch)
     local work=build/mutants/$chapter/$name
     local result caught start=$(date +%s)
-    mkdir -p "$work"
+    rm -rf "$work"; mkdir -p "$work"
     cp -r solutions "$work/solutions"
-    if ! patch -s -p1 -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
+    if ! patch -s -p1 --batch --forward -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
         result="NO-APPLY"; caught="$(head -1 "$work/patch.log")"
     elif ! make --no-print-directory -s IMPL="$root/$work/solutions" OUT="$work/out" CH="$chapter" \
             tests-bin >"$work/build.log" 2>&1; then
