@@ -6,6 +6,7 @@
 #include "kit_timeline.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,13 +182,9 @@ static size_t pair_spans(const kit_trace_event_t *events, size_t count, unsigned
 }
 
 /* Outer spans first, so the states nested inside them are drawn on top. */
-static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, size_t count, unsigned lanes,
-                        int64_t end_ts)
+static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, size_t count,
+                        const struct span *spans, size_t found)
 {
-    struct span *spans = calloc(count ? count : 1, sizeof *spans);
-    if (spans == NULL)
-        return;
-    size_t found = pair_spans(events, count, lanes, end_ts, spans);
     for (int depth = 0; depth < MAX_DEPTH; depth++)
         for (size_t i = 0; i < found; i++)
             if (spans[i].depth == depth)
@@ -195,7 +192,6 @@ static void draw_events(struct canvas *canvas, const kit_trace_event_t *events, 
     for (size_t i = 0; i < count; i++)
         if (events[i].phase == 'i')
             draw_instant(canvas, &events[i]);
-    free(spans);
 }
 
 /* The smallest of 1, 2, 5 x 10^k ms that needs at most 10 ticks. */
@@ -228,23 +224,34 @@ static void draw_frame(struct canvas *canvas, unsigned lanes)
     }
 }
 
-static void draw_legend(struct canvas *canvas, unsigned lanes)
+/* The legend's entries flow left to right and wrap; with draw == false it
+ * only counts the rows it needs, so the picture can be made tall enough. */
+static int lay_out_legend(struct canvas *canvas, unsigned lanes, bool draw)
 {
     double y = TOP + lanes * LANE_HEIGHT + 22, x = LABEL_WIDTH;
-    for (int i = 0; i < canvas->palette.count; i++) {
-        const char *key = canvas->palette.states[i];
-        if (x > LABEL_WIDTH + PLOT_WIDTH - 160) {
+    int rows = 1;
+    for (int i = 0; i <= canvas->palette.count; i++) {
+        bool marker = i == canvas->palette.count; /* the instant-event marker comes last */
+        const char *text = marker ? "event (open the SVG and hover for its text)" : canvas->palette.states[i];
+        double width = 30 + 7.0 * (double)strlen(text);
+        if (x + width > LABEL_WIDTH + PLOT_WIDTH && x > LABEL_WIDTH) {
             x = LABEL_WIDTH;
             y += 20;
+            rows++;
         }
-        fprintf(canvas->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
-                x, y - 10, canvas->palette.colours[i], x + 18, y);
-        write_escaped(canvas->out, key);
-        fputs("</text>\n", canvas->out);
-        x += 30 + 7.0 * (double)strlen(key);
+        if (draw && marker)
+            fprintf(canvas->out, "<path d=\"M%.1f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"/>", x + 7, y - 8);
+        else if (draw)
+            fprintf(canvas->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", x, y - 10,
+                    canvas->palette.colours[i]);
+        if (draw) {
+            fprintf(canvas->out, "<text x=\"%.1f\" y=\"%.1f\">", x + 18, y);
+            write_escaped(canvas->out, text);
+            fputs("</text>\n", canvas->out);
+        }
+        x += width;
     }
-    fprintf(canvas->out, "<path d=\"M%.1f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"/><text x=\"%.1f\" y=\"%.1f\">event (hover for text)</text>\n",
-            x + 4, y - 8, x + 14, y);
+    return rows;
 }
 
 static int64_t last_timestamp(const kit_trace_event_t *events, size_t count)
@@ -268,12 +275,20 @@ int kit_timeline_write_svg(const char *path)
     int64_t end_ts = last_timestamp(events, count);
     struct canvas canvas = { .out = out, .span_ns = end_ts > 0 ? (double)end_ts * 1.02 : 1e6,
                              .row_of = order_rows(lanes) };
-    if (canvas.row_of == NULL) {
+    struct span *spans = calloc(count ? count : 1, sizeof *spans);
+    if (canvas.row_of == NULL || spans == NULL) {
+        free(canvas.row_of);
+        free(spans);
         fclose(out);
         free(events);
         return ENOMEM;
     }
-    int height = TOP + (int)lanes * LANE_HEIGHT + 40;
+    /* Pair the spans and meet their states first: the legend's height
+     * depends on how many states there are. */
+    size_t found = pair_spans(events, count, lanes, end_ts, spans);
+    for (size_t i = 0; i < found; i++)
+        palette_index(&canvas.palette, spans[i].begin->name);
+    int height = TOP + (int)lanes * LANE_HEIGHT + 16 + 20 * lay_out_legend(&canvas, lanes, false);
     /* viewBox + width 100%: the picture scales down to fit a narrow page. */
     int width = LABEL_WIDTH + PLOT_WIDTH + 20;
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
@@ -281,9 +296,10 @@ int kit_timeline_write_svg(const char *path)
                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             width, height, width);
     draw_frame(&canvas, lanes);
-    draw_events(&canvas, events, count, lanes, end_ts);
-    draw_legend(&canvas, lanes);
+    draw_events(&canvas, events, count, spans, found);
+    lay_out_legend(&canvas, lanes, true);
     fputs("</svg>\n", out);
+    free(spans);
     free(canvas.row_of);
     free(events);
     int err = ferror(out) ? EIO : 0;
