@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,4 +75,24 @@ int kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), v
     }
     *thread = started;
     return 0;
+}
+
+int kit_thread_start_group(pthread_t *threads, size_t count, const char *role, void *(*fn)(void *), void *args,
+                           size_t arg_size)
+{
+    for (size_t i = 0; i < count; i++) {
+        char name[KIT_THREAD_NAME_MAX];
+        snprintf(name, sizeof name, "%s-%zu", role, i);
+        void *arg = args ? (char *)args + i * arg_size : (void *)(intptr_t)i;
+        int err = kit_thread_start(&threads[i], name, fn, arg);
+        if (err != 0)
+            return err;
+    }
+    return 0;
+}
+
+void kit_thread_join_group(pthread_t *threads, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        pthread_join(threads[i], NULL);
 }

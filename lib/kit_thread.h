@@ -36,6 +36,19 @@
  */
 int kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg);
 
+/**
+ * @brief Start @p count threads named `<role>-0`, `<role>-1`, ...: thread i
+ *        runs `fn(args + i * arg_size)`, or `fn((void *)(intptr_t)i)` when
+ *        @p args is NULL (its index is all it needs).
+ * @return 0, or the error of the first thread that could not start; the
+ *         threads started before it keep running (join them, or end the program).
+ */
+int kit_thread_start_group(pthread_t *threads, size_t count, const char *role, void *(*fn)(void *), void *args,
+                           size_t arg_size);
+
+/** @brief Join the @p count threads of a group started with kit_thread_start_group(). */
+void kit_thread_join_group(pthread_t *threads, size_t count);
+
 /** @brief Name the calling thread (programs call it with "main"). */
 void kit_thread_set_name(const char *name);
 

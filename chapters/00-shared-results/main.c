@@ -113,14 +113,11 @@ static struct tally run_once(struct shared *shared, const char *label)
     }
     kit_log("master", "%s: %ld workers x %ld records, harvesting while they append", label, workers, items);
     atomic_store(&shared->appending, (int)workers);
-    for (long w = 0; w < workers; w++) {
-        char name[KIT_THREAD_NAME_MAX];
-        snprintf(name, sizeof name, "worker-%ld", w);
+    for (long w = 0; w < workers; w++)
         jobs[w] = (struct worker_job){ shared, w * items, 0 };
-        if (kit_thread_start(&threads[w], name, append_records, &jobs[w]) != 0) {
-            fprintf(stderr, "cannot start %s\n", name);
-            exit(1);
-        }
+    if (kit_thread_start_group(threads, (size_t)workers, "worker", append_records, jobs, sizeof *jobs) != 0) {
+        fprintf(stderr, "cannot start the workers\n");
+        exit(1);
     }
     kit_trace_begin("master", "harvesting");
     while (atomic_load(&shared->appending) > 0)

@@ -254,26 +254,21 @@ static void *consume(void *raw)
     return NULL;
 }
 
+/* Starts role-0 .. role-(count-1); a program cannot go on without them. */
 static pthread_t *start_threads(long count, const char *role, void *(*body)(void *))
 {
     pthread_t *threads = calloc((size_t)count, sizeof *threads);
-    for (long i = 0; threads && i < count; i++) {
-        char name[KIT_THREAD_NAME_MAX];
-        snprintf(name, sizeof name, "%s-%ld", role, i);
-        if (kit_thread_start(&threads[i], name, body, (void *)(intptr_t)i) != 0) {
-            fprintf(stderr, "cannot start %s\n", name);
-            exit(1);
-        }
-    }
-    if (threads == NULL)
+    int err = threads ? kit_thread_start_group(threads, (size_t)count, role, body, NULL, 0) : ENOMEM;
+    if (err != 0) {
+        fprintf(stderr, "cannot start the %s threads: %s\n", role, kit_errno_name(err));
         exit(1);
+    }
     return threads;
 }
 
 static void join_all(pthread_t *threads, long count)
 {
-    for (long i = 0; i < count; i++)
-        pthread_join(threads[i], NULL);
+    kit_thread_join_group(threads, (size_t)count);
     free(threads);
 }
 

@@ -163,16 +163,12 @@ static int start_executor(void)
 static void run_tellers(void)
 {
     pthread_t threads[MAX_TELLERS];
-    for (long i = 0; i < tellers; i++) {
-        char name[KIT_THREAD_NAME_MAX];
-        snprintf(name, sizeof name, "teller-%ld", i);
-        if (kit_thread_start(&threads[i], name, teller, (void *)(intptr_t)i) != 0) {
-            fprintf(stderr, "cannot start %s\n", name);
-            exit(1);
-        }
+    int err = kit_thread_start_group(threads, (size_t)tellers, "teller", teller, NULL, 0);
+    if (err != 0) {
+        fprintf(stderr, "cannot start the tellers: %s\n", kit_errno_name(err));
+        exit(1);
     }
-    for (long i = 0; i < tellers; i++)
-        pthread_join(threads[i], NULL);
+    kit_thread_join_group(threads, (size_t)tellers);
 }
 
 /* Every accepted deposit has run once the executor (or the pool) has terminated. */
