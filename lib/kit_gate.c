@@ -22,12 +22,19 @@ int kit_gate_init(kit_gate_t *gate)
         return err;
     }
     gate->arrived = 0;
+    gate->inside = 0;
     gate->open = false;
     return 0;
 }
 
 void kit_gate_destroy(kit_gate_t *gate)
 {
+    pthread_mutex_lock(&gate->lock);
+    kit_harness_waiting++;
+    while (gate->inside > 0) /* released threads still leaving the wait: it is their memory too */
+        pthread_cond_wait(&gate->changed, &gate->lock);
+    kit_harness_waiting--;
+    pthread_mutex_unlock(&gate->lock);
     pthread_cond_destroy(&gate->changed);
     pthread_mutex_destroy(&gate->lock);
 }
@@ -41,9 +48,12 @@ void kit_gate_wait(kit_gate_t *gate)
     pthread_cond_broadcast(&gate->changed);
     /* while, not if: wake-ups can be spurious, and arrivals wake us too. */
     kit_harness_waiting++;
+    gate->inside++;
     while (!gate->open)
         pthread_cond_wait(&gate->changed, &gate->lock);
     kit_harness_waiting--;
+    if (--gate->inside == 0)
+        pthread_cond_broadcast(&gate->changed); /* a destroy may be waiting for us to leave */
     pthread_mutex_unlock(&gate->lock);
 }
 
@@ -56,9 +66,12 @@ int kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms)
     pthread_mutex_lock(&gate->lock);
     /* Loop on the same deadline: spurious wake-ups do not extend the wait. */
     kit_harness_waiting++;
+    gate->inside++;
     while (gate->arrived < count && err == 0)
         err = pthread_cond_timedwait(&gate->changed, &gate->lock, &deadline);
     kit_harness_waiting--;
+    if (--gate->inside == 0)
+        pthread_cond_broadcast(&gate->changed);
     err = gate->arrived >= count ? 0 : ETIMEDOUT;
     pthread_mutex_unlock(&gate->lock);
     return err;
@@ -83,11 +96,18 @@ int kit_latch_init(kit_latch_t *latch, size_t count)
         return err;
     }
     latch->count = count;
+    latch->inside = 0;
     return 0;
 }
 
 void kit_latch_destroy(kit_latch_t *latch)
 {
+    pthread_mutex_lock(&latch->lock);
+    kit_harness_waiting++;
+    while (latch->inside > 0) /* a released waiter still leaving: the latch is its memory too */
+        pthread_cond_wait(&latch->reached_zero, &latch->lock);
+    kit_harness_waiting--;
+    pthread_mutex_unlock(&latch->lock);
     pthread_cond_destroy(&latch->reached_zero);
     pthread_mutex_destroy(&latch->lock);
 }
@@ -108,9 +128,12 @@ int kit_latch_wait(kit_latch_t *latch, long timeout_ms)
         return err;
     pthread_mutex_lock(&latch->lock);
     kit_harness_waiting++;
+    latch->inside++;
     while (latch->count > 0 && err == 0)
         err = pthread_cond_timedwait(&latch->reached_zero, &latch->lock, &deadline);
     kit_harness_waiting--;
+    if (--latch->inside == 0)
+        pthread_cond_broadcast(&latch->reached_zero); /* a destroy may be waiting for us to leave */
     err = latch->count == 0 ? 0 : ETIMEDOUT;
     pthread_mutex_unlock(&latch->lock);
     return err;

@@ -33,12 +33,17 @@ typedef struct kit_gate {
     pthread_mutex_t lock;   /**< guards the two fields below */
     pthread_cond_t changed; /**< broadcast when a thread arrives or the gate opens */
     size_t arrived;         /**< threads that have called kit_gate_wait() */
+    size_t inside;          /**< threads inside a wait right now; destroy waits for 0 */
     bool open;              /**< once true, never false again */
 } kit_gate_t;
 
 /** @brief Initialise a closed gate. @return 0 or a pthread error. */
 int kit_gate_init(kit_gate_t *gate);
-/** @brief Destroy a gate nobody waits at any more. */
+/**
+ * @brief Destroy a gate. Threads just released may still be on their way
+ *        out of kit_gate_wait(): destroy waits until they have left.
+ * @pre The gate is open (or nobody waits at it), and no thread will call it again.
+ */
 void kit_gate_destroy(kit_gate_t *gate);
 /** @brief Arrive at the gate and wait until it opens (returns at once if open). */
 void kit_gate_wait(kit_gate_t *gate);
@@ -55,11 +60,17 @@ typedef struct kit_latch {
     pthread_mutex_t lock;   /**< guards count */
     pthread_cond_t reached_zero; /**< broadcast when count reaches 0 */
     size_t count;           /**< count-downs still expected */
+    size_t inside;          /**< threads inside kit_latch_wait() right now; destroy waits for 0 */
 } kit_latch_t;
 
 /** @brief Initialise a latch expecting @p count count-downs. @return 0 or a pthread error. */
 int kit_latch_init(kit_latch_t *latch, size_t count);
-/** @brief Destroy a latch nobody waits on any more. */
+/**
+ * @brief Destroy a latch. A waiter just released by the last count-down may
+ *        still be on its way out of kit_latch_wait(): destroy waits until it
+ *        has left, so freeing the latch right after counting it down is safe.
+ * @pre The count has reached zero (or nobody waits), and no thread will call it again.
+ */
 void kit_latch_destroy(kit_latch_t *latch);
 /** @brief Count down once (no effect once at zero). */
 void kit_latch_count_down(kit_latch_t *latch);
