@@ -265,6 +265,32 @@ mutants: deps ## apply each classic bug in tests/mutants/ and require the tests 
 	@$(MAKE) --no-print-directory grader
 	@tests/support/mutants.sh $(SELECTED)
 
+# ---- Benchmarks -------------------------------------------------------------------------
+# tests/bench/ is built by `make bench` only. It links the reference solutions
+# of the chapters it measures, libkit, and GLib - the peer it is measured
+# against; nothing else in the kit links GLib. GLib's headers are included
+# with -isystem: the kit's warnings are for the kit's code, not GLib's.
+BENCH := build/bench/kit-bench
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
+GLIB_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags glib-2.0))
+GLIB_LIBS = $(shell pkg-config --libs glib-2.0)
+
+$(OUT)/obj/bench/%.o: tests/bench/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS) -c $< -o $@
+
+$(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
+          $(foreach c,$(BENCH_CHAPTERS),$(call impl_objs,$(c))) $(KITLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
+
+.PHONY: bench
+bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
+	@tools/bootstrap bench
+	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
+	@$(BENCH)
+
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: docs
 docs: deps ## the Doxygen site in build/docs/html (zero warnings)
