@@ -137,34 +137,40 @@ static const char *number(double value, char *out, size_t size)
     return out;
 }
 
-static void print_series(const char *name, const bench_series_t *s, const char *suffix)
+enum { NAME_WIDTH = 38 };
+
+/* One row: name, median (with its suffix), min - max, and what follows (may be ""). */
+static void print_row(const char *name, const bench_series_t *s, const char *suffix, const char *after)
 {
-    char median[32], least[32], most[32];
-    printf("  %-36s %9s%-2s %9s - %-9s", name, number(bench_median(s), median, sizeof median), suffix,
-           number(bench_min(s), least, sizeof least), number(bench_max(s), most, sizeof most));
+    char median[32], least[32], most[32], line[256];
+    number(bench_median(s), median, sizeof median);
+    strcat(median, suffix);
+    snprintf(line, sizeof line, "  %-*s %10s   %9s - %-9s %s", NAME_WIDTH, name, median,
+             number(bench_min(s), least, sizeof least), number(bench_max(s), most, sizeof most), after);
+    size_t length = strlen(line);
+    while (length > 0 && line[length - 1] == ' ') /* no trailing blanks: the table is pasted into pages */
+        line[--length] = '\0';
+    printf("%s\n", line);
 }
 
 static void print_comparison(const bench_comparison_t *c, const bench_series_t *s)
 {
     bool ratio = c->kind == BENCH_RATIO;
-    print_series(c->label, s, ratio ? "x" : "");
-    if (c->has_target) {
-        char target[32];
-        printf("  target %s %s%s: %s", ratio ? ">=" : "<=", number(c->target, target, sizeof target),
-               ratio ? "x" : "", bench_target_met(c, s) ? "met" : "MISSED");
-    }
-    printf("\n");
+    char after[64] = "", target[32];
+    if (c->has_target)
+        snprintf(after, sizeof after, "target %s %s%s: %s", ratio ? ">=" : "<=",
+                 number(c->target, target, sizeof target), ratio ? "x" : "", bench_target_met(c, s) ? "met" : "MISSED");
+    print_row(c->label, s, ratio ? "x" : "", after);
 }
 
 static void print_table(const bench_result_t *result)
 {
     const bench_spec_t *spec = &result->spec;
-    printf("  %-36s %11s %9s   %-9s (%s, %d rounds)\n", "", "median", "min", "max", spec->unit,
-           result->variants[0].count);
-    for (int v = 0; v < count_variants(spec); v++) {
-        print_series(spec->variants[v].name, &result->variants[v], "");
-        printf("\n");
-    }
+    char heading[64];
+    snprintf(heading, sizeof heading, "%s, %d rounds", spec->unit, result->variants[0].count);
+    printf("  %-*s %10s   %9s - max\n", NAME_WIDTH, heading, "median", "min");
+    for (int v = 0; v < count_variants(spec); v++)
+        print_row(spec->variants[v].name, &result->variants[v], "", "");
     for (int c = 0; c < count_comparisons(spec); c++)
         print_comparison(&spec->comparisons[c], &result->comparisons[c]);
     if (result->failed)
@@ -172,24 +178,32 @@ static void print_table(const bench_result_t *result)
     fflush(stdout);
 }
 
+static void print_target(FILE *out, const bench_spec_t *spec, const bench_comparison_t *c, const bench_series_t *s)
+{
+    bool ratio = c->kind == BENCH_RATIO;
+    char median[48], target[48], unit[48];
+    snprintf(unit, sizeof unit, ratio ? "x" : " %s", spec->unit); /* a difference is in the variants' unit */
+    number(bench_median(s), median, sizeof median);
+    number(c->target, target, sizeof target);
+    fprintf(out, "  %-6s %-12s %-28s %s%s (target %s %s%s)\n", bench_target_met(c, s) ? "met" : "MISSED", spec->id,
+            c->label, median, unit, ratio ? ">=" : "<=", target, unit);
+}
+
 void bench_print_targets(FILE *out, const bench_result_t *results, size_t count)
 {
-    fprintf(out, "\nTargets (medians of the same run):\n");
+    fprintf(out, "\nTargets (medians of this run):\n");
+    int printed = 0;
     for (size_t r = 0; r < count; r++) {
         const bench_spec_t *spec = &results[r].spec;
         for (int c = 0; c < count_comparisons(spec); c++) {
-            const bench_comparison_t *comparison = &spec->comparisons[c];
-            if (!comparison->has_target)
+            if (!spec->comparisons[c].has_target)
                 continue;
-            const bench_series_t *s = &results[r].comparisons[c];
-            char median[32], target[32];
-            const char *x = comparison->kind == BENCH_RATIO ? "x" : " ms";
-            fprintf(out, "  %-6s %-14s %-36s %8s%-3s (target %s %s%s)\n",
-                    bench_target_met(comparison, s) ? "met" : "MISSED", spec->id, comparison->label,
-                    number(bench_median(s), median, sizeof median), x,
-                    comparison->kind == BENCH_RATIO ? ">=" : "<=", number(comparison->target, target, sizeof target), x);
+            print_target(out, spec, &spec->comparisons[c], &results[r].comparisons[c]);
+            printed++;
         }
     }
+    if (printed == 0)
+        fprintf(out, "  (none in the benchmarks that ran)\n");
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */

@@ -145,9 +145,9 @@ int bench_idle(const bench_options_t *o, bench_result_t *out)
                       { "idle tpool (ch03)", idle_tpool, 0 },
                       { "idle mw (ch05)", idle_mw, 0 },
                       { "idle keyed (ch06) on a tpool", idle_keyed, 0 } },
-        .comparisons = { { "tpool - no threads (ms)", 1, 0, BENCH_DIFFERENCE, true, 2 },
-                         { "mw - no threads (ms)", 2, 0, BENCH_DIFFERENCE, true, 2 },
-                         { "keyed - no threads (ms)", 3, 0, BENCH_DIFFERENCE, true, 2 } },
+        .comparisons = { { "tpool - no threads", 1, 0, BENCH_DIFFERENCE, true, 2 },
+                         { "mw - no threads", 2, 0, BENCH_DIFFERENCE, true, 2 },
+                         { "keyed - no threads", 3, 0, BENCH_DIFFERENCE, true, 2 } },
     };
     return bench_run(&spec, o->idle_rounds, out);
 }
@@ -206,7 +206,7 @@ int bench_reclaim(const bench_options_t *o, bench_result_t *out)
 {
     bench_spec_t spec = {
         .id = "reclaim",
-        .title = "4. Idle reclaim: from the last task's end to the last of 2 workers retiring, / keep-alive",
+        .title = "4. Idle reclaim: from the end of the last task until the last of 2 workers has retired",
         .unit = "x keep-alive",
         .variants = { { "tpool, keep-alive 20 ms", reclaim, 20 },
                       { "tpool, keep-alive 50 ms", reclaim, 50 },
