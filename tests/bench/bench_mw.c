@@ -8,18 +8,24 @@
  * results; one worker per core does the work. The best possible speedup is
  * the number of cores; what is lost on the way is the handoff through the
  * queue, publishing the results, and whatever else the machine is running.
+ *
+ * That last part is measured too: a *perfect split* cuts the batch into one
+ * equal share per core, on plain threads, with nothing shared. Its speedup
+ * is what the cores could give at that moment; mw / perfect split is what
+ * the pattern itself costs, whatever the load.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_suite.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "kit_time.h"
 #include "mw.h"
 
-enum { LONG_WAIT_MS = 600000 };
+enum { LONG_WAIT_MS = 600000, MAX_WORKERS = 64 };
 
 typedef struct mw_params {
     long tasks;
@@ -50,6 +56,49 @@ static double run_one_thread(const void *params, long arg)
     double per_second = (double)p->tasks / ((double)(kit_now_ns() - start) / 1e9);
     return checksum == p->checksum ? per_second : -1;
 }
+
+/* ---- the perfect split: what the machine allows right now ---------------------------- */
+
+typedef struct split_share {
+    const mw_params_t *p;
+    long first;        /* this thread computes tasks first, first + workers, ... */
+    uint64_t checksum; /* of its share */
+} split_share_t;
+
+static void *compute_share(void *raw)
+{
+    split_share_t *share = raw;
+    for (long id = share->first; id < share->p->tasks; id += share->p->workers)
+        share->checksum += task_value(share->p, id);
+    return NULL;
+}
+
+/* The batch cut into equal shares, one plain thread each, no queue and no
+ * results to publish: no pattern can beat it. If this gets well under
+ * `workers` times one thread, other programs are using the cores. */
+static double run_perfect_split(const void *params, long arg)
+{
+    (void)arg;
+    const mw_params_t *p = params;
+    split_share_t shares[MAX_WORKERS];
+    pthread_t threads[MAX_WORKERS];
+    int64_t start = kit_now_ns();
+    long started = 0;
+    for (; started < p->workers; started++) {
+        shares[started] = (split_share_t){ p, started, 0 };
+        if (pthread_create(&threads[started], NULL, compute_share, &shares[started]) != 0)
+            break;
+    }
+    uint64_t checksum = 0;
+    for (long i = 0; i < started; i++) {
+        pthread_join(threads[i], NULL);
+        checksum += shares[i].checksum;
+    }
+    double per_second = (double)p->tasks / ((double)(kit_now_ns() - start) / 1e9);
+    return started == p->workers && checksum == p->checksum ? per_second : -1;
+}
+
+/* ---- master-worker ----------------------------------------------------------------- */
 
 static int process_spin(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
 {
@@ -95,8 +144,9 @@ static double run_master_worker(const void *params, long arg)
 
 int bench_mw(const bench_options_t *o, bench_result_t *out)
 {
+    long cores = bench_cores();
     mw_params_t params = { .tasks = o->mw_tasks, .rounds_per_task = bench_spin_rounds(o->mw_task_us),
-                           .workers = bench_cores() };
+                           .workers = cores < MAX_WORKERS ? cores : MAX_WORKERS };
     params.checksum = batch_on_one_thread(&params);
     char title[BENCH_TITLE_MAX];
     snprintf(title, sizeof title, "5. Master-worker speedup: %ld CPU-bound tasks of about %ld us, %ld workers",
@@ -104,8 +154,11 @@ int bench_mw(const bench_options_t *o, bench_result_t *out)
     bench_spec_t spec = {
         .id = "mw", .title = title, .unit = "tasks/s", .params = &params,
         .variants = { { "one thread", run_one_thread, 0 },
+                      { "perfect split, one thread per core", run_perfect_split, 0 },
                       { "mw (ch05), one worker per core", run_master_worker, 0 } },
-        .comparisons = { { "speedup: mw / one thread", 1, 0, BENCH_RATIO, true, 1.8 } },
+        .comparisons = { { "speedup: mw / one thread", 2, 0, BENCH_RATIO, true, 1.8 },
+                         { "the machine: split / one thread", 1, 0, BENCH_RATIO, false, 0 },
+                         { "mw / perfect split", 2, 1, BENCH_RATIO, false, 0 } },
     };
     return bench_run(&spec, o->rounds, out);
 }
