@@ -270,6 +270,7 @@ mutants: deps ## apply each classic bug in tests/mutants/ and require the tests 
 # of the chapters it measures, libkit, and GLib - the peer it is measured
 # against; nothing else in the kit links GLib. GLib's headers are included
 # with -isystem: the kit's warnings are for the kit's code, not GLib's.
+# (-lm: chapter 04's sizing.c, linked in for chapter 06, uses <math.h>.)
 BENCH := build/bench/kit-bench
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
@@ -287,6 +288,7 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 
 .PHONY: bench
 bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
+	@test -d solutions || { echo "make bench measures the reference solutions, and this kit has none"; exit 1; }
 	@tools/bootstrap bench
 	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
 	@$(BENCH)
