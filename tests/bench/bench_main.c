@@ -79,8 +79,10 @@ int main(int argc, char **argv)
 {
     kit_cli_parse(&cli, argc, argv);
     kit_thread_set_name("main");
-    bench_options_t o = { (int)rounds, (int)idle_rounds, queue_items, pool_tasks, thread_tasks, idle_ms, mw_tasks, mw_task_us,
-                          keyed_tasks, keyed_task_us };
+    bench_options_t o = { .rounds = (int)rounds, .idle_rounds = (int)idle_rounds, .queue_items = queue_items,
+                          .pool_tasks = pool_tasks, .thread_tasks = thread_tasks, .idle_ms = idle_ms,
+                          .mw_tasks = mw_tasks, .mw_task_us = mw_task_us, .keyed_tasks = keyed_tasks,
+                          .keyed_task_us = keyed_task_us };
     static bench_result_t results[BENCHMARKS];
     size_t count = 0;
     int failed = 0;
