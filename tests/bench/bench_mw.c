@@ -74,8 +74,10 @@ static void *compute_share(void *raw)
 }
 
 /* The batch cut into equal shares, one plain thread each, no queue and no
- * results to publish: no pattern can beat it. If this gets well under
- * `workers` times one thread, other programs are using the cores. */
+ * results to publish: on free cores no pattern can beat it. If this gets
+ * well under `workers` times one thread, other programs are using the
+ * cores (and then mw, whose workers share out the tasks as they go, can
+ * even beat a split fixed in advance). */
 static double run_perfect_split(const void *params, long arg)
 {
     (void)arg;
