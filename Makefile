@@ -309,7 +309,7 @@ clean: ## remove build/
 
 help: ## this list
 	@echo "Concurrency Patterns in C - make targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
 	@echo
 	@echo "Variables: CH=NN (one chapter)  IMPL=solutions|exercises|DIR  SUBMISSION=DIR  CC=clang"
 	@echo "           SAN=tsan|asan  TIMEOUT=seconds per test  SEED=N (replay a stress run)"
