@@ -288,6 +288,34 @@ mutants: deps ## apply each classic bug in tests/mutants/ and require the tests 
 	@$(MAKE) --no-print-directory grader
 	@tests/support/mutants.sh $(ACTIVE)
 
+# ---- Benchmarks -------------------------------------------------------------------------
+# tests/bench/ is built by `make bench` only. It links the reference solutions
+# of the chapters it measures, libkit, and GLib - the peer it is measured
+# against; nothing else in the kit links GLib. GLib's headers are included
+# with -isystem: the kit's warnings are for the kit's code, not GLib's.
+# (-lm: chapter 04's sizing.c, linked in for chapter 06, uses <math.h>.)
+BENCH := build/bench/kit-bench
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
+GLIB_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags glib-2.0))
+GLIB_LIBS = $(shell pkg-config --libs glib-2.0)
+
+$(OUT)/obj/bench/%.o: tests/bench/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS) -c $< -o $@
+
+$(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
+          $(foreach c,$(BENCH_CHAPTERS),$(call impl_objs,$(c))) $(KITLIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
+
+.PHONY: bench
+bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
+	@test -d solutions || { echo "make bench measures the reference solutions, and this kit has none"; exit 1; }
+	@tools/bootstrap bench
+	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
+	@$(BENCH)
+
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: docs
 docs: deps ## the Doxygen site in build/docs/html (zero warnings)
@@ -304,7 +332,7 @@ clean: ## remove build/
 
 help: ## this list
 	@echo "Concurrency Patterns in C - make targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
 	@echo
 	@echo "Variables: CH=NN (one chapter)  IMPL=solutions|exercises|DIR  SUBMISSION=DIR  CC=clang"
 	@echo "           SAN=tsan|asan  TIMEOUT=seconds per test  SEED=N (replay a stress run)"
