@@ -4,14 +4,14 @@
  *
  * The same batch - `tasks` tasks of `task_us` microseconds of computation -
  * run twice for each worker count: by worker processes through Redis, and
- * by threads of this process through an in-memory queue (the chapter 01
- * monitor queue, the smallest in-process master-worker there is). Each
+ * in this process by chapter 05's master-worker, with as many workers. Each
  * time is from the first submit to the last outcome.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "program.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,59 +22,48 @@
 #include "kit_errno.h"
 #include "kit_thread.h"
 #include "kit_time.h"
-#include "msgq.h"
+#include "mw.h"
 
-/* ---- in-process: threads and a monitor queue --------------------------------------- */
+/* ---- in-process: chapter 05's master-worker ---------------------------------------- */
 
-struct local_run {
-    msgq_t *queue;
-    long task_us;
-    long done; /* written by each thread, read after the joins */
-};
-
-struct local_thread {
-    struct local_run *run;
-    long done;
-};
-
-static void *local_worker(void *raw)
+/* The same work as a worker process does, as a chapter-05 process function. */
+static int process_locally(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
 {
-    struct local_thread *self = raw;
-    dmw_task_t task = { .attempt = 1 };
+    (void)mw;
+    (void)result;
+    dmw_task_t work = { .id = task->id, .attempt = 1 };
     char text[DMW_TEXT_MAX];
-    snprintf(task.payload, sizeof task.payload, "spin %ld", self->run->task_us);
-    for (msg_t msg; msgq_take(self->run->queue, &msg) == 0;) {
-        task.id = msg.id;
-        self->done += ch07_work(&task, text, sizeof text, NULL) == 0;
-    }
-    return NULL;
+    snprintf(work.payload, sizeof work.payload, "spin %ld", *(const long *)ctx);
+    return ch07_work(&work, text, sizeof text, NULL);
 }
 
-/* Tasks per second with @p threads threads, or -1. */
+/* Results are only counted: nothing to keep. */
+static void drop_result(mw_t *mw, const mw_result_t *result, void *ctx)
+{
+    (void)mw;
+    (void)result;
+    (void)ctx;
+}
+
+/* Tasks per second with chapter 05's master-worker and @p threads workers, or -1. */
 static double run_local(int threads, long tasks, long task_us)
 {
-    struct local_run run = { .task_us = task_us };
-    struct local_thread self[CH07_MAX_WORKERS] = { { 0 } };
-    pthread_t ids[CH07_MAX_WORKERS];
-    if (msgq_create(&run.queue, 1024) != 0)
+    mw_config_t config = { .workers = (size_t)threads, .queue_capacity = 1024, .process = process_locally,
+                           .on_result = drop_result, .ctx = &task_us, .name = "local" };
+    mw_t *mw = NULL;
+    if (mw_create(&mw, &config) != 0)
         return -1;
     int64_t start = kit_now_ns();
-    int started = 0;
-    for (; started < threads; started++) {
-        self[started].run = &run;
-        if (kit_thread_start(&ids[started], "local", local_worker, &self[started]) != 0)
-            break;
-    }
-    for (long id = 0; id < tasks && started == threads; id++)
-        msgq_put(run.queue, (msg_t){ .id = (int)id });
-    msgq_close(run.queue); /* the threads drain the rest, then leave */
-    for (int i = 0; i < started; i++) {
-        pthread_join(ids[i], NULL);
-        run.done += self[i].done;
-    }
+    int err = mw_start(mw);
+    for (long id = 0; id < tasks && err == 0; id++)
+        err = mw_submit(mw, id, NULL, 60000);
+    if (err == 0)
+        err = mw_await(mw, 600000);
     double seconds = kit_elapsed_ms(start) / 1000.0;
-    msgq_destroy(run.queue);
-    return run.done == tasks ? (double)tasks / seconds : -1;
+    mw_stats_t stats;
+    bool all_done = err == 0 && mw_stats(mw, &stats) == 0 && stats.completed == (size_t)tasks;
+    mw_destroy(mw);
+    return all_done ? (double)tasks / seconds : -1;
 }
 
 /* ---- distributed: worker processes on Redis ------------------------------------------ */
@@ -152,7 +141,7 @@ int ch07_bench(const char *url, long tasks, long task_us)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("One batch of %ld tasks of %ld us of computation each, from the first submit to the last\n"
            "outcome, on %ld core(s) shared by Redis, the master and the workers.\n\n", tasks, task_us, cores);
-    printf("| workers | worker processes on Redis (tasks/s) | threads in one process (tasks/s) | "
+    printf("| workers | worker processes on Redis (tasks/s) | chapter 05 master-worker, one process (tasks/s) | "
            "Redis is slower by | Redis commands per task |\n| ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         double remote = 0, per_task = 0;

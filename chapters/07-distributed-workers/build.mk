@@ -1,6 +1,6 @@
 # Chapter 07 - the files that make it up (read by the top-level Makefile).
 ch07_impl    := dmw_worker.c dmw_reaper.c  # what students write: the worker loop and the reaper
-ch07_uses    := 01-monitor-queue            # the in-process baseline of --bench queues in msgq
+ch07_uses    := 02-blocking-queue 05-master-worker  # --bench compares with chapter 05's master-worker
 ch07_main    := main.c demo.c pool.c bench.c
 ch07_program := ch07-distributed-workers
 # Kit-written plumbing linked into the program and the tests: the Redis
