@@ -164,6 +164,23 @@ void kit_cli_parse(const kit_cli_t *cli, int argc, char **argv)
     }
 }
 
+pthread_t *kit_run_start_threads(size_t count, const char *role, void *(*fn)(void *))
+{
+    pthread_t *threads = calloc(count ? count : 1, sizeof *threads);
+    int err = threads ? kit_thread_start_group(threads, count, role, fn, NULL, 0) : ENOMEM;
+    if (err != 0) {
+        fprintf(stderr, "cannot start the %s threads: %s\n", role, strerror(err));
+        exit(1);
+    }
+    return threads;
+}
+
+void kit_run_join_threads(pthread_t *threads, size_t count)
+{
+    kit_thread_join_group(threads, count);
+    free(threads);
+}
+
 uint64_t kit_run_begin(kit_run_t *run)
 {
     kit_thread_set_name("main");

@@ -18,6 +18,7 @@
 #ifndef KIT_CLI_H
 #define KIT_CLI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,17 @@ typedef struct kit_run {
       &(run).timeline_path, 0, 0, NULL },                                                     \
     { "quiet", KIT_OPT_FLAG, NULL, "print only the summary, not the trace lines",             \
       &(run).quiet, 0, 0, NULL }
+
+/**
+ * @brief For programs: start @p count threads named `<role>-0`, `<role>-1`,
+ *        ..., thread i running `fn((void *)(intptr_t)i)`. A demo cannot go
+ *        on without its threads: on failure this prints why and exits 1.
+ * @return the threads' handles, for kit_run_join_threads().
+ */
+pthread_t *kit_run_start_threads(size_t count, const char *role, void *(*fn)(void *));
+
+/** @brief Join the threads of kit_run_start_threads() and free their handles. */
+void kit_run_join_threads(pthread_t *threads, size_t count);
 
 /**
  * @brief Start a program run: name the main thread "main", switch the log

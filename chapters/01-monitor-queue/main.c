@@ -105,24 +105,6 @@ static void *consume(void *raw)
     return NULL;
 }
 
-/* Starts role-0 .. role-(count-1); a program cannot go on without them. */
-static pthread_t *start_threads(long count, const char *role, void *(*body)(void *))
-{
-    pthread_t *threads = calloc((size_t)count, sizeof *threads);
-    int err = threads ? kit_thread_start_group(threads, (size_t)count, role, body, NULL, 0) : ENOMEM;
-    if (err != 0) {
-        fprintf(stderr, "cannot start the %s threads: %s\n", role, kit_errno_name(err));
-        exit(1);
-    }
-    return threads;
-}
-
-static void join_all(pthread_t *threads, long count)
-{
-    kit_thread_join_group(threads, (size_t)count);
-    free(threads);
-}
-
 int main(int argc, char **argv)
 {
     kit_cli_parse(&cli, argc, argv);
@@ -135,12 +117,12 @@ int main(int argc, char **argv)
     }
     kit_log("main", "%ld producers, %ld consumer(s), capacity %ld, %ld message(s) each", producers, consumers,
             capacity, items);
-    pthread_t *consumer_threads = start_threads(consumers, "consumer", consume);
-    pthread_t *producer_threads = start_threads(producers, "producer", produce);
-    join_all(producer_threads, producers);
+    pthread_t *consumer_threads = kit_run_start_threads((size_t)consumers, "consumer", consume);
+    pthread_t *producer_threads = kit_run_start_threads((size_t)producers, "producer", produce);
+    kit_run_join_threads(producer_threads, (size_t)producers);
     kit_log("main", "all producers done: closing the queue");
     msgq_close(queue); /* consumers take what is left, then get ECANCELED */
-    join_all(consumer_threads, consumers);
+    kit_run_join_threads(consumer_threads, (size_t)consumers);
     msgq_destroy(queue);
     int failed = kit_run_end(&run);
 

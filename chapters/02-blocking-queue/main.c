@@ -254,24 +254,6 @@ static void *consume(void *raw)
     return NULL;
 }
 
-/* Starts role-0 .. role-(count-1); a program cannot go on without them. */
-static pthread_t *start_threads(long count, const char *role, void *(*body)(void *))
-{
-    pthread_t *threads = calloc((size_t)count, sizeof *threads);
-    int err = threads ? kit_thread_start_group(threads, (size_t)count, role, body, NULL, 0) : ENOMEM;
-    if (err != 0) {
-        fprintf(stderr, "cannot start the %s threads: %s\n", role, kit_errno_name(err));
-        exit(1);
-    }
-    return threads;
-}
-
-static void join_all(pthread_t *threads, long count)
-{
-    kit_thread_join_group(threads, (size_t)count);
-    free(threads);
-}
-
 /* ---- One replay per policy ---------------------------------------------------------- */
 
 /* Prints the closing line: every job offered ended one way, and the queue's
@@ -316,9 +298,9 @@ static bool replay(struct choice choice)
     policy_kind = choice.kind;
     policy = policy_for(choice);
     kit_log("main", "=== policy %s: %s", label, policy_stories[choice.kind]);
-    pthread_t *consumer_threads = start_threads(consumers, "consumer", consume);
-    pthread_t *producer_threads = start_threads(producers, "producer", produce);
-    join_all(producer_threads, producers);
+    pthread_t *consumer_threads = kit_run_start_threads((size_t)consumers, "consumer", consume);
+    pthread_t *producer_threads = kit_run_start_threads((size_t)producers, "producer", produce);
+    kit_run_join_threads(producer_threads, (size_t)producers);
     kit_log("main", "all producers done: closing the queue");
     err = bq_close(queue); /* consumers take what is left, then get ECANCELED */
     if (err != 0) {
@@ -326,7 +308,7 @@ static bool replay(struct choice choice)
                 err == ENOSYS ? ENOSYS_HINT : " - the consumers would wait forever");
         exit(1);
     }
-    join_all(consumer_threads, consumers);
+    kit_run_join_threads(consumer_threads, (size_t)consumers);
     bq_stats_t stats = { 0 };
     err = bq_stats(queue, &stats);
     note_error("bq_stats", err);

@@ -162,13 +162,8 @@ static int start_executor(void)
 
 static void run_tellers(void)
 {
-    pthread_t threads[MAX_TELLERS];
-    int err = kit_thread_start_group(threads, (size_t)tellers, "teller", teller, NULL, 0);
-    if (err != 0) {
-        fprintf(stderr, "cannot start the tellers: %s\n", kit_errno_name(err));
-        exit(1);
-    }
-    kit_thread_join_group(threads, (size_t)tellers);
+    pthread_t *threads = kit_run_start_threads((size_t)tellers, "teller", teller);
+    kit_run_join_threads(threads, (size_t)tellers);
 }
 
 /* Every accepted deposit has run once the executor (or the pool) has terminated. */
