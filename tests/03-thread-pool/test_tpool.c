@@ -845,20 +845,27 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
 
+/* Keeps the pool's one worker busy (until `hold` is released) and queues
+ * `count` more tasks behind it. */
+static void queue_behind_a_busy_task(tpool_t *p, kit_latch_t *hold, struct job *busy, struct job *queued, int count)
+{
+    assert_ok(kit_latch_init(hold, 1));
+    job_init(busy, hold);
+    assert_ok(submit(p, busy));
+    for (int i = 0; i < count; i++) {
+        job_init(&queued[i], NULL);
+        assert_ok(submit(p, &queued[i]));
+    }
+}
+
 static void test_tpool_shutdown_runs_queued_tasks(void **state)
 {
     (void)state;
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drain");
     kit_latch_t hold;
-    assert_ok(kit_latch_init(&hold, 1));
     struct job busy, queued[QUEUED], late;
-    job_init(&busy, &hold);
-    assert_ok(submit(p, &busy));
-    for (int i = 0; i < QUEUED; i++) {
-        job_init(&queued[i], NULL);
-        assert_ok(submit(p, &queued[i]));
-    }
+    queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_shutdown(p)); /* twice is harmless */
     job_init(&late, NULL);
@@ -919,14 +926,8 @@ static void test_tpool_shutdown_now_drops_queued_tasks(void **state)
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drop");
     kit_latch_t hold;
-    assert_ok(kit_latch_init(&hold, 1));
     struct job busy, queued[QUEUED], late;
-    job_init(&busy, &hold);
-    assert_ok(submit(p, &busy));
-    for (int i = 0; i < QUEUED; i++) {
-        job_init(&queued[i], NULL);
-        assert_ok(submit(p, &queued[i]));
-    }
+    queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown_now(p));
     for (int i = 0; i < QUEUED; i++)
         assert_int_equal(atomic_load(&queued[i].drops), 1); /* dropped, and told so, before it returned */

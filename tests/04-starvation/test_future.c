@@ -222,15 +222,22 @@ static void test_future_get_returns_the_result(void **state)
     tpool_destroy(p);
 }
 
+/* Submits a gated task returning `result` to pool p and waits until it runs. */
+static future_t *start_gated(tpool_t *p, struct gated_task *task, void *result)
+{
+    gated_init(task, result);
+    future_t *f = submit(p, gated_body, task);
+    await_running(task, "gated task");
+    return f;
+}
+
 static void test_future_get_blocks_until_the_task_finishes(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 7;
     struct gated_task task;
-    gated_init(&task, &value);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task");
+    future_t *f = start_gated(p, &task, &value);
     assert_int_equal(future_state(f), FUTURE_RUNNING);
     assert_false(future_is_done(f));
 
@@ -254,9 +261,7 @@ static void test_future_get_timed_waits_at_least_its_timeout(void **state)
     tpool_t *p = make_pool(1, 4);
     int value = 9;
     struct gated_task task;
-    gated_init(&task, &value);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task");
+    future_t *f = start_gated(p, &task, &value);
 
     void *result = &result;
     assert_err(future_get_timed(f, &result, 0), ETIMEDOUT); /* 0: do not wait */
@@ -283,9 +288,7 @@ static void test_future_get_timed_times_out_when_woken_repeatedly(void **state)
     (void)state;
     tpool_t *p = make_pool(1, 4);
     struct gated_task task;
-    gated_init(&task, NULL);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task");
+    future_t *f = start_gated(p, &task, NULL);
 
     long woken_before = kit_spurious_count();
     kit_wakeups_every(20);
@@ -316,9 +319,7 @@ static void test_future_get_spurious_wakeups_do_not_release_waiters(void **state
     tpool_t *p = make_pool(1, 4);
     int value = 3;
     struct gated_task task;
-    gated_init(&task, &value);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task");
+    future_t *f = start_gated(p, &task, &value);
 
     long woken_before = kit_spurious_count();
     kit_spurious_wakeups(true);
@@ -352,9 +353,7 @@ static void test_future_get_releases_every_waiter(void **state)
     tpool_t *p = make_pool(1, 4);
     int value = 11;
     struct gated_task task;
-    gated_init(&task, &value);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task"); /* the only worker stands at the gate, not in a wait */
+    future_t *f = start_gated(p, &task, &value); /* the only worker stands at the gate, not in a wait */
 
     struct get_call calls[WAITERS];
     kit_worker_t getters[WAITERS];
@@ -455,9 +454,7 @@ static void test_future_cancel_after_start_fails(void **state)
     tpool_t *p = make_pool(1, 4);
     int value = 5;
     struct gated_task task;
-    gated_init(&task, &value);
-    future_t *f = submit(p, gated_body, &task);
-    await_running(&task, "gated task");
+    future_t *f = start_gated(p, &task, &value);
     assert_err(future_cancel(f), EBUSY);
     assert_int_equal(future_state(f), FUTURE_RUNNING); /* nothing changed */
     kit_gate_open(&task.gate);
