@@ -16,7 +16,13 @@ endif
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 CH      ?=
-IMPL    ?= solutions
+# The full kit builds the reference solutions by default; the student kit
+# (`make dist-student`: no solutions/) builds the student's exercises.
+HAVE_SOLUTIONS := $(if $(wildcard solutions/*/),yes)
+IMPL    ?= $(if $(HAVE_SOLUTIONS),solutions,exercises)
+# EARLIER=mine links your own earlier chapters into a chapter's programs and
+# tests instead of the reference (see used_objs below).
+EARLIER ?= reference
 SAN     ?=
 TIMEOUT ?= 30
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -55,13 +61,11 @@ SKIP_NOTE = $(foreach c,$(SKIPPED),echo "($(c) left out: it needs $(ch$(call num
 # IMPL picks the implementation: solutions (build/), exercises (build/exercises/)
 # or any folder laid out like them. SAN=tsan|asan builds a sanitizer variant
 # below it. Everything lands in $(OUT).
-ifeq ($(IMPL),solutions)
-OUT_ROOT := build
-else ifeq ($(IMPL),exercises)
-OUT_ROOT := build/exercises
-else
-OUT_ROOT := build/impl/$(subst /,_,$(patsubst /%,%,$(IMPL)))
-endif
+out_root = $(strip $(if $(filter solutions,$(1)),build, \
+                $(if $(filter exercises,$(1)),build/exercises, \
+                build/impl/$(subst /,_,$(patsubst /%,%,$(1)))))$(if $(filter mine,$(EARLIER)),/earlier-mine))
+# (EARLIER=mine links other objects into the same programs: they are built apart.)
+OUT_ROOT := $(call out_root,$(IMPL))
 OUT ?= $(OUT_ROOT)$(if $(SAN),/$(SAN))
 # Objects that do not depend on the implementation (lib/, the tests, the
 # harness, the programs' own files) are compiled once, here, and shared by
@@ -102,10 +106,23 @@ SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(SUPPORT_SRCS))
 
 # Objects of chapter $(1)'s implementation, from $(IMPL).
 impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl))
-# An earlier chapter that $(1) builds on: the reference files when the tree
-# has them, so one unfinished chapter does not break the next.
-used_objs = $(if $(and $(filter-out solutions,$(IMPL)),$(wildcard solutions/$(1))),$(patsubst %.c,$(OUT)/obj/ref/$(1)/%.o,$(ch$(call number,$(1))_impl)),$(call impl_objs,$(1)))
+# An earlier chapter $(1) that a chapter builds on is linked from the
+# reference, so that one unfinished chapter does not break the next: compiled
+# from solutions/ in the full kit, or taken already compiled from reference/
+# in the student kit (`make dist-student` ships the objects, not the source).
+# EARLIER=mine, or a kit that has neither, links the implementation's own.
+REFERENCE_OBJS := reference/$(if $(SAN),$(SAN),plain)
+ref_objs = $(patsubst %.c,$(2)/$(1)/%.o,$(ch$(call number,$(1))_impl))
+used_objs = $(strip \
+  $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1)), \
+  $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(OUT)/obj/ref), \
+  $(if $(wildcard $(REFERENCE_OBJS)/$(1)),$(call ref_objs,$(1),$(REFERENCE_OBJS)), \
+  $(call impl_objs,$(1))))))
 support_objs = $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
+# The chapters some later chapter builds on, and their objects for IMPL:
+# `make dist-student` ships these, compiled from the reference, in reference/.
+USED_CHAPTERS = $(sort $(foreach c,$(CHAPTER_DIRS),$(ch$(call number,$(c))_uses)))
+USED_IMPL_OBJS = $(foreach c,$(USED_CHAPTERS),$(call impl_objs,$(c)))
 chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d))) $(call support_objs,$(1))
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
@@ -174,11 +191,15 @@ $(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h
 
 -include $(shell find $(OUT)/obj $(COMMON) -name '*.d' 2>/dev/null)
 
+# The first line of an instructor's target: the student kit has no solutions/
+# nor the files such a target works on, so it says so instead of failing deep down.
+INSTRUCTOR_ONLY = @$(if $(HAVE_SOLUTIONS),:,echo "make $@ is an instructor's tool, left out of the student kit (make help lists yours)"; exit 2)
+
 # ---- Building -------------------------------------------------------------------------
 .PHONY: all programs tests-bin grader deps
-all: deps ## build every program and test, for the solutions and the exercises
+all: deps ## build every program and test (of the solutions and the exercises, or of IMPL)
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises
+	@$(if $(filter solutions,$(IMPL)),$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises)
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
 tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
@@ -195,8 +216,9 @@ run: ## build and run the chapter programs (CH=NN for one, IMPL=exercises for yo
 	@$(MAKE) --no-print-directory -j$(JOBS) programs
 	@status=0; for prog in $(RUN_PROGRAMS); do \
 	  printf '\n======== %s ========\n' "$$prog"; \
-	  "$$prog"; rc=$$?; [ $$rc -eq 0 ] || { status=1; echo "($$prog exited with status $$rc)"; }; \
+	  "$$prog"; rc=$$?; [ $$rc -eq 0 ] || { status=1; echo "($$prog exited with status $$rc: $(RUN_FAILED_HINT))"; }; \
 	done; exit $$status
+RUN_FAILED_HINT = $(if $(filter solutions,$(IMPL)),see its message above,see its message above; ENOSYS means that exercise is not written yet)
 
 # ---- Testing --------------------------------------------------------------------------
 GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIMEOUT) $(foreach c,$(ACTIVE),--chapter $(c))
@@ -204,7 +226,8 @@ GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIM
 CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults --chapter traces)
 
 .PHONY: test tsan valgrind asan smoke
-test: deps ## run every test against the solutions, and smoke-run the programs
+test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, and smoke-run the programs
+	@$(if $(HAVE_SOLUTIONS),:,echo "make test proves the kit against its reference solutions, which the student kit leaves out: to test your code, run make grade CH=NN"; exit 2)
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
 	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
@@ -242,7 +265,7 @@ valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 # SUBMISSION may be a copy of exercises/ or a whole kit tree (then its exercises/ is used).
 SUBMISSION ?=
 GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION)/exercises),$(SUBMISSION)/exercises,$(SUBMISSION))),exercises)
-GRADE_OUT   = $(shell $(MAKE) --no-print-directory -s IMPL=$(GRADE_IMPL) print-OUT_ROOT)
+GRADE_OUT   = $(call out_root,$(GRADE_IMPL))
 GRADE_REPORT ?= build/grade
 AUTOLAB ?=
 # Grading runs untrusted code: when run as root, each test runs sandboxed as
@@ -265,18 +288,21 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 
 SUBMISSIONS ?=
 .PHONY: grade-all
-grade-all: deps ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
+grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
+	$(INSTRUCTOR_ONLY)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN]"; exit 2; }
 	@tools/grade-all $(SUBMISSIONS) $(JOBS)
 
 REPEAT ?= 20
 .PHONY: stress
-stress: deps ## run the suite REPEAT times (20) against a CPU hog; report any failure with its seed
+stress: $(if $(HAVE_SOLUTIONS),deps) ## run the suite REPEAT times (20) against a CPU hog; report any failure with its seed
+	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
 	@tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
 
 .PHONY: hardening
-hardening: deps ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing
+hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing
+	$(INSTRUCTOR_ONLY)
 	@tools/hardening
 
 print-%:
@@ -284,7 +310,8 @@ print-%:
 
 # ---- Mutants ----------------------------------------------------------------------------
 .PHONY: mutants
-mutants: deps ## apply each classic bug in tests/mutants/ and require the tests to catch it
+mutants: $(if $(HAVE_SOLUTIONS),deps) ## apply each classic bug in tests/mutants/ and require the tests to catch it
+	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory grader
 	@tests/support/mutants.sh $(ACTIVE)
 
@@ -311,7 +338,7 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 
 .PHONY: bench
 bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
-	@test -d solutions || { echo "make bench measures the reference solutions, and this kit has none"; exit 1; }
+	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
 	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
 	@$(BENCH)
@@ -326,13 +353,28 @@ docs: deps ## the Doxygen site in build/docs/html (zero warnings)
 dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions
 	@tools/dist-student
 
-.PHONY: clean help
+.PHONY: clean help help-student help-kit
 clean: ## remove build/
 	rm -rf build
 
 help: ## this list
+	@$(if $(HAVE_SOLUTIONS),$(MAKE) --no-print-directory help-kit,$(MAKE) --no-print-directory help-student)
+
+help-student:
+	@echo "Concurrency Patterns in C - the student kit"
+	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
+	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
+	@echo "  make docs             the pages, in build/docs/html/index.html"
+	@echo "  make all              build every program and test of your code"
+	@echo "  make clean            remove build/"
+	@echo
+	@echo "Variables: CH=NN (one chapter)  EARLIER=mine (link your own earlier chapters, not the reference)"
+	@echo "           TIMEOUT=seconds per test  CC=clang"
+
+help-kit:
 	@echo "Concurrency Patterns in C - make targets:"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
 	@echo
 	@echo "Variables: CH=NN (one chapter)  IMPL=solutions|exercises|DIR  SUBMISSION=DIR  CC=clang"
 	@echo "           SAN=tsan|asan  TIMEOUT=seconds per test  SEED=N (replay a stress run)"
+	@echo "           EARLIER=mine (link IMPL's own earlier chapters, not the reference)"

@@ -43,6 +43,8 @@ void kit_cli_usage(const kit_cli_t *cli, FILE *out)
         fputc('\n', out);
     }
     fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");
+    fputs("\nexit status: 0 when the run went as it should; 1 when a call failed (ENOSYS: that\n"
+          "exercise is not written yet) or a check of the run failed; 2 for a bad option.\n", out);
     if (cli->examples)
         fprintf(out, "\n%s\n", cli->examples);
 }
