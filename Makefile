@@ -263,8 +263,15 @@ valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 
 # ---- Grading --------------------------------------------------------------------------
 # SUBMISSION may be a copy of exercises/ or a whole kit tree (then its exercises/ is used).
+# ($(wildcard) also expands a ~ the shell left alone, as in SUBMISSION=~/work.)
 SUBMISSION ?=
-GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION)/exercises),$(SUBMISSION)/exercises,$(SUBMISSION))),exercises)
+SUBMISSION_DIR := $(if $(SUBMISSION),$(firstword $(wildcard $(SUBMISSION)/)))
+ifneq ($(SUBMISSION),)
+ifeq ($(SUBMISSION_DIR),)
+$(error SUBMISSION=$(SUBMISSION) is not a folder: give the folder that holds the NN-name/ folders, or a whole kit)
+endif
+endif
+GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION_DIR)exercises/),$(SUBMISSION_DIR)exercises,$(SUBMISSION_DIR))),exercises)
 GRADE_OUT   = $(call out_root,$(GRADE_IMPL))
 GRADE_REPORT ?= build/grade
 AUTOLAB ?=
@@ -279,7 +286,9 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	@echo "Building $(GRADE_IMPL) ..."
 	@mkdir -p $(GRADE_REPORT)
 	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >$(GRADE_REPORT)/build.log 2>&1 \
-	  || echo "(some files did not compile: see $(GRADE_REPORT)/build.log; their chapters score 0)"
+	  || { echo "Some files did not compile, and their chapters score 0. The compiler said:"; \
+	       grep -E -A3 '(error|undefined reference)' $(GRADE_REPORT)/build.log | head -40; \
+	       echo "(all of it: $(GRADE_REPORT)/build.log)"; }
 	@$(SKIP_NOTE) $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
