@@ -142,42 +142,47 @@ RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_p
 TEST_BINS := $(foreach c,$(ACTIVE),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call number,$(c))_tests)))
 
 # ---- Compiling and linking ------------------------------------------------------------
+# A quiet build prints one line a file (`CC solutions/01-monitor-queue/msgq.c`);
+# V=1 prints every command in full.
+V ?=
+say = $(if $(filter 1,$(V)),,@printf '  %-4s %s\n' '$(1)' '$(2)';)
+
 $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 
 $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
 $(OUT)/obj/ref/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
 $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)$(AR) rcs $@ $^
 
 define chapter_program
 $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2)_main)) $(call chapter_objs,$(1)) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 define chapter_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
 define solution_linked_test
 $(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c))) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
 endef
 $(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
 
@@ -187,7 +192,7 @@ $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(
 # The runner is a tool, not code under test: always built plainly, once.
 $(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g $(GRADER_SRCS) -o $@
+	$(call say,LD,$@)$(CC) -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g $(GRADER_SRCS) -o $@
 
 -include $(shell find $(OUT)/obj $(COMMON) -name '*.d' 2>/dev/null)
 
@@ -338,12 +343,12 @@ GLIB_LIBS = $(shell pkg-config --libs glib-2.0)
 
 $(OUT)/obj/bench/%.o: tests/bench/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS) -c $< -o $@
 
 $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
           $(foreach c,$(BENCH_CHAPTERS),$(call impl_objs,$(c))) $(KITLIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
 
 .PHONY: bench
 bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
