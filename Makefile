@@ -38,10 +38,15 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
 include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
 
+# $(call number,03-thread-pool) is 03; $(call pad2,3) is 03 (and 03 stays 03).
 number = $(firstword $(subst -, ,$(1)))
 pad2   = $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))
 # CH=1, CH=01, CH="01 02" or CH=01-monitor-queue select chapters; empty selects all.
-SELECTED := $(if $(strip $(CH)),$(foreach c,$(CHAPTER_DIRS),$(if $(filter $(c) $(call number,$(c)),$(CH) $(foreach n,$(CH),$(call pad2,$(n)))),$(c))),$(CHAPTER_DIRS))
+# The words of CH, each also as a two-digit number:
+ch_words = $(CH) $(foreach n,$(CH),$(call pad2,$(n)))
+# A chapter folder $(1) is selected when CH names its folder or its number:
+is_selected = $(filter $(1) $(call number,$(1)),$(ch_words))
+SELECTED := $(if $(strip $(CH)),$(foreach c,$(CHAPTER_DIRS),$(if $(call is_selected,$(c)),$(c))),$(CHAPTER_DIRS))
 ifneq ($(strip $(CH)),)
 ifeq ($(strip $(SELECTED)),)
 $(error CH=$(CH) matches no chapter; chapters are: $(CHAPTER_DIRS))
@@ -73,10 +78,15 @@ OUT ?= $(OUT_ROOT)$(if $(SAN),/$(SAN))
 COMMON := build/common$(if $(SAN),-$(SAN))
 
 # Objects remember how they were compiled: a change of CC, CFLAGS or SAN
-# rewrites this stamp, and everything that depends on it is rebuilt.
+# rewrites this stamp, and everything that depends on it is rebuilt. Its rule
+# runs on every build (FORCE) but writes the file only when the flags differ,
+# so an unchanged stamp keeps its age and rebuilds nothing.
 BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN))
 FLAGS_STAMP = $(COMMON)/.build-flags
-$(shell mkdir -p $(COMMON) && echo '$(BUILD_FLAGS)' | cmp -s - $(FLAGS_STAMP) 2>/dev/null || echo '$(BUILD_FLAGS)' > $(FLAGS_STAMP))
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(BUILD_FLAGS)' | cmp -s - $@ 2>/dev/null || echo '$(BUILD_FLAGS)' > $@
+.PHONY: FORCE
 
 SAN_CFLAGS_tsan := -fsanitize=thread
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -144,8 +154,10 @@ TEST_BINS := $(foreach c,$(ACTIVE),$(addprefix $(OUT)/tests/$(c)/,$(ch$(call num
 # ---- Compiling and linking ------------------------------------------------------------
 # A quiet build prints one line a file (`CC solutions/01-monitor-queue/msgq.c`);
 # V=1 prints every command in full.
+# (make -s prints nothing at all.)
 V ?=
-say = $(if $(filter 1,$(V)),,@printf '  %-4s %s\n' '$(1)' '$(2)';)
+silent := $(findstring s,$(firstword -$(MAKEFLAGS)))
+say = $(if $(filter 1,$(V)),,@$(if $(silent),,printf '  %-4s %s\n' '$(1)' '$(2)';))
 
 $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -202,17 +214,18 @@ INSTRUCTOR_ONLY = @$(if $(HAVE_SOLUTIONS),:,echo "make $@ is an instructor's too
 
 # ---- Building -------------------------------------------------------------------------
 .PHONY: all programs tests-bin grader deps
-all: deps ## build every program and test (of the solutions and the exercises, or of IMPL)
-	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@$(if $(filter solutions,$(IMPL)),$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin IMPL=exercises)
+all: ## build every program, and every test once cmocka is there (of the solutions and the exercises, or of IMPL)
+	@$(MAKE) --no-print-directory -j$(JOBS) programs grader $(if $(HAVE_SOLUTIONS),&& $(MAKE) --no-print-directory -j$(JOBS) IMPL=exercises programs)
+	@if tools/bootstrap --have cmocka; then $(MAKE) --no-print-directory -j$(JOBS) tests-bin $(if $(filter solutions,$(IMPL)),&& $(MAKE) --no-print-directory -j$(JOBS) IMPL=exercises tests-bin); \
+	else echo "(the tests need cmocka, which is not installed: make deps installs it)"; fi
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
 tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
 grader: $(GRADER)
 
 # Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
-# it can, or says exactly what to run.
-deps:
+# it can, or says exactly what to run. Only the targets that need them call it.
+deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen, graphviz, gdb)
 	@tools/bootstrap
 
 # ---- Running --------------------------------------------------------------------------
@@ -380,15 +393,39 @@ help-student:
 	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
+	@echo "  make deps             install what grading and the docs need"
 	@echo "  make clean            remove build/"
 	@echo
 	@echo "Variables: CH=NN (one chapter)  EARLIER=mine (link your own earlier chapters, not the reference)"
 	@echo "           TIMEOUT=seconds per test  CC=clang"
 
 help-kit:
-	@echo "Concurrency Patterns in C - make targets:"
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 16
+	@echo "Concurrency Patterns in C - make targets"
 	@echo
-	@echo "Variables: CH=NN (one chapter)  IMPL=solutions|exercises|DIR  SUBMISSION=DIR  CC=clang"
-	@echo "           SAN=tsan|asan  TIMEOUT=seconds per test  SEED=N (replay a stress run)"
-	@echo "           EARLIER=mine (link IMPL's own earlier chapters, not the reference)"
+	@echo "For students (your code is in exercises/):"
+	@$(call help_lines,run grade docs)
+	@echo
+	@echo "For instructors:"
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student bench)
+	@echo
+	@echo "For maintainers:"
+	@$(call help_lines,all programs tests-bin smoke deps clean help)
+	@echo
+	@echo "Variables:"
+	@echo "  CH=NN            one chapter (CH=3, CH=03, CH=\"01 02\" or CH=03-thread-pool); none: all"
+	@echo "  IMPL=DIR         what to build: solutions (the default here), exercises, or a folder like them"
+	@echo "  SUBMISSION=DIR   grade a student's folder of NN-name/ folders, or a whole kit"
+	@echo "  EARLIER=mine     link IMPL's own earlier chapters, not the reference"
+	@echo "  TIMEOUT=S        seconds a test may run when graded ($(TIMEOUT))"
+	@echo "  JOBS=N           builds and gradings at once ($(JOBS))"
+	@echo "  SUBMISSIONS=DIR  grade-all: a folder of submissions"
+	@echo "  AUTOLAB=1        grade: also print an Autolab score line"
+	@echo "  CHAOS=SEED       grade: perturb every lock, wait and signal, replayably"
+	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"
+	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
+	@echo "  SAN=tsan|asan    build a sanitizer variant"
+	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
+	@echo "  V=1              print every build command in full"
+
+# One line a target, from the `## ` comment on its rule in this Makefile.
+help_lines = for t in $(1); do sed -n -E "s/^$$t:.*\#\# (.*)/  $$t\t\1/p" Makefile | head -1; done | expand -t 18
