@@ -380,6 +380,11 @@ docs: deps ## the Doxygen site in build/docs/html (zero warnings)
 dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions
 	@tools/dist-student
 
+.PHONY: gradescope
+gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescope, of CH (or every chapter)
+	$(INSTRUCTOR_ONLY)
+	@tools/gradescope/build "$(strip $(SELECTED))"
+
 .PHONY: clean help help-student help-kit
 clean: ## remove build/
 	rm -rf build
@@ -406,7 +411,7 @@ help-kit:
 	@$(call help_lines,run grade docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke deps clean help)
