@@ -215,7 +215,7 @@ INSTRUCTOR_ONLY = @$(if $(HAVE_SOLUTIONS),:,echo "make $@ is an instructor's too
 # ---- Building -------------------------------------------------------------------------
 .PHONY: all programs tests-bin grader deps
 all: ## build every program, and every test once cmocka is there (of the solutions and the exercises, or of IMPL)
-	@$(MAKE) --no-print-directory -j$(JOBS) programs grader $(if $(HAVE_SOLUTIONS),&& $(MAKE) --no-print-directory -j$(JOBS) IMPL=exercises programs)
+	@$(MAKE) --no-print-directory -j$(JOBS) compile_commands.json programs grader $(if $(HAVE_SOLUTIONS),&& $(MAKE) --no-print-directory -j$(JOBS) IMPL=exercises programs)
 	@if tools/bootstrap --have cmocka; then $(MAKE) --no-print-directory -j$(JOBS) tests-bin $(if $(filter solutions,$(IMPL)),&& $(MAKE) --no-print-directory -j$(JOBS) IMPL=exercises tests-bin); \
 	else echo "(the tests need cmocka, which is not installed: make deps installs it)"; fi
 
@@ -227,6 +227,26 @@ grader: $(GRADER)
 # it can, or says exactly what to run. Only the targets that need them call it.
 deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen, graphviz, gdb)
 	@tools/bootstrap
+
+# ---- Editors ----------------------------------------------------------------------------
+# compile_commands.json tells clangd (VS Code, Vim, Emacs) how each file is
+# compiled: every include and flag, for lib/, the harness, the programs, the
+# tests, solutions/, exercises/, the grader and the benchmark. `make all`
+# writes it; tools/check-compile-commands proves it covers every compiled file.
+chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
+               $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
+COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
+              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS)))
+IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
+# One entry: $(1) the file, $(2) its flags.
+compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
+compile_commands.json: Makefile $(wildcard chapters/*/build.mk)
+	$(call say,GEN,$@){ echo '['; \
+	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS))) \
+	  $(foreach f,$(IMPL_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES))) \
+	  $(foreach f,$(GRADER_SRCS),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
+	  $(foreach f,$(BENCH_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS))) \
+	} | sed '$$ s/},$$/}/' > $@.tmp && echo ']' >> $@.tmp && mv $@.tmp $@
 
 # ---- Running --------------------------------------------------------------------------
 .PHONY: run
@@ -313,6 +333,25 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
 	  $(GRADE_FLAGS)
 
+# make debug CH=NN TEST=name: one test of the code being graded (exercises/,
+# or SUBMISSION=dir) under gdb, in the foreground. KIT_DEBUG=1 turns the
+# harness's own hang checks off, so a hang stays a hang: press Ctrl-C and
+# `thread apply all bt` shows every thread. gdb stops by itself on a crash,
+# and on a failed check (a breakpoint on cmocka's _fail).
+TEST ?=
+DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/tests/$(strip $(SELECTED))
+.PHONY: debug
+debug: deps ## run one test under gdb: make debug CH=NN TEST=test_name (stops where it fails, crashes or hangs)
+	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
+	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
+	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= CH=$(CH) tests-bin
+	@bin=""; for b in $(DEBUG_TESTS)/*; do \
+	  if [ -x "$$b" ] && "$$b" --list 2>/dev/null | grep -qx "$(TEST)"; then bin=$$b; fi; done; \
+	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
+	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin) - Ctrl-C stops a hang; 'thread apply all bt' shows every thread"; \
+	KIT_DEBUG=1 gdb -q -ex 'set pagination off' -ex 'set print thread-events off' \
+	  -ex 'break _fail' -ex run --args "$$bin" --run "$(TEST)"
+
 SUBMISSIONS ?=
 .PHONY: grade-all
 grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
@@ -385,6 +424,16 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 	$(INSTRUCTOR_ONLY)
 	@tools/gradescope/build "$(strip $(SELECTED))"
 
+# Shell scripts pass shellcheck; the editor files are valid JSON;
+# compile_commands.json covers every compiled file.
+SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tests/support/*.sh)
+.PHONY: lint
+lint: ## shellcheck on every script, the editor files, compile_commands.json
+	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
+	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
+	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
+	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
+
 .PHONY: clean help help-student help-kit
 clean: ## remove build/
 	rm -rf build
@@ -396,6 +445,7 @@ help-student:
 	@echo "Concurrency Patterns in C - the student kit"
 	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
 	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
+	@echo "  make debug CH=NN TEST=name   one test under gdb: stops where it fails, crashes or hangs (Ctrl-C)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"
@@ -408,13 +458,13 @@ help-kit:
 	@echo "Concurrency Patterns in C - make targets"
 	@echo
 	@echo "For students (your code is in exercises/):"
-	@$(call help_lines,run grade docs)
+	@$(call help_lines,run grade debug docs)
 	@echo
 	@echo "For instructors:"
 	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
-	@$(call help_lines,all programs tests-bin smoke deps clean help)
+	@$(call help_lines,all programs tests-bin smoke lint deps clean help)
 	@echo
 	@echo "Variables:"
 	@echo "  CH=NN            one chapter (CH=3, CH=03, CH=\"01 02\" or CH=03-thread-pool); none: all"
@@ -430,6 +480,7 @@ help-kit:
 	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
 	@echo "  SAN=tsan|asan    build a sanitizer variant"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
+	@echo "  TEST=name        debug: the test to run under gdb"
 	@echo "  V=1              print every build command in full"
 
 # One line a target, from the `## ` comment on its rule in this Makefile.

@@ -22,7 +22,8 @@ try_mutant() {
     local chapter=$1 patch=$2
     local name; name=$(basename "$patch" .patch)
     local work=build/mutants/$chapter/$name
-    local result caught start=$(date +%s)
+    local result caught start
+    start=$(date +%s)
     rm -rf "$work"; mkdir -p "$work"
     cp -r solutions "$work/solutions"
     if ! patch -s -p1 --batch --forward -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
@@ -52,7 +53,7 @@ for chapter in "$@"; do
     done
 done
 wait
-total=$(ls "$results" | wc -l)
+total=$(find "$results" -type f | wc -l)
 bad=$(grep -L -E '^[^ ]+ +[^ ]+ +killed ' "$results"/* 2>/dev/null | wc -l)
 echo
 echo "Mutants: $total, killed: $((total - bad)), survived or broken: $bad ($(( $(date +%s) - start )) s)"

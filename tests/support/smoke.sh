@@ -12,7 +12,7 @@ fail() { echo "smoke: $name: $*"; exit 1; }
 out=$(timeout 120 "$program" "$@" 2>&1); rc=$?
 [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "'$name $*' exited with $rc"; }
 help=$("$program" --help 2>&1); rc=$?
-[ $rc -eq 0 ] && grep -q '^usage:' <<<"$help" || fail "--help: exit $rc, or no usage line"
+if [ $rc -ne 0 ] || ! grep -q '^usage:' <<<"$help"; then fail "--help: exit $rc, or no usage line"; fi
 err=$("$program" --no-such-option 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] || fail "a bad option exited with $rc, expected 2"
 grep -q "^$name: error: " <<<"$err" || fail "a bad option printed no one-line error"
