@@ -41,7 +41,7 @@ static void state_key(const char *name, char *key)
     for (const char *c = name; *c && n + 1 < STATE_TEXT; c++)
         if (!isdigit((unsigned char)*c))
             key[n++] = *c;
-    while (n > 0 && (key[n - 1] == ' ' || key[n - 1] == '#'))
+    while (n > 0 && strchr(" #-", key[n - 1]) != NULL) /* "teller-3 #2" leaves "teller- #" */
         n--;
     key[n] = '\0';
 }
