@@ -103,37 +103,34 @@ static const char *text_colour(const char *fill)
     return light > 150 ? "#2e3436" : "#ffffff";
 }
 
-/* "pool-10" after "pool-9": names compare by their text, then their number. */
+/* "pool-10" after "pool-9": main first, then names by their text, then their number. */
 static int compare_names(const char *a, const char *b)
 {
-    if (strcmp(a, "main") == 0 || strcmp(b, "main") == 0)
-        return strcmp(a, "main") == 0 ? (strcmp(b, "main") == 0 ? 0 : -1) : 1;
+    bool a_main = strcmp(a, "main") == 0, b_main = strcmp(b, "main") == 0;
+    if (a_main != b_main)
+        return a_main ? -1 : 1;
     size_t la = strcspn(a, "0123456789"), lb = strcspn(b, "0123456789");
     int prefix = strncmp(a, b, la < lb ? la : lb);
-    if (prefix != 0 || la != lb)
-        return prefix != 0 ? prefix : (la < lb ? -1 : 1);
+    if (prefix != 0)
+        return prefix;
+    if (la != lb)
+        return la < lb ? -1 : 1;
     long na = atol(a + la), nb = atol(b + lb);
-    return na < nb ? -1 : na > nb ? 1 : strcmp(a, b);
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    return strcmp(a, b);
 }
 
+/* lane -> row: how many lanes come before it. A few dozen lanes at most. */
 static unsigned *order_rows(unsigned lanes)
 {
-    unsigned *lane_at = calloc(lanes ? lanes : 1, sizeof *lane_at);
     unsigned *row_of = calloc(lanes ? lanes : 1, sizeof *row_of);
-    if (lane_at == NULL || row_of == NULL) {
-        free(lane_at);
-        free(row_of);
-        return NULL;
-    }
-    for (unsigned i = 0; i < lanes; i++) { /* insertion sort: a few dozen lanes at most */
-        unsigned j = i;
-        for (; j > 0 && compare_names(kit_trace_lane_name(lane_at[j - 1]), kit_trace_lane_name(i)) > 0; j--)
-            lane_at[j] = lane_at[j - 1];
-        lane_at[j] = i;
-    }
-    for (unsigned row = 0; row < lanes; row++)
-        row_of[lane_at[row]] = row;
-    free(lane_at);
+    for (unsigned lane = 0; row_of != NULL && lane < lanes; lane++)
+        for (unsigned other = 0; other < lanes; other++) {
+            int order = compare_names(kit_trace_lane_name(other), kit_trace_lane_name(lane));
+            if (order < 0 || (order == 0 && other < lane))
+                row_of[lane]++;
+        }
     return row_of;
 }
 
@@ -148,8 +145,8 @@ static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit
     const char *fill = canvas->palette.colours[index];
     double x = x_of(canvas, begin->ts_ns), width = x_of(canvas, end_ts) - x;
     double y = canvas->top[lane] + LANE_PAD + depth * LEVEL_HEIGHT, height = LEVEL_HEIGHT - 2;
-    fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\"><title>",
-            x, y, width, LEVEL_HEIGHT - 2, fill);
+    fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\"><title>",
+            x, y, width, height, fill);
     write_escaped(canvas->out, begin->name);
     fprintf(canvas->out, " (%.3f ms)</title></rect>\n", (double)(end_ts - begin->ts_ns) / 1e6);
     if (width > 6.2 * (double)strlen(begin->name) + 8) { /* the state's text, where it fits */
