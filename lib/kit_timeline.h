@@ -3,13 +3,17 @@
  * @brief Draw a recorded trace as an SVG timeline: one lane per thread.
  *
  * Each thread is a horizontal lane; each span (kit_trace_begin() ..
- * kit_trace_end()) is a coloured bar, nested spans drawn inside their
- * parent; each instant is a small marker whose text shows on hover. States
- * that differ only in numbers ("running task 7", "running task 8") share a
- * colour, and waiting states are always drawn in warm colours, so "who was
- * blocked, and for how long" is visible at a glance. A time axis and a
- * legend complete the picture. No external tool is needed: open the file
- * in a browser.
+ * kit_trace_end()) is a coloured bar labelled with its state where the text
+ * fits; a span begun inside another is drawn on a level of its own just
+ * below it, as in a flame chart. Each instant is a small marker whose text
+ * shows on hover when the SVG is opened on its own (a page that embeds it
+ * as an image shows no hover text). States that differ only in numbers
+ * ("running task 7", "running task 8") share a colour, and waiting states
+ * are always drawn in warm colours, so "who was blocked, and for how long"
+ * is visible at a glance. Spans too short to be seen (under a pixel wide)
+ * are left out, and the legend lists only what is drawn. A time axis and
+ * the legend complete the picture. No external tool is needed: open the
+ * file in a browser.
  *
  * @ingroup kit
  */

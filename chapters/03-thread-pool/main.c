@@ -31,6 +31,7 @@
 #include "tpool.h"
 
 static long core = 1, capacity = 1, keep_alive_ms = 1000, tasks = 4, task_ms = 1000;
+static kit_list_t delays; /* per-task work time, overrides --task-ms */
 static const char *policy_text = "caller-runs";
 static bool compare;
 static long batch = 20000, work_us = 5;
@@ -42,6 +43,8 @@ static const kit_opt_t options[] = {
     { "keep-alive-ms", KIT_OPT_LONG, "MS", "an idle worker retires after this long", &keep_alive_ms, 0, 600000, NULL },
     { "tasks", KIT_OPT_LONG, "N", "tasks to execute", &tasks, 1, 100000, NULL },
     { "task-ms", KIT_OPT_LONG, "MS", "how long each task works (sleeps)", &task_ms, 0, 60000, NULL },
+    { "delays", KIT_OPT_LIST, "MS,MS,...", "work time of task 0, 1, ... (scripts an interleaving)", &delays, 0, 60000,
+      NULL },
     { "policy", KIT_OPT_STRING, "POLICY",
       "when the queue is full: block, timeout:MS, discard, discard-oldest, abort, caller-runs", &policy_text, 0, 0,
       NULL },
@@ -60,6 +63,7 @@ static const kit_cli_t cli = {
     "examples:\n"
     "  ch03-thread-pool --policy abort            # task 2 is refused: EAGAIN\n"
     "  ch03-thread-pool --policy timeout:1500     # task 2 waits up to 1.5 s for room\n"
+    "  ch03-thread-pool --delays 1000,1000,500    # main finishes task 2 first: task 3 runs on main\n"
     "  ch03-thread-pool --core 2 --tasks 8 --task-ms 300 --keep-alive-ms 500\n"
     "  ch03-thread-pool --compare --core 2        # thread per task vs a pool of 2",
     options, sizeof options / sizeof options[0],
@@ -72,12 +76,17 @@ struct demo_task {
     kit_latch_t *settled; /* counted down once the task ran, was dropped or was refused */
 };
 
+static long work_time_of(int task)
+{
+    return (size_t)task < delays.count ? delays.values[task] : task_ms;
+}
+
 static void run_demo_task(void *raw)
 {
     struct demo_task *task = raw;
     kit_log("task", "task %d running", task->id);
     kit_trace_begin("task", "task %d", task->id);
-    kit_sleep_ms(task_ms);
+    kit_sleep_ms(work_time_of(task->id));
     kit_trace_end("task");
     kit_log("task", "task %d done", task->id);
     kit_latch_count_down(task->settled);
@@ -174,8 +183,8 @@ static int replay(void)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    kit_log("main", "pool: core %ld, queue %ld, keep-alive %ld ms, policy %s; %ld tasks of %ld ms", core, capacity,
-            keep_alive_ms, policy_text, tasks, task_ms);
+    kit_log("main", "pool: core %ld, queue %ld, keep-alive %ld ms, policy %s; %ld tasks of %ld ms%s", core, capacity,
+            keep_alive_ms, policy_text, tasks, task_ms, delays.count > 0 ? " unless --delays says otherwise" : "");
     execute_all(pool, records, &settled);
     kit_latch_wait(&settled, LONG_MAX);
     kit_log("main", "every task has run or been dropped; the workers now idle for %ld ms", keep_alive_ms);

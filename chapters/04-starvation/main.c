@@ -30,7 +30,7 @@
 #include "kit_trace.h"
 #include "sizing.h"
 
-static long orders = 2, waiters = 1, cooks = 1, cook_ms = 50, patience_ms = 0;
+static long orders = 2, waiters = 1, cooks = 1, cook_ms = 50, patience_ms = 0, stagger_ms = 10;
 static const char *mode = "both";
 static bool sizing;
 static kit_run_t run;
@@ -47,6 +47,9 @@ static const kit_opt_t options[] = {
     { "cook-ms", KIT_OPT_LONG, "MS", "time to cook one dish", &cook_ms, 0, 10000, NULL },
     { "patience-ms", KIT_OPT_LONG, "MS", "how long a waiter waits for a dish (0: orders x cook-ms + 1000)",
       &patience_ms, 0, 600000, NULL },
+    { "stagger-ms", KIT_OPT_LONG, "MS",
+      "the waiters holding an order at the rush ask the kitchen MS apart (0: all at once)",
+      &stagger_ms, 0, 10000, NULL },
     { "sizing", KIT_OPT_FLAG, NULL, "instead: the thread-count formulas, measured on this machine", &sizing, 0, 0,
       NULL },
     KIT_RUN_OPTIONS(run),
@@ -61,6 +64,7 @@ static const kit_cli_t cli = {
     "  ch04-starvation --mode shared --orders 4      # most orders starve\n"
     "  ch04-starvation --mode split --waiters 2 --cooks 1 --orders 6\n"
     "  ch04-starvation --mode shared --waiters 2 --cooks 1   # a pool of 3 serves 2 orders\n"
+    "  ch04-starvation --mode shared --stagger-ms 0   # who starves is up to the scheduler\n"
     "  ch04-starvation --sizing",
     options, sizeof options / sizeof options[0],
 };
@@ -74,6 +78,7 @@ struct order {
     int id;             /* 1, 2, ... as on the bill */
     tpool_t *kitchen;   /* the pool that cooks the dish */
     kit_gate_t *rush;   /* the lunch rush: every waiter holds an order before any dish is asked for */
+    long ask_after_ms;  /* once the rush begins, wait this long before asking the kitchen (--stagger-ms) */
     long patience_ms;   /* how long the waiter waits for the dish */
     /* Written by the order's task, read by main after the task's future finished: */
     int err;            /* 0 served; EDEADLK or ETIMEDOUT starved; anything else an error */
@@ -123,6 +128,7 @@ static void *take_order(void *raw)
     kit_trace_begin("waiter", "order %d", order->id);
     if (order->rush)
         kit_gate_wait(order->rush);
+    kit_sleep_ms(order->ask_after_ms); /* scripted: the waiters ask the kitchen one after another */
     future_t *dish = NULL;
     void *served = NULL;
     int64_t start = kit_now_ns();
@@ -169,8 +175,10 @@ static int serve_orders(tpool_t *front, size_t front_threads, tpool_t *kitchen, 
     bool gate_ready = err == 0;
     long submitted = 0;
     while (err == 0 && submitted < orders) {
+        /* The orders taken at the rush ask the kitchen stagger_ms apart; later ones at once. */
+        long ask_after = (size_t)submitted < front_threads ? submitted * stagger_ms : 0;
         list[submitted] = (struct order){ .id = (int)submitted + 1, .kitchen = kitchen, .rush = rush,
-                                          .patience_ms = patience, .err = -1 };
+                                          .ask_after_ms = ask_after, .patience_ms = patience, .err = -1 };
         err = tpool_submit(front, take_order, &list[submitted], &taken[submitted]);
         submitted += err == 0;
     }
