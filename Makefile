@@ -410,6 +410,12 @@ bench: ## measure the kit against GLib: a table of medians and ratios, and build
 	@$(BENCH)
 
 # ---- Docs -------------------------------------------------------------------------------
+.PHONY: regenerate
+regenerate: ## redraw the pages' pictures and rewrite the generated pages, to be committed
+	$(INSTRUCTOR_ONLY)
+	@$(MAKE) --no-print-directory -s programs
+	@tools/regenerate
+
 .PHONY: docs
 docs: deps ## the Doxygen site in build/docs/html (zero warnings)
 	@tools/make-docs
@@ -464,7 +470,7 @@ help-kit:
 	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
-	@$(call help_lines,all programs tests-bin smoke lint deps clean help)
+	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)
 	@echo
 	@echo "Variables:"
 	@echo "  CH=NN            one chapter (CH=3, CH=03, CH=\"01 02\" or CH=03-thread-pool); none: all"
