@@ -30,7 +30,8 @@ static void print_default(const kit_opt_t *opt, FILE *out)
     }
 }
 
-void kit_cli_usage(const kit_cli_t *cli, FILE *out)
+/* The usage, to out: stdout for --help, stderr for errors. */
+static void print_usage(const kit_cli_t *cli, FILE *out)
 {
     fprintf(out, "usage: %s [options]\n  %s\n\noptions:\n", cli->program, cli->summary);
     for (size_t i = 0; i < cli->option_count; i++) {
@@ -57,7 +58,7 @@ void kit_cli_fail(const kit_cli_t *cli, const char *fmt, ...)
     vfprintf(stderr, fmt, args);
     va_end(args);
     fputs("\n\n", stderr);
-    kit_cli_usage(cli, stderr);
+    print_usage(cli, stderr);
     exit(2);
 }
 
@@ -142,7 +143,7 @@ void kit_cli_parse(const kit_cli_t *cli, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            kit_cli_usage(cli, stdout);
+            print_usage(cli, stdout);
             exit(0);
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')

@@ -75,9 +75,6 @@ typedef struct kit_cli {
  */
 void kit_cli_parse(const kit_cli_t *cli, int argc, char **argv);
 
-/** @brief Print the usage to @p out (stdout for --help, stderr for errors). */
-void kit_cli_usage(const kit_cli_t *cli, FILE *out);
-
 /**
  * @brief Refuse the command line for a reason only the program can judge
  *        (say, two options that contradict each other): one-line error,

@@ -21,11 +21,6 @@ void kit_log_to(FILE *sink)
     atomic_store(&log_sink, sink);
 }
 
-bool kit_log_on(void)
-{
-    return atomic_load_explicit(&log_sink, memory_order_relaxed) != NULL;
-}
-
 static void format_clock(char *out, size_t size)
 {
     struct timespec now;

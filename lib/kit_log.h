@@ -26,9 +26,6 @@
 /** @brief Send log lines to @p sink (stdout in the programs); NULL silences them. */
 void kit_log_to(FILE *sink);
 
-/** @brief True when kit_log() writes somewhere: lets callers skip costly formatting. */
-bool kit_log_on(void);
-
 /**
  * @brief Write one log line, when logging is on.
  * @param[in] who  the speaker: a module (`msgq`) or a role (`producer`).

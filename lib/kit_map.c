@@ -74,7 +74,12 @@ void kit_map_destroy(kit_map_t *map)
 {
     if (map == NULL)
         return;
-    kit_map_clear(map);
+    for (size_t i = 0; i < map->bucket_count; i++)
+        while (map->buckets[i]) {
+            struct entry *e = map->buckets[i];
+            map->buckets[i] = e->next;
+            free(e);
+        }
     free(map->buckets);
     free(map);
 }
@@ -85,11 +90,6 @@ void *kit_map_get(const kit_map_t *map, const char *key)
         return NULL;
     struct entry **link = find_link(map, key, hash_of(key));
     return link ? (*link)->value : NULL;
-}
-
-bool kit_map_contains(const kit_map_t *map, const char *key)
-{
-    return map != NULL && key != NULL && find_link(map, key, hash_of(key)) != NULL;
 }
 
 /* Doubles the bucket array when the load would pass 3/4. A failed allocation
@@ -133,24 +133,6 @@ static int add_entry(kit_map_t *map, const char *key, uint64_t hash, void *value
     return 0;
 }
 
-int kit_map_put(kit_map_t *map, const char *key, void *value, void **old)
-{
-    if (map == NULL || key == NULL)
-        return EINVAL;
-    uint64_t hash = hash_of(key);
-    struct entry **link = find_link(map, key, hash);
-    if (link == NULL) {
-        int err = add_entry(map, key, hash, value);
-        if (err == 0 && old)
-            *old = NULL;
-        return err;
-    }
-    if (old)
-        *old = (*link)->value;
-    (*link)->value = value;
-    return 0;
-}
-
 int kit_map_insert(kit_map_t *map, const char *key, void *value)
 {
     if (map == NULL || key == NULL)
@@ -180,33 +162,3 @@ size_t kit_map_count(const kit_map_t *map)
     return map ? map->count : 0;
 }
 
-size_t kit_map_buckets(const kit_map_t *map)
-{
-    return map ? map->bucket_count : 0;
-}
-
-int kit_map_foreach(const kit_map_t *map, int (*visit)(const char *key, void *value, void *ctx), void *ctx)
-{
-    if (map == NULL || visit == NULL)
-        return EINVAL;
-    for (size_t i = 0; i < map->bucket_count; i++)
-        for (struct entry *e = map->buckets[i]; e; e = e->next) {
-            int stop = visit(e->key, e->value, ctx);
-            if (stop != 0)
-                return stop;
-        }
-    return 0;
-}
-
-void kit_map_clear(kit_map_t *map)
-{
-    if (map == NULL)
-        return;
-    for (size_t i = 0; i < map->bucket_count; i++)
-        while (map->buckets[i]) {
-            struct entry *e = map->buckets[i];
-            map->buckets[i] = e->next;
-            free(e);
-        }
-    map->count = 0;
-}

@@ -23,7 +23,6 @@
 #ifndef KIT_MAP_H
 #define KIT_MAP_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 /** @addtogroup kit
@@ -42,7 +41,7 @@ int kit_map_create(kit_map_t **out);
 
 /**
  * @brief Free the map and its copies of the keys. The values are not
- *        touched: free them first (kit_map_foreach()) if they own memory.
+ *        touched: remove and free them first if they own memory.
  *        NULL is a no-op.
  * @see kit_map_create
  */
@@ -51,27 +50,13 @@ void kit_map_destroy(kit_map_t *map);
 /**
  * @brief The value stored under @p key.
  * @return the value, or NULL if @p key is absent (or @p map / @p key is
- *         NULL). A map that stores NULL values tells them apart from absent
- *         keys with kit_map_contains().
+ *         NULL). A map that stores NULL values cannot tell them from absent
+ *         keys: the kit's maps store only non-NULL values.
  */
 void *kit_map_get(const kit_map_t *map, const char *key);
 
-/** @brief True if @p key is in the map (false for NULL arguments). */
-bool kit_map_contains(const kit_map_t *map, const char *key);
-
 /**
- * @brief Store @p value under @p key, replacing any value already there.
- * @param[in]  map   the map.
- * @param[in]  key   copied when the key is new.
- * @param[in]  value stored as is (may be NULL).
- * @param[out] old   if not NULL: the value replaced, or NULL for a new key.
- * @return 0; EINVAL (NULL @p map or @p key); ENOMEM (the map is unchanged
- *         and @p old is not written).
- */
-int kit_map_put(kit_map_t *map, const char *key, void *value, void **old);
-
-/**
- * @brief Store @p value under @p key only if the key is absent.
+ * @brief Store @p value under @p key (copied) only if the key is absent.
  * @return 0; EEXIST (the key is present; nothing changed); EINVAL; ENOMEM
  *         (the map is unchanged).
  */
@@ -88,21 +73,6 @@ int kit_map_remove(kit_map_t *map, const char *key, void **value);
 
 /** @brief Number of keys (0 for NULL). */
 size_t kit_map_count(const kit_map_t *map);
-
-/** @brief Number of buckets now: grows with the count (for tests and curious readers). */
-size_t kit_map_buckets(const kit_map_t *map);
-
-/**
- * @brief Call `visit(key, value, ctx)` for every entry, in no particular
- *        order, until a call returns non-zero.
- * @pre @p visit does not change the map (use kit_map_clear() to empty it).
- * @return 0 if every entry was visited, otherwise what @p visit returned;
- *         EINVAL (NULL @p map or @p visit).
- */
-int kit_map_foreach(const kit_map_t *map, int (*visit)(const char *key, void *value, void *ctx), void *ctx);
-
-/** @brief Remove every key; keeps the buckets. Values are not touched. NULL is a no-op. */
-void kit_map_clear(kit_map_t *map);
 
 /** @} */
 #endif

@@ -44,15 +44,6 @@ int kit_deadline_after(long timeout_ms, struct timespec *deadline)
     return 0;
 }
 
-int kit_deadline_passed(const struct timespec *deadline)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec != deadline->tv_sec)
-        return now.tv_sec > deadline->tv_sec;
-    return now.tv_nsec >= deadline->tv_nsec;
-}
-
 int kit_cond_init(pthread_cond_t *cond)
 {
     pthread_condattr_t attr;

@@ -42,9 +42,6 @@ double kit_elapsed_ms(int64_t start_ns);
  */
 int kit_deadline_after(long timeout_ms, struct timespec *deadline);
 
-/** @brief True once CLOCK_MONOTONIC has reached @p deadline. */
-int kit_deadline_passed(const struct timespec *deadline);
-
 /**
  * @brief Initialise a condition variable whose timed waits use CLOCK_MONOTONIC.
  *
