@@ -622,8 +622,10 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
 }
 
 /* The worker dies right after its first command once the work is done. With
- * the outcome written first, that command wrote it and the task is safe;
- * had the acknowledgement gone first, the task would be gone with no outcome. */
+ * the outcome written before the acknowledgement, the task is safe whatever
+ * that command was: either it wrote the outcome, or the task is still in the
+ * worker's list for the reaper. Had the acknowledgement gone first, the task
+ * would be gone with no outcome. */
 static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
 {
     fixture_t *fx = *state;
@@ -649,7 +651,9 @@ static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
     }
     finish_processes(fx);
     report_of(fx, second);
-    assert_int_equal(assert_conserved(fx, 2).retries, 0);
+    dmw_stats_t stats = assert_conserved(fx, 2);
+    if (strcmp(outcome_of(fx, 0).worker, "first") == 0) /* it had its outcome: removed, not delivered again */
+        assert_int_equal(stats.retries, 0);
 }
 
 /* A worker frozen (SIGSTOP) past its visibility timeout is presumed dead;
