@@ -756,8 +756,10 @@ static void test_mw_await_joins_every_worker(void **state)
 {
     (void)state;
     enum { WORKERS = 6 };
+    char name[] = "mwjoin";
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple,
-                                      .name = "mwjoin" });
+                                      .name = name });
+    name[0] = 'X'; /* the name was copied: the workers are still mwjoin-<n> */
     assert_ok(mw_start(mw));
     assert_int_equal(stats_of(mw).workers_alive, WORKERS);
     long named = await_threads_named("mwjoin-", WORKERS);
@@ -771,6 +773,14 @@ static void test_mw_await_joins_every_worker(void **state)
         assert_int_equal(await_threads_named("mwjoin-", 0), 0); /* no thread left behind */
     assert_ok(mw_await(mw, 0)); /* again: already done */
     assert_int_equal(stats_of(mw).completed, 100);
+    mw_destroy(mw);
+
+    mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 8, .process = process_triple }); /* no name */
+    assert_ok(mw_start(mw));
+    if (named >= 0 && await_threads_named("worker-", 2) != 2)
+        fail_msg("a component created without a name has %ld threads named worker-<n>; expected 2",
+                 count_threads_named("worker-"));
+    assert_ok(mw_await(mw, KIT_HANG_MS));
     mw_destroy(mw);
 }
 
