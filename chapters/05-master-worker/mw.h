@@ -227,9 +227,11 @@ int mw_await(mw_t *mw, long timeout_ms);
  *        wait for the tasks already running, and stop and join every worker.
  *
  * After the deadline, mw_stop_requested() is true (a long task should check
- * it and return), new sub-tasks are rejected, and `result_limit` is lifted
- * so that no worker waits for a consumer that may never come: results are
- * never dropped. Running tasks are not interrupted - C has no interruption -
+ * it and return), no queued task is started any more (whether mw_stop() or a
+ * worker takes it out of the queue, it is recorded as rejected with
+ * ECANCELED and counted in `cancelled`), new sub-tasks are rejected, and
+ * `result_limit` is lifted so that no worker waits for a consumer that may
+ * never come: results are never dropped. Running tasks are not interrupted - C has no interruption -
  * so a process function that never returns keeps mw_stop() waiting.
  * @param[in] mw         the component.
  * @param[in] timeout_ms how long queued tasks may still run (0: none).
