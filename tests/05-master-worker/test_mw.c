@@ -447,6 +447,7 @@ static void test_mw_bad_arguments(void **state)
     assert_err(mw_consumer_end(NULL), EINVAL);
     assert_err(mw_consumer_end(mw), EINVAL); /* none registered */
     assert_false(mw_stop_requested(NULL));
+    assert_false(mw_stop_requested(mw)); /* no stop yet */
     assert_err(mw_stats(NULL, &stats), EINVAL);
     assert_err(mw_stats(mw, NULL), EINVAL);
     assert_int_equal(stats_of(mw).submitted, 0); /* none of the above counted anything */
@@ -860,6 +861,46 @@ static void test_mw_take_result_consuming_master_never_deadlocks(void **state)
     long rounds = scaled(10, 2);
     for (long round = 0; round < rounds; round++)
         consume_on_the_master(scaled(300, 100));
+}
+
+struct take_call {
+    mw_t *mw;
+    long timeout_ms;
+    int err;
+    double elapsed_ms;
+};
+
+static void *take_on_thread(void *raw)
+{
+    struct take_call *call = raw;
+    mw_result_t result;
+    int64_t start = kit_now_ns();
+    call->err = mw_take_result(call->mw, &result, call->timeout_ms);
+    call->elapsed_ms = kit_elapsed_ms(start);
+    return NULL;
+}
+
+/* A consumer waiting for a result that does not come: ETIMEDOUT after its
+ * timeout (a lower bound), also when its wait keeps being woken for nothing -
+ * one deadline for the whole call. */
+static void test_mw_take_result_times_out_on_one_deadline(void **state)
+{
+    (void)state;
+    /* static: should a check fail, the waiting thread finds them intact */
+    static struct take_call call;
+    static kit_worker_t taker;
+    mw_t *mw = make_mw(basic);
+    assert_ok(mw_start(mw));
+    kit_wakeups_every(20);
+    call = (struct take_call){ mw, 300, -1, 0 };
+    kit_worker_start(&taker, "taker", take_on_thread, &call);
+    kit_worker_must_finish(&taker, "mw_take_result(300) woken every 20 ms with no result coming");
+    kit_wakeups_every(0);
+    assert_err(call.err, ETIMEDOUT);
+    if (call.elapsed_ms < 300.0)
+        fail_msg("mw_take_result(300) gave up after %.1f ms: a timeout is a lower bound", call.elapsed_ms);
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_destroy(mw);
 }
 
 /* The document's trap: the master waits for completion before consuming. */
@@ -1522,6 +1563,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_await_joins_every_worker),
     cmocka_unit_test(test_mw_result_limit_bounds_unconsumed_results),
     cmocka_unit_test(test_mw_take_result_consuming_master_never_deadlocks),
+    cmocka_unit_test(test_mw_take_result_times_out_on_one_deadline),
     cmocka_unit_test(test_mw_await_detects_the_result_limit_trap),
     cmocka_unit_test(test_mw_await_detects_the_trap_with_idle_workers),
     cmocka_unit_test(test_mw_consumer_end_wakes_a_waiting_master),
