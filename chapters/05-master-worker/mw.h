@@ -17,6 +17,14 @@
  *   the component was closed, or mw_stop() took it out of the queue - goes to
  *   the rejected list. Nothing is ever dropped silently.
  *
+ * **Thread safety.** Once mw_create() has returned, every function may be
+ * called from any thread, concurrently with any other, except: mw_start()
+ * once, by the master; mw_await() and mw_stop() not from the component's
+ * own workers (a process function or on_result of this component gets
+ * EDEADLK); mw_destroy() only when no other thread uses the component any
+ * more. Process functions may call mw_submit(), mw_stop_requested(),
+ * mw_stats() and the take functions on their own component.
+ *
  * **Completion.** A `pending` counter is incremented *before* a task becomes
  * visible to the workers and decremented only *after* its result or failure
  * is published. pending == 0 therefore means "every task submitted so far is
@@ -36,20 +44,24 @@
  * master takes one. The master must therefore consume *while* the workers
  * run - with mw_take_result(), on its own thread or on a consumer thread
  * announced with mw_consumer_begin()). The document's deadlock trap is a master that waits
- * for completion *before* consuming: every worker waits for room, nobody
- * makes room. mw_await() recognises that state and returns EDEADLK instead of
- * hanging. A result given to `on_result` is never stored, so it never waits.
+ * for completion *before* consuming: the results are full, nobody makes
+ * room, and no worker can finish anything more - every pending task is held
+ * by a worker waiting for room (the other workers idle: they cannot help),
+ * or every worker waits for room. mw_await() recognises that state and
+ * returns EDEADLK instead of hanging. A result given to `on_result` is never
+ * stored, so it never waits.
  *
  * **Ownership.**
  * - A payload passed to mw_submit() stays the caller's memory; the component
  *   only carries the pointer. If mw_submit() returns 0 the process function
  *   borrows it while it runs; after a *success* the process function is
  *   responsible for it (free it, or make it part of the result data); after a
- *   *failure* it comes back through mw_take_failed(). If mw_submit() fails
- *   with ETIMEDOUT or ECANCELED the task is recorded as rejected and the
- *   payload comes back through mw_take_rejected() - do not free it after the
- *   error return. After EINVAL or ENOMEM nothing was recorded and the caller
- *   still owns it.
+ *   *failure* it comes back through mw_take_failed(). If mw_submit() fails,
+ *   whatever the error, the task never ran and the caller keeps the payload.
+ *   After ETIMEDOUT or ECANCELED the rejected record also carries the
+ *   pointer (mw_take_rejected() shows it again; the component never reads
+ *   or frees it): free it once - after the error return or after taking the
+ *   record, not both. After EINVAL or ENOMEM nothing was recorded.
  * - Result data (`*result` set by the process function) belongs to whoever
  *   takes the record with mw_take_result(), or to `on_result`.
  * - The component never frees a payload or result data. mw_destroy() frees
@@ -90,7 +102,7 @@ typedef struct mw_result {
 
 /** @brief A task that failed or never ran, with why. */
 typedef struct mw_failure {
-    mw_task_t task; /**< the task as submitted: its payload comes back here */
+    mw_task_t task; /**< the task as submitted, with its payload pointer */
     int error;      /**< failed: the process function's return value;
                          rejected: ETIMEDOUT (queue full) or ECANCELED (closed or stopped) */
 } mw_failure_t;
@@ -131,7 +143,8 @@ typedef struct mw_stats {
     size_t completed;       /**< results published (stored or given to on_result) */
     size_t failed;          /**< tasks whose process function returned non-zero */
     size_t rejected;        /**< tasks that never ran: full queue, closed, or dropped by mw_stop() */
-    size_t cancelled;       /**< of the rejected, those mw_stop() took out of the queue */
+    size_t cancelled;       /**< of the rejected, tasks mw_submit() had accepted that a stop took out of the queue
+                                 unstarted; a submit refused after a stop is rejected, not cancelled */
     size_t pending;         /**< submitted, and not yet completed, failed or rejected */
     size_t unconsumed;      /**< results stored and not yet taken */
     size_t most_unconsumed; /**< the most results ever stored at once (<= result_limit if set) */
@@ -174,8 +187,9 @@ int mw_start(mw_t *mw);
  * @return 0 (queued; it will complete or fail); ETIMEDOUT (the queue stayed
  *         full) or ECANCELED (closed: after mw_close(), mw_await() or
  *         mw_stop(); sub-tasks are still accepted after mw_close() until a
- *         stop) - in both cases the task is recorded as rejected, counted,
- *         and its payload comes back through mw_take_rejected();
+ *         stop) - in both cases the task is recorded as rejected and counted
+ *         (not in `cancelled`), and the caller keeps @p payload: the record
+ *         carries the same pointer (see mw.h, Ownership);
  *         EINVAL (NULL @p mw, negative @p timeout_ms) or ENOMEM - then
  *         nothing is recorded or counted and the caller keeps @p payload.
  * @par Thread safety
@@ -195,9 +209,11 @@ int mw_submit(mw_t *mw, long task_id, void *payload, long timeout_ms);
  * @param[in] timeout_ms how long to wait (0: just check).
  * @return 0 (all done, every worker joined; calling it again returns 0);
  *         ETIMEDOUT (not done yet, or a worker had not left yet: call it
- *         again); EDEADLK (the wait could never end: tasks are pending, every
- *         worker waits for room under `result_limit`, and nobody consumes -
- *         the deadlock trap; nothing changed: consume, then call it again),
+ *         again); EDEADLK (the wait could never end: the results are at
+ *         `result_limit`, no consumer is announced or waiting, and every
+ *         pending task is held by a worker waiting for room, or every worker
+ *         waits for room - the deadlock trap; nothing changed: consume, then
+ *         call it again),
  *         also when called from a process function of @p mw (it would wait
  *         for its own task); EINVAL (NULL, negative timeout, not started).
  * @par Thread safety
@@ -211,15 +227,18 @@ int mw_await(mw_t *mw, long timeout_ms);
  *        wait for the tasks already running, and stop and join every worker.
  *
  * After the deadline, mw_stop_requested() is true (a long task should check
- * it and return), new sub-tasks are rejected, and `result_limit` is lifted
- * so that no worker waits for a consumer that may never come: results are
- * never dropped. Running tasks are not interrupted - C has no interruption -
+ * it and return), no queued task is started any more (whether mw_stop() or a
+ * worker takes it out of the queue, it is recorded as rejected with
+ * ECANCELED and counted in `cancelled`), new sub-tasks are rejected, and
+ * `result_limit` is lifted so that no worker waits for a consumer that may
+ * never come: results are never dropped. Running tasks are not interrupted - C has no interruption -
  * so a process function that never returns keeps mw_stop() waiting.
  * @param[in] mw         the component.
  * @param[in] timeout_ms how long queued tasks may still run (0: none).
- * @return 0 (everything submitted was done); ETIMEDOUT (some tasks were not
- *         done: they are recorded as rejected with ECANCELED and counted in
- *         `cancelled`; every worker is stopped and joined all the same);
+ * @return 0 (every task mw_submit() accepted was done); ETIMEDOUT (some
+ *         accepted tasks were not done: they are recorded as rejected with
+ *         ECANCELED and counted in `cancelled`; every worker is stopped and
+ *         joined all the same);
  *         EDEADLK when called from a process function of @p mw; EINVAL (NULL,
  *         negative timeout). Before mw_start() it records every queued task
  *         as not done. Calling it again returns 0 unless more was cancelled.
@@ -272,7 +291,8 @@ int mw_take_failed(mw_t *mw, mw_failure_t *out);
  * @brief Remove the oldest rejected task (does not wait).
  * @param[in]  mw  the component.
  * @param[out] out the task and why it never ran (ETIMEDOUT or ECANCELED);
- *                 the caller owns the payload again. Unchanged on error.
+ *                 its payload pointer is the caller's, as it always was
+ *                 (see mw_submit()). Unchanged on error.
  * @return 0; ENOENT (none recorded now); EINVAL (NULL argument).
  * @par Thread safety
  * As mw_take_failed().

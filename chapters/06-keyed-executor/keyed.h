@@ -12,6 +12,13 @@
  * Think of bank accounts: deposits to one account must be applied one after
  * another, in order, while different accounts proceed side by side.
  *
+ * **Thread safety.** Once keyed_create() has returned, keyed_submit(),
+ * keyed_close(), keyed_await_termination() and keyed_active_keys() may be
+ * called from any thread, concurrently with each other, tasks of the
+ * executor included (a task gets EDEADLK from keyed_await_termination(), and
+ * from future_get() on a later task of its own key). keyed_destroy() only
+ * when no other thread calls into the executor any more.
+ *
  * **How.** A map from key to a FIFO of waiting tasks. A key's FIFO is in the
  * map exactly while a *drain* for that key is scheduled on (or running on)
  * the pool: the drain takes the key's tasks one by one and runs them. So
@@ -87,7 +94,10 @@ int keyed_create(keyed_t **out, tpool_t *pool);
  * @param[out] out the task's future, with one reference for the caller;
  *                 NULL on any error.
  * @return 0; EINVAL (NULL @p kx, @p key, @p fn or @p out); ECANCELED (the
- *         executor is closed, or the pool is shut down); ENOMEM; or the
+ *         executor is closed, or @p key has no drain and the pool, shut
+ *         down, refuses a new one - a key whose drain is still scheduled or
+ *         running accepts the task, and that drain runs it, even after the
+ *         pool's shutdown); ENOMEM; or the
  *         pool's rejection when a new key's drain cannot be scheduled
  *         (EAGAIN with bq_policy_abort()). On every error the executor is
  *         exactly as before - in particular a new key is not left in the map -

@@ -10,6 +10,14 @@
  * its command took effect. The protocol below keeps every task and gives it
  * exactly one outcome anyway.
  *
+ * **Thread safety.** dmw_worker_run() may run on any number of threads and
+ * processes at once, concurrently with everything else, as long as the
+ * worker names differ: each call makes its own connections. dmw_reap() may
+ * run concurrently with the workers and with other reapers, but the
+ * connection it is given serves one thread at a time. A dmw_master_t is
+ * used by one thread at a time (its functions share one connection); two
+ * masters of the same run, each on its own thread, may work at once.
+ *
  * **The reliable queue.** Every key of a run starts with `dmw:{RUN}:`.
  * - The master records each task in `tasks` and pushes it onto `queue`.
  * - A worker takes one with `BLMOVE queue processing:W RIGHT LEFT`: one

@@ -57,12 +57,15 @@ struct mw {
  * - finish_task_locked(): pending--; at 0, broadcast to the master and to
  *   the consumers (closed + nothing pending = the results have ended);
  * - results_full_locked(): result_limit > 0, not stopping, count >= limit;
- * - stuck_locked(): pending > 0, every live worker blocked on the result
- *   limit, results full, and no consumer registered or waiting. That is
- *   the document's deadlock trap: mw_await returns EDEADLK then. */
+ * - stuck_locked(): pending > 0, results full, no consumer registered or
+ *   waiting, and no worker can finish anything more: every pending task is
+ *   held by a worker blocked on the result limit, or every live worker is
+ *   blocked. That is the document's deadlock trap: mw_await returns EDEADLK
+ *   then. (finish_task_locked() must wake the master when it becomes true.) */
 
 /* TODO: the worker thread. Loop: bq_take(); a poison pill ends the loop;
- * a task taken after a stop request is recorded as rejected (ECANCELED);
+ * a task taken after a stop request is recorded as rejected (ECANCELED)
+ * and counted in `cancelled`;
  * otherwise call process() with no lock held and time it (kit_now_ns());
  * a non-zero return goes to the failed list - and the worker CARRIES ON;
  * a success fills the record's result (task id, data, cost in us) and
@@ -97,7 +100,8 @@ int mw_submit(mw_t *mw, long task_id, void *payload, long timeout_ms)
 {
     /* TODO: EINVAL for NULL or a negative timeout; ENOMEM if no record.
      * Under the lock: submitted++; refuse with ECANCELED (record it as
-     * rejected right there) if a stop was requested, or if closed and the
+     * rejected right there - rejected, not cancelled: it was never
+     * accepted; the caller keeps the payload) if a stop was requested, or if closed and the
      * caller is not one of this component's workers (sub-tasks may still
      * come after mw_close); otherwise pending++ - BEFORE the queue sees it.
      * Unlock, then bq_offer(queue, record, timeout_ms). If that fails:

@@ -83,8 +83,10 @@ int keyed_submit(keyed_t *kx, const char *key, void *(*fn)(void *), void *arg, f
      * Build the task and its future BEFORE locking. Under the lock:
      * closed -> ECANCELED; key in the map -> append (future_set_lane first);
      * new key -> new lane, insert, append, schedule its drain with
-     * tpool_execute_or_drop(); on failure remove the key again (rollback)
-     * and free the lane. Unlock. On error release both references and free
+     * tpool_execute_or_drop(); on failure (ECANCELED from a shut-down
+     * pool, EAGAIN from a full one) remove the key again (rollback) and
+     * free the lane. A key already in the map just appends, even after the
+     * pool's shutdown: its drain is still there to run it. Unlock. On error release both references and free
      * the task. Remember: once unlocked, the task may already have run. */
     (void)kx;
     (void)key;

@@ -118,14 +118,19 @@ static bool results_full_locked(const mw_t *mw)
     return mw->config.result_limit > 0 && !mw->stop_requested && mw->results.count >= mw->config.result_limit;
 }
 
-/* PAGE: trap-detector. Waiting for pending == 0 could never end: every live
- * worker waits for room among the results, the results are full, and no
- * thread consumes them - the master itself is the one waiting. */
+/* PAGE: trap-detector. Waiting for pending == 0 could never end: the
+ * results are full, no thread consumes them (the master itself is the one
+ * waiting), and no worker can finish anything more - every pending task is
+ * held by a worker waiting for room, or every live worker waits for room,
+ * so the queued tasks cannot even start. Idle workers cannot help. */
 static bool stuck_locked(const mw_t *mw)
 {
-    return mw->pending > 0 && mw->stats.workers_alive > 0 &&
-           mw->stats.workers_blocked == mw->stats.workers_alive && results_full_locked(mw) &&
-           mw->consumers + mw->waiting_consumers == 0;
+    if (mw->pending == 0 || !results_full_locked(mw) || mw->consumers + mw->waiting_consumers > 0)
+        return false;
+    bool every_task_held = mw->pending == mw->stats.workers_blocked;
+    bool every_worker_blocked =
+        mw->stats.workers_alive > 0 && mw->stats.workers_blocked == mw->stats.workers_alive;
+    return every_task_held || every_worker_blocked;
 }
 
 static void wake_master_if_stuck_locked(mw_t *mw)
@@ -148,17 +153,27 @@ static void finish_task_locked(mw_t *mw)
     if (mw->pending == 0) {
         pthread_cond_broadcast(&mw->settled);      /* every waiting master may stop the workers */
         pthread_cond_broadcast(&mw->result_ready); /* if closed, consumers see the end */
+    } else {
+        wake_master_if_stuck_locked(mw); /* the rest may all be held by blocked workers now */
     }
 }
 
-/* Never dropped: the record keeps the payload until mw_take_rejected(). */
+/* Never dropped: the record keeps the payload pointer until mw_take_rejected(). */
 static void reject_locked(mw_t *mw, struct record *rec, int why)
 {
     kit_log("mw", "task %ld rejected (%s): recorded", rec->task.id, kit_errno_name(why));
     rec->error = why;
     list_push(&mw->rejected, rec); /* PAGE: rejected-recorded */
     mw->stats.rejected++;
-    mw->stats.cancelled += mw->stop_requested;
+}
+
+/* A task mw_submit() had accepted, taken out of the queue after a stop passed
+ * its deadline: rejected, counted in `cancelled`, and finished. */
+static void cancel_locked(mw_t *mw, struct record *rec)
+{
+    reject_locked(mw, rec, ECANCELED);
+    mw->stats.cancelled++;
+    finish_task_locked(mw);
 }
 
 /* ---- workers ----------------------------------------------------------------------------- */
@@ -239,10 +254,8 @@ static bool cancelled_by_stop(mw_t *mw, struct record *rec)
 {
     pthread_mutex_lock(&mw->lock);
     bool cancel = mw->stop_requested;
-    if (cancel) {
-        reject_locked(mw, rec, ECANCELED);
-        finish_task_locked(mw);
-    }
+    if (cancel)
+        cancel_locked(mw, rec);
     pthread_mutex_unlock(&mw->lock);
     return cancel;
 }
@@ -328,7 +341,8 @@ static int join_workers(mw_t *mw, const struct timespec *deadline)
     }
     bool all_left = mw->stats.workers_alive == 0;
     bool join = all_left && !mw->joined;
-    mw->joined |= join;
+    if (join)
+        mw->joined = true;
     size_t started = mw->started_threads;
     pthread_mutex_unlock(&mw->lock);
     for (size_t i = 0; join && i < started; i++)
@@ -370,8 +384,7 @@ static void cancel_queued(mw_t *mw)
             return;
         }
         pthread_mutex_lock(&mw->lock);
-        reject_locked(mw, item, ECANCELED);
-        finish_task_locked(mw);
+        cancel_locked(mw, item);
         pthread_mutex_unlock(&mw->lock);
     }
 }
@@ -439,9 +452,14 @@ int mw_start(mw_t *mw)
     if (mw == NULL)
         return EINVAL;
     pthread_mutex_lock(&mw->lock);
-    int err = mw->started ? EINVAL : mw->closed ? ECANCELED : 0;
+    int err = 0;
+    if (mw->started)
+        err = EINVAL;
+    else if (mw->closed)
+        err = ECANCELED;
     bool starting = err == 0;
-    mw->started |= starting;
+    if (starting)
+        mw->started = true;
     for (size_t i = 0; starting && err == 0 && i < mw->config.workers; i++)
         err = start_worker_locked(mw, i);
     pthread_mutex_unlock(&mw->lock);
@@ -615,7 +633,8 @@ int mw_consumer_end(mw_t *mw)
         return EINVAL;
     pthread_mutex_lock(&mw->lock);
     int err = mw->consumers > 0 ? 0 : EINVAL;
-    mw->consumers -= err == 0;
+    if (err == 0)
+        mw->consumers--;
     wake_master_if_stuck_locked(mw); /* the last consumer may have been the only way out */
     pthread_mutex_unlock(&mw->lock);
     return err;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kit_errno.h"
 #include "kit_time.h"
 #include "mw.h"
 
@@ -188,9 +189,13 @@ struct hold {
     long held_id;
     kit_latch_t started;  /* counted down when the held task starts */
     kit_latch_t release;  /* the held task waits for this */
-    bool until_stop;      /* instead: wait until mw_stop_requested(), then fail */
+    bool until_stop;      /* instead: wait until mw_stop_requested(), submit a sub-task, then fail */
+    atomic_int subtask_error; /* what that sub-task's mw_submit returned (-1: not tried) */
     atomic_int timed_out; /* the held task gave up waiting (a test bug or a hang) */
 };
+
+/* The id of the sub-task a held task submits once it has seen the stop. */
+static const long LATE_SUBTASK = 1000;
 
 static int process_hold(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
 {
@@ -203,6 +208,7 @@ static int process_hold(mw_t *mw, const mw_task_t *task, void **result, void *ct
         int64_t start = kit_now_ns();
         while (!mw_stop_requested(mw) && kit_elapsed_ms(start) < KIT_HANG_MS)
             kit_sleep_ms(1);
+        atomic_store(&hold->subtask_error, mw_submit(mw, LATE_SUBTASK, NULL, 0)); /* after the deadline */
         return ECANCELED;
     }
     if (kit_latch_wait(&hold->release, KIT_HANG_MS) != 0)
@@ -214,6 +220,7 @@ static void hold_init(struct hold *hold, long held_id)
 {
     memset(hold, 0, sizeof *hold);
     hold->held_id = held_id;
+    atomic_store(&hold->subtask_error, -1);
     assert_ok(kit_latch_init(&hold->started, 1));
     assert_ok(kit_latch_init(&hold->release, 1));
 }
@@ -357,26 +364,23 @@ static void test_mw_create_rejects_bad_arguments(void **state)
     assert_null(mw);
 }
 
+static int create_and_destroy(void *ctx)
+{
+    mw_t *mw = (mw_t *)&mw; /* not NULL: create must reset it on failure */
+    int err = mw_create(&mw, ctx);
+    if (err != 0 && mw != NULL)
+        return EFAULT; /* out must be NULL after a failure */
+    mw_destroy(mw);
+    return err;
+}
+
+/* Every allocation create makes, failed in turn - however many it makes:
+ * ENOMEM, out NULL, nothing leaked. */
 static void test_mw_create_undoes_partial_work(void **state)
 {
     (void)state;
-    int failures = 0;
-    for (long nth = 1; nth <= 8; nth++) {
-        long before = kit_live_allocations();
-        mw_t *mw = (mw_t *)&mw;
-        kit_fail_allocation(nth);
-        int err = mw_create(&mw, &basic);
-        kit_fail_allocation(0);
-        if (err == 0) {
-            mw_destroy(mw);
-        } else {
-            assert_int_equal(err, ENOMEM);
-            assert_null(mw);
-            failures++;
-        }
-        assert_no_leak_since(before);
-    }
-    assert_true(failures >= 2); /* create allocates more than once */
+    mw_config_t config = basic;
+    assert_true(kit_sweep_allocation_failures("mw_create", create_and_destroy, &config) >= 1);
 }
 
 /* Calls a task must not make on its own component. */
@@ -398,7 +402,8 @@ static int process_reentering(mw_t *mw, const mw_task_t *task, void **result, vo
 /* mw_await and mw_stop from a task would wait for that task: EDEADLK. */
 static void check_calls_from_inside_a_task(void)
 {
-    struct reentry seen = { 0 };
+    static struct reentry seen; /* static: a failed check leaves the threads using it intact */
+    seen = (struct reentry){ 0 };
     mw_config_t config = basic;
     config.process = process_reentering;
     config.ctx = &seen;
@@ -442,6 +447,7 @@ static void test_mw_bad_arguments(void **state)
     assert_err(mw_consumer_end(NULL), EINVAL);
     assert_err(mw_consumer_end(mw), EINVAL); /* none registered */
     assert_false(mw_stop_requested(NULL));
+    assert_false(mw_stop_requested(mw)); /* no stop yet */
     assert_err(mw_stats(NULL, &stats), EINVAL);
     assert_err(mw_stats(mw, NULL), EINVAL);
     assert_int_equal(stats_of(mw).submitted, 0); /* none of the above counted anything */
@@ -518,7 +524,7 @@ static void test_mw_process_failure_does_not_kill_the_worker(void **state)
 {
     (void)state;
     enum { TASKS = 10 };
-    long payloads[TASKS];
+    static long payloads[TASKS]; /* static: read by the worker */
     mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = TASKS, .process = process_marked });
     for (long id = 0; id < TASKS; id++) { /* odd ids fail */
         payloads[id] = id % 2 ? FAILING_MARK + id : id;
@@ -553,7 +559,7 @@ static void test_mw_process_failure_does_not_kill_the_worker(void **state)
 static void test_mw_submit_rejects_when_full_and_records_it(void **state)
 {
     (void)state;
-    struct hold hold;
+    static struct hold hold; /* static: a failed check leaves the threads using it intact */
     hold_init(&hold, 0);
     mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 1, .process = process_hold, .ctx = &hold });
     int payloads[4];
@@ -629,7 +635,8 @@ static void test_mw_await_waits_for_the_last_result(void **state)
 {
     (void)state;
     enum { TASKS = 20 };
-    struct slow_callback cb = { .held_id = 7 };
+    static struct slow_callback cb; /* static: a failed check leaves the threads using it intact */
+    cb = (struct slow_callback){ .held_id = 7 };
     assert_ok(kit_latch_init(&cb.entered, 1));
     assert_ok(kit_latch_init(&cb.release, 1));
     mw_t *mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = TASKS, .process = process_triple,
@@ -642,8 +649,9 @@ static void test_mw_await_waits_for_the_last_result(void **state)
     while (stats_of(mw).pending > 1 && kit_elapsed_ms(start) < KIT_HANG_MS)
         kit_sleep_ms(1);
     assert_int_equal(stats_of(mw).pending, 1); /* only task 7 is left */
-    struct await_call call = { mw, KIT_HANG_MS, -1, 0 };
-    kit_worker_t awaiter;
+    static struct await_call call; /* static: a failed check leaves the threads using it intact */
+    call = (struct await_call){ mw, KIT_HANG_MS, -1, 0 };
+    static kit_worker_t awaiter;
     kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
     kit_worker_must_block(&awaiter, 200, "mw_await while task 7's result is still being published");
     kit_latch_count_down(&cb.release);
@@ -664,17 +672,20 @@ static void test_mw_await_waits_for_the_last_result(void **state)
  * (0: none) stretch the gaps between critical sections meanwhile. */
 static void run_tree_under_await(mw_t *mw, struct tree *tree, int workers, long delay_us, uint64_t seed)
 {
-    kit_latch_t started, go;
+    /* static: should a check fail, the threads still using them find them intact */
+    static kit_latch_t started, go;
+    static struct await_call call;
+    static kit_worker_t awaiter;
     assert_ok(kit_latch_init(&started, 1));
     assert_ok(kit_latch_init(&go, 1));
     tree->root_started = &started;
     tree->root_go = &go;
     assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS)); /* the master submits only the root */
     assert_ok(kit_latch_wait(&started, KIT_HANG_MS));
-    struct await_call call = { mw, KIT_HANG_MS, -1, 0 };
-    kit_worker_t awaiter;
+    call = (struct await_call){ mw, KIT_HANG_MS, -1, 0 };
     kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
-    kit_await_waiting_threads(workers, "the awaiting master and the idle workers"); /* root's worker: in a latch */
+    /* the awaiting master and the idle workers (the root's worker waits in a test latch, not counted) */
+    kit_await_waiting_threads(workers, "the awaiting master and the idle workers");
     kit_lock_delays(delay_us, seed);
     kit_latch_count_down(&go);
     kit_worker_must_finish(&awaiter, "mw_await on a tree of sub-tasks");
@@ -701,7 +712,8 @@ static void test_mw_submit_counts_subtasks(void **state)
 {
     (void)state;
     enum { WORKERS = 4 };
-    struct tree tree = { .fanout = 3, .total = tree_size(3, 4) }; /* 121 tasks */
+    static struct tree tree; /* static: a failed check leaves the threads using it intact */
+    tree = (struct tree){ .fanout = 3, .total = tree_size(3, 4) }; /* 121 tasks */
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = (size_t)tree.total,
                                       .process = process_tree, .ctx = &tree });
     assert_ok(mw_start(mw));
@@ -712,7 +724,7 @@ static void test_mw_submit_counts_subtasks(void **state)
 static void test_mw_await_times_out_while_a_task_runs(void **state)
 {
     (void)state;
-    struct hold hold;
+    static struct hold hold; /* static: a failed check leaves the threads using it intact */
     hold_init(&hold, 0);
     mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 2, .process = process_hold, .ctx = &hold });
     assert_ok(mw_start(mw));
@@ -725,8 +737,9 @@ static void test_mw_await_times_out_while_a_task_runs(void **state)
 
     /* Stolen wake-ups every 20 ms: one deadline must still end the wait. */
     kit_wakeups_every(20);
-    struct await_call call = { mw, 300, -1, 0 };
-    kit_worker_t awaiter;
+    static struct await_call call; /* static: a failed check leaves the threads using it intact */
+    call = (struct await_call){ mw, 300, -1, 0 };
+    static kit_worker_t awaiter;
     kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
     kit_worker_must_finish(&awaiter, "mw_await(300) woken every 20 ms");
     kit_wakeups_every(0);
@@ -744,8 +757,10 @@ static void test_mw_await_joins_every_worker(void **state)
 {
     (void)state;
     enum { WORKERS = 6 };
+    char name[] = "mwjoin";
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple,
-                                      .name = "mwjoin" });
+                                      .name = name });
+    name[0] = 'X'; /* the name was copied: the workers are still mwjoin-<n> */
     assert_ok(mw_start(mw));
     assert_int_equal(stats_of(mw).workers_alive, WORKERS);
     long named = await_threads_named("mwjoin-", WORKERS);
@@ -759,6 +774,14 @@ static void test_mw_await_joins_every_worker(void **state)
         assert_int_equal(await_threads_named("mwjoin-", 0), 0); /* no thread left behind */
     assert_ok(mw_await(mw, 0)); /* again: already done */
     assert_int_equal(stats_of(mw).completed, 100);
+    mw_destroy(mw);
+
+    mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 8, .process = process_triple }); /* no name */
+    assert_ok(mw_start(mw));
+    if (named >= 0 && await_threads_named("worker-", 2) != 2)
+        fail_msg("a component created without a name has %ld threads named worker-<n>; expected 2",
+                 count_threads_named("worker-"));
+    assert_ok(mw_await(mw, KIT_HANG_MS));
     mw_destroy(mw);
 }
 
@@ -782,11 +805,12 @@ static void test_mw_result_limit_bounds_unconsumed_results(void **state)
     (void)state;
     enum { WORKERS = 4, LIMIT = 4 };
     long tasks = scaled(400, 100);
-    struct seeded plan = { .seed = kit_test_seed() };
+    static struct seeded plan; /* static: a failed check leaves the threads using it intact */
+    plan = (struct seeded){ .seed = kit_test_seed() };
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = (size_t)tasks, .process = process_seeded,
                                       .result_limit = LIMIT, .ctx = &plan });
-    struct consumer c;
-    kit_worker_t consumer;
+    static struct consumer c; /* static: a failed check leaves the threads using it intact */
+    static kit_worker_t consumer;
     consumer_start(&c, &consumer, mw, tasks); /* registered, not consuming yet */
     c.produced = &plan.produced;
     c.pause_us = 200;
@@ -839,6 +863,46 @@ static void test_mw_take_result_consuming_master_never_deadlocks(void **state)
         consume_on_the_master(scaled(300, 100));
 }
 
+struct take_call {
+    mw_t *mw;
+    long timeout_ms;
+    int err;
+    double elapsed_ms;
+};
+
+static void *take_on_thread(void *raw)
+{
+    struct take_call *call = raw;
+    mw_result_t result;
+    int64_t start = kit_now_ns();
+    call->err = mw_take_result(call->mw, &result, call->timeout_ms);
+    call->elapsed_ms = kit_elapsed_ms(start);
+    return NULL;
+}
+
+/* A consumer waiting for a result that does not come: ETIMEDOUT after its
+ * timeout (a lower bound), also when its wait keeps being woken for nothing -
+ * one deadline for the whole call. */
+static void test_mw_take_result_times_out_on_one_deadline(void **state)
+{
+    (void)state;
+    /* static: should a check fail, the waiting thread finds them intact */
+    static struct take_call call;
+    static kit_worker_t taker;
+    mw_t *mw = make_mw(basic);
+    assert_ok(mw_start(mw));
+    kit_wakeups_every(20);
+    call = (struct take_call){ mw, 300, -1, 0 };
+    kit_worker_start(&taker, "taker", take_on_thread, &call);
+    kit_worker_must_finish(&taker, "mw_take_result(300) woken every 20 ms with no result coming");
+    kit_wakeups_every(0);
+    assert_err(call.err, ETIMEDOUT);
+    if (call.elapsed_ms < 300.0)
+        fail_msg("mw_take_result(300) gave up after %.1f ms: a timeout is a lower bound", call.elapsed_ms);
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_destroy(mw);
+}
+
 /* The document's trap: the master waits for completion before consuming. */
 static void test_mw_await_detects_the_result_limit_trap(void **state)
 {
@@ -873,6 +937,235 @@ static void test_mw_await_detects_the_result_limit_trap(void **state)
     assert_int_equal(wrong, 0);
     assert_ok(mw_await(mw, KIT_HANG_MS));
     assert_int_equal(stats_of(mw).completed, TASKS);
+    mw_destroy(mw);
+}
+
+/* The trap with idle workers: a limit of 2, 4 workers, 3 tasks, nobody
+ * consuming. Two results fill the limit, the third task's worker waits for
+ * room, the other workers idle - they cannot help: the wait can never end. */
+static void test_mw_await_detects_the_trap_with_idle_workers(void **state)
+{
+    (void)state;
+    enum { WORKERS = 4, LIMIT = 2, TASKS = 3 };
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple,
+                                      .result_limit = LIMIT });
+    assert_ok(mw_start(mw));
+    for (long id = 0; id < TASKS; id++)
+        assert_ok(mw_submit(mw, id, NULL, 0));
+    int err = mw_await(mw, KIT_HANG_MS);
+    if (err != EDEADLK)
+        fail_msg("mw_await returned %s; expected EDEADLK: every pending task is held by a worker waiting for "
+                 "room and nobody consumes, so the wait could never end (idle workers cannot help)",
+                 kit_errno_name(err));
+    mw_stats_t s = stats_of(mw);
+    assert_int_equal(s.unconsumed, LIMIT);
+    assert_int_equal(s.pending, TASKS - LIMIT);
+    assert_int_equal(s.workers_blocked, TASKS - LIMIT);
+    mw_result_t result;
+    assert_ok(mw_take_result(mw, &result, 0)); /* room for the held result: now it can end */
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    assert_int_equal(stats_of(mw).completed, TASKS);
+    mw_destroy(mw);
+}
+
+/* The only announced consumer leaves while the master already waits in
+ * mw_await and every worker waits for room: the master must be woken to
+ * report the trap, not left asleep until its timeout. */
+static void test_mw_consumer_end_wakes_a_waiting_master(void **state)
+{
+    (void)state;
+    enum { WORKERS = 2, LIMIT = 2, TASKS = 8 };
+    /* static: should a check fail, the awaiting thread finds them intact */
+    static struct await_call call;
+    static kit_worker_t awaiter;
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = TASKS, .process = process_triple,
+                                      .result_limit = LIMIT });
+    assert_ok(mw_consumer_begin(mw));
+    assert_ok(mw_start(mw));
+    for (long id = 0; id < TASKS; id++)
+        assert_ok(mw_submit(mw, id, NULL, 0));
+    mw_stats_t s = await_blocked_workers(mw, WORKERS, LIMIT);
+    assert_int_equal(s.workers_blocked, WORKERS);
+    call = (struct await_call){ mw, 2 * KIT_HANG_MS, -1, 0 };
+    kit_worker_start(&awaiter, "awaiter", await_on_thread, &call);
+    kit_await_waiting_threads(WORKERS + 1, "the awaiting master and the workers waiting for room");
+    assert_ok(mw_consumer_end(mw)); /* nobody will make room any more */
+    kit_worker_must_finish(&awaiter, "mw_await after the only announced consumer left (mw_consumer_end)");
+    assert_err(call.err, EDEADLK);
+    assert_ok(mw_close(mw));
+    int seen[TASKS] = { 0 };
+    long wrong = 0;
+    assert_int_equal(drain_results(mw, seen, TASKS, &wrong), TASKS); /* nothing was lost */
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_destroy(mw);
+}
+
+/* Task 0 waits until the master has closed, then submits a sub-task. */
+struct late_parent {
+    kit_latch_t started, go;
+    atomic_int subtask_error; /* -1 until tried */
+};
+
+static int process_late_parent(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    struct late_parent *parent = ctx;
+    *result = as_data(expected_data(task->id));
+    if (task->id != 0)
+        return 0;
+    kit_latch_count_down(&parent->started);
+    if (kit_latch_wait(&parent->go, KIT_HANG_MS) != 0)
+        return ETIMEDOUT;
+    atomic_store(&parent->subtask_error, mw_submit(mw, 1, NULL, KIT_HANG_MS));
+    return 0;
+}
+
+/* mw_close stops tasks from outside; a running task's sub-tasks still get
+ * in, so everything in flight can finish. */
+static void test_mw_close_still_accepts_subtasks(void **state)
+{
+    (void)state;
+    static struct late_parent parent; /* static: the worker may still use it if a check fails */
+    assert_ok(kit_latch_init(&parent.started, 1));
+    assert_ok(kit_latch_init(&parent.go, 1));
+    atomic_store(&parent.subtask_error, -1);
+    mw_t *mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 4, .process = process_late_parent,
+                                      .ctx = &parent });
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS));
+    assert_ok(kit_latch_wait(&parent.started, KIT_HANG_MS));
+    assert_ok(mw_close(mw));
+    assert_err(mw_submit(mw, 2, NULL, 0), ECANCELED); /* from outside: refused */
+    kit_latch_count_down(&parent.go);
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    int err = atomic_load(&parent.subtask_error);
+    if (err != 0)
+        fail_msg("a sub-task submitted by a running task after mw_close got %s, expected 0: sub-tasks are still "
+                 "accepted until a stop", kit_errno_name(err));
+    mw_stats_t s = stats_of(mw);
+    assert_int_equal(s.completed, 2);
+    assert_int_equal(s.rejected, 1);
+    int seen[2] = { 0 };
+    long wrong = 0;
+    assert_int_equal(drain_results(mw, seen, 2, &wrong), 2);
+    assert_int_equal(wrong, 0);
+    mw_destroy(mw);
+    kit_latch_destroy(&parent.started);
+    kit_latch_destroy(&parent.go);
+}
+
+/* A refused submit leaves the payload with the caller, who may free it at
+ * once; the component never frees it, not even in mw_destroy. */
+static void test_mw_submit_refused_payload_stays_the_callers(void **state)
+{
+    (void)state;
+    static struct hold hold; /* static: the worker may still use it if a check fails */
+    hold_init(&hold, 0);
+    long before = kit_live_allocations();
+    mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 1, .process = process_hold, .ctx = &hold });
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS));
+    assert_ok(kit_latch_wait(&hold.started, KIT_HANG_MS)); /* the only worker is busy */
+    assert_ok(mw_submit(mw, 1, NULL, 0));                  /* fills the queue */
+    char *payload = malloc(16);
+    assert_non_null(payload);
+    uintptr_t address = (uintptr_t)payload;
+    assert_err(mw_submit(mw, 2, payload, 0), ETIMEDOUT);
+    free(payload); /* the caller keeps it: freeing it right away is allowed */
+    mw_failure_t failure;
+    assert_ok(mw_take_rejected(mw, &failure));
+    assert_int_equal(failure.task.id, 2);
+    assert_true((uintptr_t)failure.task.payload == address); /* the same pointer, never read */
+    kit_latch_count_down(&hold.release);
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    payload = malloc(16);
+    assert_non_null(payload);
+    assert_err(mw_submit(mw, 3, payload, 0), ECANCELED);
+    free(payload); /* and its record stays untaken: mw_destroy must not free it */
+    mw_destroy(mw);
+    assert_no_leak_since(before);
+    hold_destroy(&hold);
+}
+
+/* Several masters may wait in mw_await at once: all of them return. */
+static void test_mw_await_wakes_every_waiting_master(void **state)
+{
+    (void)state;
+    enum { MASTERS = 2 };
+    /* static: should a check fail, the threads still using them find them intact */
+    static struct hold hold;
+    static struct await_call calls[MASTERS];
+    static kit_worker_t awaiters[MASTERS];
+    hold_init(&hold, 0);
+    mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 2, .process = process_hold, .ctx = &hold });
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 0, NULL, KIT_HANG_MS));
+    assert_ok(kit_latch_wait(&hold.started, KIT_HANG_MS));
+    for (int i = 0; i < MASTERS; i++) {
+        calls[i] = (struct await_call){ mw, 2 * KIT_HANG_MS, -1, 0 };
+        kit_worker_start(&awaiters[i], "awaiter", await_on_thread, &calls[i]);
+    }
+    /* both masters asleep in mw_await (the worker waits in a test latch, not counted) */
+    kit_await_waiting_threads(MASTERS, "two masters in mw_await");
+    kit_latch_count_down(&hold.release);
+    for (int i = 0; i < MASTERS; i++) {
+        kit_worker_must_finish(&awaiters[i], "one of two masters waiting in mw_await when the last task finished");
+        assert_ok(calls[i].err);
+    }
+    assert_int_equal(stats_of(mw).workers_alive, 0);
+    mw_destroy(mw);
+    hold_destroy(&hold);
+}
+
+static int process_slow(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    (void)mw;
+    (void)ctx;
+    kit_sleep_ms(30);
+    *result = as_data(expected_data(task->id));
+    return 0;
+}
+
+/* cost_us is how long the process function ran: a 30 ms task costs at least 30000 us. */
+static void test_mw_result_records_its_cost(void **state)
+{
+    (void)state;
+    mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 2, .process = process_slow });
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 5, NULL, KIT_HANG_MS));
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_result_t result;
+    assert_ok(mw_take_result(mw, &result, 0));
+    assert_int_equal(result.task_id, 5);
+    assert_int_equal(data_value(result.data), expected_data(5));
+    if (result.cost_us < 30000)
+        fail_msg("a task whose process function ran 30 ms has cost_us %ld; expected at least 30000 (microseconds "
+                 "from the call to its return)", result.cost_us);
+    mw_destroy(mw);
+}
+
+/* A worker that cannot start: mw_start returns the error, the workers that
+ * did start are stopped and joined, every task is accounted for. */
+static void test_mw_start_failure_stops_the_started_workers(void **state)
+{
+    (void)state;
+    enum { WORKERS = 3, TASKS = 4 };
+    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 8, .process = process_triple,
+                                      .name = "mwfail" });
+    for (long id = 0; id < TASKS; id++)
+        assert_ok(mw_submit(mw, id, NULL, 0));
+    kit_fail_thread_create(2); /* the second worker cannot start */
+    int err = mw_start(mw);
+    kit_fail_thread_create(0);
+    assert_err(err, EAGAIN);
+    mw_stats_t s = stats_of(mw);
+    assert_int_equal(s.workers_alive, 0);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.submitted, TASKS);
+    assert_int_equal(s.submitted, s.completed + s.failed + s.rejected);
+    long named = await_threads_named("mwfail-", 0);
+    if (named > 0)
+        fail_msg("%ld worker thread(s) still running after mw_start failed", named);
+    assert_err(mw_submit(mw, 9, NULL, 0), ECANCELED); /* it can only be destroyed now */
     mw_destroy(mw);
 }
 
@@ -912,46 +1205,98 @@ static void test_mw_stop_reports_what_was_not_done(void **state)
 {
     (void)state;
     enum { TASKS = 10 };
-    struct hold hold;
+    /* static: should a check fail, the threads still using them find them intact */
+    static struct hold hold;
+    static int payloads[TASKS];
+    static struct stop_call call;
+    static kit_worker_t stopper;
     hold_init(&hold, 0);
     hold.until_stop = true; /* task 0 runs until it sees the stop request */
     mw_t *mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = TASKS, .process = process_hold, .ctx = &hold });
-    int payloads[TASKS];
     assert_ok(mw_start(mw));
     for (long id = 0; id < TASKS; id++)
         assert_ok(mw_submit(mw, id, &payloads[id], 0));
     assert_ok(kit_latch_wait(&hold.started, KIT_HANG_MS));
-    struct stop_call call = { mw, 100, -1, 0 };
-    kit_worker_t stopper;
+    call = (struct stop_call){ mw, 100, -1, 0 };
     kit_worker_start(&stopper, "stopper", stop_on_thread, &call);
     kit_worker_must_finish(&stopper, "mw_stop(100) with a task that checks mw_stop_requested()");
     assert_int_equal(call.err, ETIMEDOUT); /* some tasks were not done */
     assert_true(call.elapsed_ms >= 100.0); /* queued tasks had their 100 ms */
     assert_true(mw_stop_requested(mw));
+    if (atomic_load(&hold.subtask_error) != ECANCELED)
+        fail_msg("a sub-task submitted after mw_stop's deadline got %s, expected ECANCELED (refused)",
+                 kit_errno_name(atomic_load(&hold.subtask_error)));
 
     mw_stats_t s = stats_of(mw);
     assert_int_equal(s.failed, 1); /* task 0 gave up with ECANCELED */
-    assert_int_equal(s.rejected, TASKS - 1);
-    assert_int_equal(s.cancelled, TASKS - 1);
+    assert_int_equal(s.rejected, TASKS); /* 9 taken out of the queue, 1 sub-task refused */
+    assert_int_equal(s.cancelled, TASKS - 1); /* the refused sub-task was never accepted */
     assert_int_equal(s.workers_alive, 0);
     assert_int_equal(s.submitted, s.completed + s.failed + s.rejected);
     mw_failure_t failure;
     bool seen[TASKS] = { false };
-    for (long n = 1; n < TASKS; n++) { /* what was not done, each once, with its payload */
+    for (long n = 0; n < TASKS; n++) { /* what was not done, each once, with its payload */
         assert_ok(mw_take_rejected(mw, &failure)); /* in the order they were cancelled: */
         long id = failure.task.id;                 /* the stop and the worker race for them */
+        assert_int_equal(failure.error, ECANCELED);
+        if (id == LATE_SUBTASK)
+            continue;
         assert_true(id >= 1 && id < TASKS && !seen[id]);
         seen[id] = true;
         assert_ptr_equal(failure.task.payload, &payloads[id]);
-        assert_int_equal(failure.error, ECANCELED);
     }
     assert_ok(mw_take_failed(mw, &failure));
     assert_int_equal(failure.error, ECANCELED);
     assert_err(mw_submit(mw, 99, NULL, 0), ECANCELED);
+    assert_int_equal(stats_of(mw).cancelled, TASKS - 1); /* refused after the stop: not cancelled */
     assert_ok(mw_stop(mw, 0)); /* again: nothing more was left undone */
     mw_destroy(mw);
     hold_destroy(&hold);
     check_stop_in_time();
+}
+
+/* `cancelled` counts only tasks mw_submit() had accepted: a stop before
+ * mw_start cancels the queued ones; a submit refused after a stop - even one
+ * whose deadline passed - is rejected, not cancelled. */
+static void test_mw_stop_cancels_only_accepted_tasks(void **state)
+{
+    (void)state;
+    static struct hold hold; /* static: the worker may still use it if a check fails */
+    int payloads[4];
+    mw_t *mw = make_mw(basic);
+    for (long id = 0; id < 3; id++)
+        assert_ok(mw_submit(mw, id, &payloads[id], 0)); /* queued, never started */
+    assert_err(mw_stop(mw, 0), ETIMEDOUT);
+    mw_stats_t s = stats_of(mw);
+    assert_int_equal(s.rejected, 3);
+    assert_int_equal(s.cancelled, 3);
+    assert_int_equal(s.pending, 0);
+    assert_err(mw_start(mw), ECANCELED);
+    assert_err(mw_submit(mw, 3, &payloads[3], 0), ECANCELED);
+    s = stats_of(mw);
+    assert_int_equal(s.rejected, 4);
+    if (s.cancelled != 3)
+        fail_msg("cancelled is %zu after a submit refused by a stopped component; expected 3: cancelled counts "
+                 "only tasks mw_submit() had accepted", s.cancelled);
+    mw_destroy(mw);
+
+    /* A stop whose deadline passes while a task runs and nothing is queued. */
+    hold_init(&hold, 0);
+    hold.until_stop = true;
+    mw = make_mw((mw_config_t){ .workers = 1, .queue_capacity = 2, .process = process_hold, .ctx = &hold });
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 0, NULL, 0));
+    assert_ok(kit_latch_wait(&hold.started, KIT_HANG_MS));
+    assert_ok(mw_stop(mw, 0)); /* the running task failed: done; nothing accepted was left undone */
+    assert_err(mw_submit(mw, 1, NULL, 0), ECANCELED);
+    s = stats_of(mw);
+    assert_int_equal(s.failed, 1);
+    assert_int_equal(s.rejected, 2); /* the late sub-task and the late submit */
+    if (s.cancelled != 0)
+        fail_msg("cancelled is %zu after mw_stop(0) found nothing queued; expected 0: submits refused after a stop "
+                 "are rejected, not cancelled", s.cancelled);
+    mw_destroy(mw);
+    hold_destroy(&hold);
 }
 
 /* Workers stuck on a result limit that nobody consumes: a stop lifts the
@@ -990,8 +1335,8 @@ static void test_mw_spurious_wakeups_change_nothing(void **state)
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 4, .process = process_triple,
                                       .result_limit = LIMIT });
     kit_spurious_wakeups(true);
-    struct consumer c;
-    kit_worker_t consumer;
+    static struct consumer c; /* static: a failed check leaves the threads using it intact */
+    static kit_worker_t consumer;
     consumer_start(&c, &consumer, mw, tasks);
     c.pause_us = 300; /* slow: workers wait for room, often */
     kit_latch_count_down(&c.go);
@@ -1014,7 +1359,8 @@ static void test_mw_destroy_frees_everything(void **state)
 {
     (void)state;
     long before = kit_live_allocations();
-    struct seeded plan = { .seed = 3, .fail_percent = 30 };
+    static struct seeded plan; /* static: a failed check leaves the threads using it intact */
+    plan = (struct seeded){ .seed = 3, .fail_percent = 30 };
     mw_t *mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 64, .process = process_seeded, .ctx = &plan });
     assert_ok(mw_start(mw));
     for (long id = 0; id < 30; id++)
@@ -1085,7 +1431,8 @@ static void test_mw_stress_random_failures_conserve(void **state)
         kit_rng_t rng;
         kit_rng_seed(&rng, seed, (uint64_t)run);
         long tasks = 50 + (long)kit_rng_below(&rng, 150);
-        struct seeded plan = { .seed = seed + (uint64_t)run, .fail_percent = (int)kit_rng_below(&rng, 60),
+        static struct seeded plan; /* static: a failed check leaves the threads using it intact */
+        plan = (struct seeded){ .seed = seed + (uint64_t)run, .fail_percent = (int)kit_rng_below(&rng, 60),
                                .jitter_us = 50 };
         mw_t *mw = make_mw((mw_config_t){ .workers = 1 + kit_rng_below(&rng, 4),
                                           .queue_capacity = 1 + kit_rng_below(&rng, 8),
@@ -1140,13 +1487,15 @@ static void test_mw_stress_stats_conserve_at_every_instant(void **state)
     (void)state;
     uint64_t seed = kit_test_seed();
     long tasks = scaled(600, 150);
-    struct seeded plan = { .seed = seed, .fail_percent = 20, .spawn_below = tasks, .child_offset = tasks };
+    static struct seeded plan; /* static: a failed check leaves the threads using it intact */
+    plan = (struct seeded){ .seed = seed, .fail_percent = 20, .spawn_below = tasks, .child_offset = tasks };
     /* children wait for no room: a full queue rejects them (recorded and counted) */
     mw_t *mw = make_mw((mw_config_t){ .workers = 4, .queue_capacity = 4, .process = process_seeded, .ctx = &plan });
-    struct submitter master = { mw, tasks, seed, 0 };
+    static struct submitter master; /* static: a failed check leaves the threads using it intact */
+    master = (struct submitter){ mw, tasks, seed, 0 };
     kit_lock_delays(30, seed);
     assert_ok(mw_start(mw));
-    kit_worker_t thread;
+    static kit_worker_t thread;
     kit_worker_start(&thread, "master", submit_all, &master);
     long snapshots = 0, violations = 0;
     mw_stats_t s, bad = { 0 };
@@ -1184,14 +1533,16 @@ static void test_mw_stress_subtasks_with_lock_delays(void **state)
     uint64_t seed = kit_test_seed();
     long rounds = scaled(30, 4);
     for (long round = 0; round < rounds; round++) {
-        struct tree star = { .fanout = LEAVES, .total = LEAVES + 1 };
+        static struct tree star; /* static: a failed check leaves the threads using it intact */
+        star = (struct tree){ .fanout = LEAVES, .total = LEAVES + 1 };
         mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = LEAVES + 1,
                                           .process = process_tree, .ctx = &star });
         assert_ok(mw_start(mw));
         run_tree_under_await(mw, &star, WORKERS, 400, seed + (uint64_t)round);
         mw_destroy(mw);
     }
-    struct tree tree = { .fanout = 2, .total = tree_size(2, 5) }; /* 63 tasks */
+    static struct tree tree; /* static: a failed check leaves the threads using it intact */
+    tree = (struct tree){ .fanout = 2, .total = tree_size(2, 5) }; /* 63 tasks */
     mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = 64, .process = process_tree,
                                       .ctx = &tree });
     assert_ok(mw_start(mw));
@@ -1212,8 +1563,17 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_await_joins_every_worker),
     cmocka_unit_test(test_mw_result_limit_bounds_unconsumed_results),
     cmocka_unit_test(test_mw_take_result_consuming_master_never_deadlocks),
+    cmocka_unit_test(test_mw_take_result_times_out_on_one_deadline),
     cmocka_unit_test(test_mw_await_detects_the_result_limit_trap),
+    cmocka_unit_test(test_mw_await_detects_the_trap_with_idle_workers),
+    cmocka_unit_test(test_mw_consumer_end_wakes_a_waiting_master),
+    cmocka_unit_test(test_mw_close_still_accepts_subtasks),
+    cmocka_unit_test(test_mw_submit_refused_payload_stays_the_callers),
+    cmocka_unit_test(test_mw_await_wakes_every_waiting_master),
+    cmocka_unit_test(test_mw_result_records_its_cost),
+    cmocka_unit_test(test_mw_start_failure_stops_the_started_workers),
     cmocka_unit_test(test_mw_stop_reports_what_was_not_done),
+    cmocka_unit_test(test_mw_stop_cancels_only_accepted_tasks),
     cmocka_unit_test(test_mw_stop_lifts_the_result_limit),
     cmocka_unit_test(test_mw_spurious_wakeups_change_nothing),
     cmocka_unit_test(test_mw_destroy_frees_everything),

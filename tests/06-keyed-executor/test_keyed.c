@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "keyed.h"
+#include "kit_errno.h"
 #include "kit_thread.h"
 #include "kit_time.h"
 
@@ -136,24 +137,23 @@ static void test_keyed_create_rejects_bad_arguments(void **state)
     tpool_destroy(pool);
 }
 
+static int create_and_destroy(void *pool)
+{
+    keyed_t *kx = (keyed_t *)&kx; /* not NULL: create must reset it on failure */
+    int err = keyed_create(&kx, pool);
+    if (err != 0 && kx != NULL)
+        return EFAULT; /* out must be NULL after a failure */
+    keyed_destroy(kx);
+    return err;
+}
+
+/* Every allocation create makes, failed in turn - however many it makes:
+ * ENOMEM, out NULL, nothing leaked. */
 static void test_keyed_create_out_of_memory_leaks_nothing(void **state)
 {
     (void)state;
     tpool_t *pool = make_pool(1, 4, bq_policy_abort(), 100);
-    keyed_t *kx = NULL;
-    int err = ENOMEM;
-    for (long nth = 1; err == ENOMEM && nth < 50; nth++) {
-        long before = kit_live_allocations();
-        kit_fail_allocation(nth);
-        err = keyed_create(&kx, pool);
-        kit_fail_allocation(0);
-        if (err == ENOMEM) {
-            assert_null(kx);
-            assert_no_leak_since(before); /* create undoes its partial work */
-        }
-    }
-    assert_ok(err);
-    shut_down(kx);
+    assert_true(kit_sweep_allocation_failures("keyed_create", create_and_destroy, pool) >= 1);
     tpool_destroy(pool);
 }
 
@@ -282,10 +282,13 @@ static void test_keyed_submit_different_keys_run_in_parallel(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    struct rendezvous meeting = { 0 };
+    static struct rendezvous meeting; /* static: a failed check leaves the tasks still using it intact */
+    meeting = (struct rendezvous){ 0 };
     assert_ok(kit_latch_init(&meeting.both_inside, 2));
     /* Half the hang bound: if they cannot meet, each gives up and says so before must_get does. */
-    struct rendezvous_job jobs[2] = { { &meeting, 0, KIT_HANG_MS / 2 }, { &meeting, 1, KIT_HANG_MS / 2 } };
+    static struct rendezvous_job jobs[2]; /* static: a failed check leaves the tasks still using it intact */
+    jobs[0] = (struct rendezvous_job){ &meeting, 0, KIT_HANG_MS / 2 };
+    jobs[1] = (struct rendezvous_job){ &meeting, 1, KIT_HANG_MS / 2 };
     future_t *a = submit(kx, "acct-a", meet, &jobs[0]);
     future_t *b = submit(kx, "acct-b", meet, &jobs[1]);
     must_get(a, "task of acct-a");
@@ -306,9 +309,12 @@ static void test_keyed_submit_same_key_waits_for_the_previous_task(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    struct rendezvous meeting = { 0 };
+    static struct rendezvous meeting; /* static: a failed check leaves the tasks still using it intact */
+    meeting = (struct rendezvous){ 0 };
     assert_ok(kit_latch_init(&meeting.both_inside, 2));
-    struct rendezvous_job jobs[2] = { { &meeting, 0, 300 }, { &meeting, 1, 0 } };
+    static struct rendezvous_job jobs[2]; /* static: a failed check leaves the tasks still using it intact */
+    jobs[0] = (struct rendezvous_job){ &meeting, 0, 300 };
+    jobs[1] = (struct rendezvous_job){ &meeting, 1, 0 };
     future_t *first = submit(kx, "acct", meet, &jobs[0]);
     future_t *second = submit(kx, "acct", meet, &jobs[1]);
     must_get(first, "first task");
@@ -337,7 +343,8 @@ static void test_keyed_submit_failed_task_does_not_stop_the_key(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     future_t *before = submit(kx, "acct", count_up, &ran);
     future_t *failing = submit(kx, "acct", fail_with_erange, &ran);
     future_t *after = submit(kx, "acct", plus_one, (void *)6);
@@ -358,9 +365,11 @@ static void test_keyed_submit_cancelled_task_is_skipped(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
-    atomic_long cancelled_ran = 0, later_ran = 0;
+    static atomic_long cancelled_ran, later_ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&cancelled_ran, 0);
+    atomic_store(&later_ran, 0);
     future_t *holding = submit(kx, "acct", hold_key, &release);
     future_t *cancelled = submit(kx, "acct", count_up, &cancelled_ran);
     future_t *later = submit(kx, "acct", count_up, &later_ran);
@@ -388,9 +397,10 @@ static void test_keyed_submit_rolls_back_when_the_pool_rejects(void **state)
     (void)state;
     tpool_t *pool = make_pool(1, 1, bq_policy_abort(), 60000);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     assert_ok(tpool_execute(pool, hold_worker, &release));
     future_t *x1 = submit(kx, "x", count_up, &ran); /* its drain waits in the pool's queue */
     assert_int_equal(keyed_active_keys(kx), 1);
@@ -461,12 +471,13 @@ static void test_keyed_submit_on_caller_runs_pool_runs_on_the_caller(void **stat
     (void)state;
     tpool_t *pool = make_pool(1, 1, bq_policy_caller_runs(NULL), 60000);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
     assert_ok(tpool_execute(pool, hold_worker, &release));
     assert_ok(tpool_execute(pool, nothing, NULL)); /* the queue is full now */
-    struct caller_runs job = { .kx = kx };
-    kit_worker_t caller;
+    static struct caller_runs job; /* static: a failed check leaves the tasks still using it intact */
+    job = (struct caller_runs){ .kx = kx };
+    static kit_worker_t caller;
     kit_worker_start(&caller, "caller", submit_as_caller, &job);
     kit_worker_must_finish(&caller, "keyed_submit on a full caller-runs pool (self-deadlock?)");
     assert_ok(job.first_err);
@@ -491,10 +502,11 @@ static void test_keyed_submit_dropped_drain_cancels_its_tasks(void **state)
     (void)state;
     tpool_t *pool = make_pool(1, 1, bq_policy_discard(NULL), 60000);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release, queue_empty;
+    static kit_latch_t release, queue_empty; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
     assert_ok(kit_latch_init(&queue_empty, 1));
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     assert_ok(tpool_execute(pool, hold_worker, &release));
     assert_ok(tpool_execute(pool, count_latch_down, &queue_empty)); /* fills the queue */
     future_t *dropped = NULL;
@@ -555,10 +567,11 @@ static void test_keyed_submit_out_of_memory_changes_nothing(void **state)
     (void)state;
     tpool_t *pool = make_pool(1, 8, bq_policy_abort(), 60000);
     keyed_t *kx = make_executor(pool);
-    struct holder holder;
+    static struct holder holder; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&holder.started, 1));
     assert_ok(kit_latch_init(&holder.release, 1));
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     future_t *warm_up = submit(kx, "warm-up", count_up, &ran);
     future_release(submit(kx, "busy", announce_and_hold, &holder)); /* keeps "busy" in the map */
     must_get(warm_up, "warm-up task");
@@ -601,6 +614,7 @@ static void *wait_inside(void *raw)
         job->other_key_err = future_get_timed(other, &job->other_result, KIT_HANG_MS);
     future_release(other);
     job->await_err = keyed_await_termination(job->kx, 0);
+    keyed_destroy(job->kx); /* from inside: must do nothing (it would wait for itself) */
     return NULL;
 }
 
@@ -609,7 +623,8 @@ static void test_keyed_submit_same_key_wait_returns_edeadlk(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    struct self_wait job = { .kx = kx, .same_key_err = -1, .other_key_err = -1, .await_err = -1 };
+    static struct self_wait job; /* static: a failed check leaves the tasks still using it intact */
+    job = (struct self_wait){ .kx = kx, .same_key_err = -1, .other_key_err = -1, .await_err = -1 };
     future_t *task = submit(kx, "acct", wait_inside, &job);
     must_get(task, "a task that waited on a later task of its own key (it hung?)");
     assert_err(job.same_key_err, EDEADLK);
@@ -630,16 +645,20 @@ static void test_keyed_close_rejects_new_and_drains_accepted(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     future_t *held[2] = { submit(kx, "a", hold_key, &release), submit(kx, "b", hold_key, &release) };
     for (int i = 0; i < 5; i++)
         future_release(submit(kx, i < 3 ? "a" : "b", count_up, &ran));
     assert_ok(keyed_close(kx));
     assert_ok(keyed_close(kx)); /* twice is harmless */
     future_t *f = (future_t *)&f;
-    assert_err(keyed_submit(kx, "a", count_up, &ran, &f), ECANCELED); /* a key with a drain */
+    int err = keyed_submit(kx, "a", count_up, &ran, &f); /* a key with a drain */
+    if (err != ECANCELED)
+        fail_msg("keyed_submit after keyed_close, to a key whose drain is still running, returned %s; expected "
+                 "ECANCELED: a closed executor refuses every new task, for busy keys too", kit_errno_name(err));
     assert_null(f);
     assert_err(keyed_submit(kx, "c", count_up, &ran, &f), ECANCELED); /* a new key */
     assert_null(f);
@@ -674,7 +693,7 @@ static void test_keyed_await_termination_sleeps_until_drained(void **state)
     (void)state;
     tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
     future_t *held = submit(kx, "a", hold_key, &release);
     kit_wakeups_every(20);
@@ -684,8 +703,9 @@ static void test_keyed_await_termination_sleeps_until_drained(void **state)
     kit_wakeups_every(0);
 
     kit_spurious_wakeups(true);
-    struct awaiting job = { kx, KIT_HANG_MS };
-    kit_worker_t waiter;
+    static struct awaiting job; /* static: a failed check leaves the tasks still using it intact */
+    job = (struct awaiting){ kx, KIT_HANG_MS };
+    static kit_worker_t waiter;
     kit_worker_start(&waiter, "awaiter", await_executor, &job);
     kit_worker_must_block(&waiter, 200, "keyed_await_termination before close");
     assert_ok(keyed_close(kx));
@@ -693,6 +713,69 @@ static void test_keyed_await_termination_sleeps_until_drained(void **state)
     kit_latch_count_down(&release);
     assert_int_equal((intptr_t)kit_worker_must_finish(&waiter, "keyed_await_termination once drained"), 0);
     kit_spurious_wakeups(false);
+    future_release(held);
+    shut_down(kx);
+    kit_latch_destroy(&release);
+    tpool_destroy(pool);
+}
+
+/* After the pool's shutdown, a key whose drain is still running accepts a
+ * task and runs it; a key with no drain is refused with ECANCELED (the
+ * shut-down pool will not take a new drain), and is not left in the map. */
+static void test_keyed_submit_after_pool_shutdown(void **state)
+{
+    (void)state;
+    tpool_t *pool = make_pool(2, 8, bq_policy_abort(), 60000);
+    keyed_t *kx = make_executor(pool);
+    static struct holder holder; /* static: a failed check leaves the tasks still using it intact */
+    assert_ok(kit_latch_init(&holder.started, 1));
+    assert_ok(kit_latch_init(&holder.release, 1));
+    future_t *held = submit(kx, "a", announce_and_hold, &holder);
+    assert_ok(kit_latch_wait(&holder.started, KIT_HANG_MS)); /* a's drain is running */
+    assert_ok(tpool_shutdown(pool));
+    future_t *late = NULL;
+    int err = keyed_submit(kx, "a", plus_one, (void *)4, &late);
+    if (err != 0)
+        fail_msg("keyed_submit to a key whose drain is still running, after the pool's shutdown, returned %s; "
+                 "expected 0: the running drain takes the task", kit_errno_name(err));
+    future_t *refused = (future_t *)&refused;
+    assert_err(keyed_submit(kx, "b", plus_one, (void *)1, &refused), ECANCELED);
+    assert_null(refused);
+    assert_int_equal(keyed_active_keys(kx), 1); /* "b" is not left in the map */
+    kit_latch_count_down(&holder.release);
+    assert_int_equal((intptr_t)must_get(late, "a task appended to a running drain after the pool's shutdown"), 5);
+    must_get(held, "the holding task");
+    future_release(held);
+    future_release(late);
+    shut_down(kx);
+    kit_latch_destroy(&holder.started);
+    kit_latch_destroy(&holder.release);
+    tpool_destroy(pool);
+}
+
+/* Several threads waiting in keyed_await_termination: all of them wake. */
+static void test_keyed_await_termination_wakes_every_waiter(void **state)
+{
+    (void)state;
+    enum { WAITERS = 2 };
+    tpool_t *pool = make_pool(1, 8, bq_policy_abort(), 60000); /* its one worker: in the held task */
+    keyed_t *kx = make_executor(pool);
+    /* static: a failed check leaves the threads still using them intact */
+    static kit_latch_t release;
+    static struct awaiting jobs[WAITERS];
+    static kit_worker_t waiters[WAITERS];
+    assert_ok(kit_latch_init(&release, 1));
+    future_t *held = submit(kx, "a", hold_key, &release);
+    assert_ok(keyed_close(kx));
+    for (int i = 0; i < WAITERS; i++) {
+        jobs[i] = (struct awaiting){ kx, 2 * KIT_HANG_MS };
+        kit_worker_start(&waiters[i], "awaiter", await_executor, &jobs[i]);
+    }
+    kit_await_waiting_threads(WAITERS, "two threads in keyed_await_termination"); /* the task waits in a test latch */
+    kit_latch_count_down(&release);
+    for (int i = 0; i < WAITERS; i++)
+        assert_int_equal((intptr_t)kit_worker_must_finish(&waiters[i], "one of two threads waiting in "
+                                                          "keyed_await_termination when the last key drained"), 0);
     future_release(held);
     shut_down(kx);
     kit_latch_destroy(&release);
@@ -707,9 +790,10 @@ static void test_keyed_active_keys_empties_when_idle(void **state)
     enum { KEYS = 5 };
     tpool_t *pool = make_pool(4, 8, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    kit_latch_t release;
+    static kit_latch_t release; /* static: a failed check leaves the tasks still using it intact */
     assert_ok(kit_latch_init(&release, 1));
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     future_t *last[KEYS];
     char key[16];
     for (int k = 0; k < KEYS; k++) {
@@ -748,7 +832,8 @@ static void test_keyed_destroy_frees_everything(void **state)
     long before = kit_live_allocations();
     tpool_t *pool = make_pool(3, 16, bq_policy_abort(), 100);
     keyed_t *kx = make_executor(pool);
-    atomic_long ran = 0;
+    static atomic_long ran; /* static: a failed check leaves the tasks still using it intact */
+    atomic_store(&ran, 0);
     char key[16];
     for (int i = 0; i < 60; i++) {
         snprintf(key, sizeof key, "key-%d", i % 6);
@@ -864,7 +949,7 @@ static void run_stress(struct stress *run)
         run->logs[k].entries = calloc((size_t)total, sizeof(long));
         assert_non_null(run->logs[k].entries);
     }
-    struct submitter submitters[MAX_SUBMITTERS];
+    static struct submitter submitters[MAX_SUBMITTERS]; /* static: outlives a failed join */
     for (int i = 0; i < run->submitters; i++)
         submitters[i] = (struct submitter){ run, i };
     kit_run_threads((size_t)run->submitters, "submitter", submit_many, submitters, sizeof submitters[0]);
@@ -975,6 +1060,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_submit_same_key_wait_returns_edeadlk),
     cmocka_unit_test(test_keyed_close_rejects_new_and_drains_accepted),
     cmocka_unit_test(test_keyed_await_termination_sleeps_until_drained),
+    cmocka_unit_test(test_keyed_submit_after_pool_shutdown),
+    cmocka_unit_test(test_keyed_await_termination_wakes_every_waiter),
     cmocka_unit_test(test_keyed_active_keys_empties_when_idle),
     cmocka_unit_test(test_keyed_destroy_frees_everything),
     cmocka_unit_test(test_keyed_stress_fifo_per_key_many_submitters),

@@ -38,6 +38,7 @@ static atomic_int calls[MAX_IDS];
 
 /* The payload is the script: "ok", "sleep MS", "sleep-first MS" (only on
  * the first delivery), "retry" (EAGAIN every time), "fail" (for good),
+ * "retry-quietly" and "fail-quietly" (the same, leaving the text empty),
  * "crash-after-outcome" (the process dies right after its next command). */
 static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
 {
@@ -55,6 +56,10 @@ static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
         snprintf(text, size, "bad input");
         return EPERM;
     }
+    if (strcmp(task->payload, "retry-quietly") == 0)
+        return EAGAIN;
+    if (strcmp(task->payload, "fail-quietly") == 0)
+        return EPERM;
     if (strcmp(task->payload, "crash-after-outcome") == 0)
         dmw_redis_crash_after_next_call();
     snprintf(text, size, "result %ld, call %d", task->id, call);
@@ -243,7 +248,7 @@ static void test_dmw_unreachable_server_is_reported(void **state)
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", closed_port());
     dmw_config_t nowhere = fx->config;
     nowhere.redis_url = url;
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &nowhere, "lost", 0);
     kit_worker_must_finish(&w.thread, "dmw_worker_run with no server to reach");
     assert_connect_error(w.rc, "dmw_worker_run with no server to reach");
@@ -270,7 +275,7 @@ static void test_dmw_one_worker_completes_every_task(void **state)
 {
     fixture_t *fx = *state;
     submit_all(fx, 0, FEW, "ok");
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "solo", 0);
     await_all(fx);
     assert_ok(dmw_shutdown(fx->master));
@@ -297,7 +302,7 @@ static void test_dmw_one_worker_completes_every_task(void **state)
 static void test_dmw_worker_waits_for_work_and_leaves_on_shutdown(void **state)
 {
     fixture_t *fx = *state;
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "idle", 0);
     kit_worker_must_block(&w.thread, 400, "a worker on an empty queue");
     submit_all(fx, 0, 1, "ok");
@@ -319,7 +324,7 @@ static void test_dmw_always_failing_task_is_dead_lettered(void **state)
     submit_all(fx, 0, 5, "ok");
     assert_ok(dmw_submit(fx->master, 5, "retry"));
     assert_ok(dmw_submit(fx->master, 6, "fail"));
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "doomed", 0);
     await_all(fx);
     dmw_outcome_t dead = outcome_of(fx, 5), failed = outcome_of(fx, 6);
@@ -357,7 +362,7 @@ static void test_dmw_duplicate_delivery_writes_one_result(void **state)
     redisReply *reply = NULL;
     assert_ok(dmw_redis_call(fx->redis, &reply, "LPUSH %s %s", dmw_redis_keys(fx->redis)->queue, record));
     freeReplyObject(reply);
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "twice", 2);
     kit_worker_must_finish(&w.thread, "a worker with two deliveries to make");
     assert_ok(w.rc);
@@ -406,6 +411,16 @@ static void assert_list_holds(fixture_t *fx, const char *key, long id, int attem
         fail_msg("%s does not hold the record '%s'", key, expected);
 }
 
+/* Tasks first_id .. first_id + count - 1 recorded in the run but not queued:
+ * the test "takes" them by hand, into the processing lists it chooses. */
+static void submit_taken(fixture_t *fx, long first_id, long count)
+{
+    submit_all(fx, first_id, count, "x");
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "DEL %s", dmw_redis_keys(fx->redis)->queue));
+    freeReplyObject(reply);
+}
+
 /* State built by hand: a silent worker holding two tasks, a live one holding one. */
 static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
 {
@@ -415,10 +430,7 @@ static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
     char ghost[DMW_KEY_MAX], live[DMW_KEY_MAX];
     assert_ok(dmw_key_processing(fx->redis, "ghost", ghost, sizeof ghost));
     assert_ok(dmw_key_processing(fx->redis, "live", live, sizeof live));
-    submit_all(fx, 1, 3, "x");
-    redisReply *reply = NULL;
-    assert_ok(dmw_redis_call(fx->redis, &reply, "DEL %s", k->queue)); /* "taken" below, by hand */
-    freeReplyObject(reply);
+    submit_taken(fx, 1, 3);
     register_worker(fx, "ghost", false);
     register_worker(fx, "live", true);
     push_record(fx, ghost, 1, 0, "x");
@@ -442,6 +454,132 @@ static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
     assert_int_equal(list_length(fx, k->queue), 1);
 }
 
+/* Several silent workers, tasks at every attempt count: each goes back with
+ * exactly one more attempt counted, and only one that has used its last
+ * attempt is dead-lettered. The silent workers stay in the run. */
+static void test_dmw_reap_buries_only_after_the_last_attempt(void **state)
+{
+    fixture_t *fx = *state;
+    const dmw_keys_t *k = dmw_redis_keys(fx->redis);
+    int max = fx->config.max_attempts;
+    char first[DMW_KEY_MAX], second[DMW_KEY_MAX];
+    assert_ok(dmw_key_processing(fx->redis, "ghost-a", first, sizeof first));
+    assert_ok(dmw_key_processing(fx->redis, "ghost-b", second, sizeof second));
+    submit_taken(fx, 1, 4);
+    register_worker(fx, "ghost-a", false);
+    register_worker(fx, "ghost-b", false);
+    push_record(fx, first, 1, max - 2, "x"); /* one attempt left after this one */
+    push_record(fx, first, 2, 0, "x");
+    push_record(fx, second, 3, max - 2, "x");
+    push_record(fx, second, 4, max - 1, "x"); /* this was its last attempt */
+
+    long returned = -1, dead = -1;
+    assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    if (returned != 3 || dead != 1)
+        fail_msg("dmw_reap returned %ld and dead-lettered %ld task(s) of two silent workers; expected 3 and 1: "
+                 "with %d attempts, a task that has ended %d is returned with %d counted, only one that has "
+                 "ended %d is dead-lettered", returned, dead, max, max - 2, max - 1, max - 1);
+    assert_list_holds(fx, k->queue, 1, max - 1, "x");
+    assert_list_holds(fx, k->queue, 2, 1, "x");
+    assert_list_holds(fx, k->queue, 3, max - 1, "x");
+    assert_list_holds(fx, k->dead, 4, max, "x");
+    dmw_outcome_t outcome;
+    assert_err(dmw_outcome(fx->master, 1, &outcome), ENOENT); /* returned, not ended */
+    assert_int_equal(outcome_of(fx, 4).attempts, max);
+    assert_int_equal(processing_length(fx, "ghost-a") + processing_length(fx, "ghost-b"), 0);
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "SCARD %s", k->workers));
+    long workers = reply->integer;
+    freeReplyObject(reply);
+    if (workers != 2)
+        fail_msg("%ld worker(s) left in the run after reaping two silent ones; expected 2: the reaper never removes "
+                 "a worker (a take it left blocked may still move a task into its list)", workers);
+}
+
+/* The client id of the connection blocked in BLMOVE (a worker's take), or -1. */
+static long blocked_take_client(fixture_t *fx)
+{
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "CLIENT LIST"));
+    long id = -1;
+    for (const char *line = reply->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *end = strchr(line, '\n');
+        const char *cmd = strstr(line, " cmd=blmove");
+        if (cmd && (end == NULL || cmd < end) && sscanf(line, "id=%ld", &id) == 1)
+            break;
+        id = -1;
+    }
+    freeReplyObject(reply);
+    return id;
+}
+
+/* A worker idle in its take loses its connection, as a dropped network
+ * would do it - after a take had moved task 0 into its processing list and
+ * the reply was lost (set up by hand). Once reconnected, the worker must
+ * adopt that task: it is alive and heartbeating, so no reaper ever will. */
+static void test_dmw_worker_adopts_the_task_of_a_lost_reply(void **state)
+{
+    fixture_t *fx = *state;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
+    start_thread_worker(&w, &fx->config, "adopter", 0);
+    int64_t start = kit_now_ns();
+    long client;
+    while ((client = blocked_take_client(fx)) < 0) {
+        if (kit_elapsed_ms(start) > AWAIT_MS)
+            fail_msg("worker adopter never blocked in a take (BLMOVE) on the empty queue");
+        kit_sleep_ms(5);
+    }
+    char processing[DMW_KEY_MAX], record[DMW_RECORD_MAX];
+    assert_ok(dmw_key_processing(fx->redis, "adopter", processing, sizeof processing));
+    assert_ok(dmw_record_encode(0, 0, "ok", record, sizeof record));
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "HSETNX %s 0 ok", dmw_redis_keys(fx->redis)->tasks));
+    freeReplyObject(reply);
+    assert_ok(dmw_redis_call(fx->redis, &reply, "LPUSH %s %s", processing, record)); /* the lost reply's task */
+    freeReplyObject(reply);
+    assert_ok(dmw_redis_call(fx->redis, &reply, "CLIENT KILL ID %ld", client));
+    freeReplyObject(reply);
+
+    int err = dmw_await(fx->master, AWAIT_MS);
+    if (err == ETIMEDOUT && processing_length(fx, "adopter") == 1)
+        fail_msg("task 0 stayed in adopter's processing list after its connection was lost and made again: after a "
+                 "reconnection a worker first adopts what its own processing list holds (a take whose reply was "
+                 "lost); the worker is alive, so no reaper returns it");
+    assert_ok(err);
+    dmw_outcome_t outcome = outcome_of(fx, 0);
+    assert_int_equal(outcome.kind, DMW_DONE);
+    assert_string_equal(outcome.worker, "adopter");
+    assert_int_equal(outcome.attempts, 1);
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    assert_ok(w.rc);
+    assert_int_equal(w.stats.adopted, 1);
+    assert_true(w.stats.reconnects >= 1);
+    assert_conserved(fx, 1);
+}
+
+/* A process function may leave the text empty when it fails: the outcome
+ * then carries the error code's name. */
+static void test_dmw_error_without_text_is_named(void **state)
+{
+    fixture_t *fx = *state;
+    assert_ok(dmw_submit(fx->master, 0, "fail-quietly"));
+    assert_ok(dmw_submit(fx->master, 1, "retry-quietly"));
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
+    start_thread_worker(&w, &fx->config, "quiet", 0);
+    await_all(fx);
+    assert_ok(dmw_shutdown(fx->master));
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    dmw_outcome_t failed = outcome_of(fx, 0), dead = outcome_of(fx, 1);
+    assert_int_equal(failed.kind, DMW_FAILED);
+    assert_int_equal(dead.kind, DMW_DEAD);
+    if (strcmp(failed.text, dmw_errno_name(EPERM)) != 0 || strcmp(dead.text, dmw_errno_name(EAGAIN)) != 0)
+        fail_msg("outcome texts '%s' and '%s' for a task failing with EPERM and one retried with EAGAIN, both "
+                 "leaving the text empty; expected '%s' and '%s': an empty text is replaced by the error code's "
+                 "name", failed.text, dead.text, dmw_errno_name(EPERM), dmw_errno_name(EAGAIN));
+    assert_conserved(fx, 2);
+}
+
 /* A worker that takes longer than the visibility timeout but keeps
  * heartbeating is alive: its task must not be taken away from it. */
 static void test_dmw_live_slow_worker_is_not_reaped(void **state)
@@ -450,7 +588,7 @@ static void test_dmw_live_slow_worker_is_not_reaped(void **state)
     char payload[32];
     snprintf(payload, sizeof payload, "sleep %ld", 2 * fx->config.visibility_ms);
     assert_ok(dmw_submit(fx->master, 0, payload));
-    struct thread_worker w;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "slow", 0);
     await_all(fx);
     assert_ok(dmw_shutdown(fx->master));
@@ -486,8 +624,10 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
 }
 
 /* The worker dies right after its first command once the work is done. With
- * the outcome written first, that command wrote it and the task is safe;
- * had the acknowledgement gone first, the task would be gone with no outcome. */
+ * the outcome written before the acknowledgement, the task is safe whatever
+ * that command was: either it wrote the outcome, or the task is still in the
+ * worker's list for the reaper. Had the acknowledgement gone first, the task
+ * would be gone with no outcome. */
 static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
 {
     fixture_t *fx = *state;
@@ -513,7 +653,9 @@ static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
     }
     finish_processes(fx);
     report_of(fx, second);
-    assert_int_equal(assert_conserved(fx, 2).retries, 0);
+    dmw_stats_t stats = assert_conserved(fx, 2);
+    if (strcmp(outcome_of(fx, 0).worker, "first") == 0) /* it had its outcome: removed, not delivered again */
+        assert_int_equal(stats.retries, 0);
 }
 
 /* A worker frozen (SIGSTOP) past its visibility timeout is presumed dead;
@@ -655,7 +797,10 @@ static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_always_failing_task_is_dead_lettered),
     FIXTURE_TEST(test_dmw_duplicate_delivery_writes_one_result),
     FIXTURE_TEST(test_dmw_reap_returns_orphans_with_attempt_count),
+    FIXTURE_TEST(test_dmw_reap_buries_only_after_the_last_attempt),
     FIXTURE_TEST(test_dmw_live_slow_worker_is_not_reaped),
+    FIXTURE_TEST(test_dmw_worker_adopts_the_task_of_a_lost_reply),
+    FIXTURE_TEST(test_dmw_error_without_text_is_named),
     FIXTURE_TEST(test_dmw_killed_worker_task_is_recovered),
     FIXTURE_TEST(test_dmw_crash_between_outcome_and_ack_loses_nothing),
     FIXTURE_TEST(test_dmw_paused_worker_coming_back_changes_nothing),
