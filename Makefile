@@ -93,7 +93,7 @@ SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
 # chNN_cflags: what a chapter's libraries need to compile (say -isystem DIR).
-INCLUDES   := -Ilib $(addprefix -Ichapters/,$(CHAPTER_DIRS)) -Itests/support \
+INCLUDES   := -Ilib/runtime -Ilib/program $(addprefix -Ichapters/,$(CHAPTER_DIRS)) \
               $(foreach c,$(CHAPTER_DIRS),$(ch$(call number,$(c))_cflags))
 LDLIBS     := -lpthread
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
@@ -104,8 +104,14 @@ TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_time
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free)
 
-LIB_SRCS := lib/kit_cli.c lib/kit_errno.c lib/kit_gate.c lib/kit_log.c lib/kit_map.c lib/kit_thread.c \
-            lib/kit_time.c lib/kit_timeline.c lib/kit_trace.c
+# lib/ in two layers: the runtime the solutions link (it never prints but
+# through its log, and never exits), and what the programs and tests add on
+# top of it (command lines, gates, randomness, timelines). Each layer
+# includes only itself and the layers below (tools/check-layers).
+RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_map.c \
+                lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
+PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
+LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_report.c
@@ -161,7 +167,12 @@ say = $(if $(filter 1,$(V)),,@$(if $(silent),,printf '  %-4s %s\n' '$(1)' '$(2)'
 
 $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+
+# The tests, and only they, see the harness's headers.
+$(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
 
 $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -242,7 +253,7 @@ IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIR
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
 compile_commands.json: Makefile $(wildcard chapters/*/build.mk)
 	$(call say,GEN,$@){ echo '['; \
-	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(CMOCKA_CFLAGS))) \
+	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/%,$(f)),-Itests/support $(CMOCKA_CFLAGS)))) \
 	  $(foreach f,$(IMPL_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES))) \
 	  $(foreach f,$(GRADER_SRCS),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
 	  $(foreach f,$(BENCH_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS))) \
@@ -434,11 +445,12 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tests/support/*.sh)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
+	@tools/check-layers
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/

@@ -1,6 +1,6 @@
 /**
  * @file test_kit_map.c
- * @brief Tests of lib/kit_map: many keys, collisions, growth, removal, running out of memory.
+ * @brief Tests of lib/runtime/kit_map: many keys, collisions, growth, removal, running out of memory.
  *
  * Part of the kit's own tests (chapter `kit` in the rubric, 0 points).
  */

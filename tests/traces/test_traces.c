@@ -2,7 +2,7 @@
  * @file test_traces.c
  * @brief Traces are data: invariants checked on recorded runs.
  *
- * The structures record what their threads do (lib/kit_trace.h) while the
+ * The structures record what their threads do (lib/runtime/kit_trace.h) while the
  * recorder is on. These tests run real workloads with recording on and then
  * read the trace back, in the order events happened, checking what must hold
  * at every instant - not just at the end:

@@ -467,7 +467,7 @@ static bool kit_frame(const char *line, const char *root, char *out, size_t size
         file += strlen(root);       /* absolute path inside the kit: cut to relative */
     else if (file[0] == '/' || file[0] == '.')
         return false;               /* libc and other system code */
-    if (strstr(file, "tests/support/") || strstr(file, "lib/kit_"))
+    if (strstr(file, "tests/support/") || strstr(file, "lib/runtime/") || strstr(file, "lib/program/"))
         return false; /* the harness's frames only hide the student's */
     snprintf(out, size, "%s (%.*s)", function, (int)strcspn(file, "\n"), file);
     return true;
