@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kit_errno.h"
 #include "kit_thread.h"
 #include "kit_time.h"
 #include "tpool.h"
@@ -250,40 +251,41 @@ static void test_tpool_execute_runs_every_task_once(void **state)
     tpool_destroy(p);
 }
 
-/* core_threads tasks that each wait until all of them have arrived: they can
- * only all finish if all of them run at the same moment. */
+/* core_threads tasks that each block at a gate: the gate sees them all
+ * arrive only if the pool runs that many at the same time. Nothing needs
+ * two CPUs at once: a task that arrived sleeps until the gate opens. */
 enum { GATE_CORE = 3 };
 
-struct meeting {
-    kit_latch_t arrived;
-    int64_t deadline_ns; /* one deadline for everybody: a broken pool fails in KIT_HANG_MS, not N times it */
-    atomic_int met;      /* tasks that saw all the others arrive */
-};
+/* Static, not on the test's stack: if the test fails, tasks still waiting
+ * here must not write into a stack frame that is gone. */
+static kit_gate_t meeting;
 
-static void meet_the_others(void *raw)
+static void wait_for_the_others(void *raw)
 {
-    struct meeting *m = raw;
-    kit_latch_count_down(&m->arrived);
-    int64_t left_ns = m->deadline_ns - kit_now_ns();
-    if (kit_latch_wait(&m->arrived, left_ns > 0 ? (long)(left_ns / 1000000) : 0) == 0)
-        atomic_fetch_add(&m->met, 1);
+    kit_gate_wait(raw);
 }
 
 static void test_tpool_execute_runs_core_threads_at_once(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(GATE_CORE, GATE_CORE, 1000, bq_policy_block(), "meet");
-    struct meeting m = { .deadline_ns = kit_now_ns() + KIT_HANG_MS * 1000000LL };
-    assert_ok(kit_latch_init(&m.arrived, GATE_CORE));
+    assert_ok(kit_gate_init(&meeting));
+    int errors[GATE_CORE];
     for (int i = 0; i < GATE_CORE; i++)
-        assert_ok(tpool_execute(p, meet_the_others, &m));
+        errors[i] = tpool_execute(p, wait_for_the_others, &meeting);
+    int all_arrived = kit_gate_await_arrivals(&meeting, GATE_CORE, KIT_HANG_MS);
+    tpool_stats_t during = stats_of(p);
+    kit_gate_open(&meeting); /* first let every task go, then judge */
     finish(p);
-    if (atomic_load(&m.met) != GATE_CORE)
-        fail_msg("only %d of %d tasks met the others: the pool did not run %d tasks at once", atomic_load(&m.met),
-                 GATE_CORE, GATE_CORE);
+    for (int i = 0; i < GATE_CORE; i++)
+        assert_ok(errors[i]);
+    if (all_arrived != 0)
+        fail_msg("%d tasks on a pool of %d core threads: after %ld ms not all of them were running at once "
+                 "(%zu workers alive, %zu tasks active)",
+                 GATE_CORE, GATE_CORE, KIT_HANG_MS, during.threads, during.active);
     assert_int_equal(stats_of(p).largest, GATE_CORE);
     tpool_destroy(p);
-    kit_latch_destroy(&m.arrived);
+    kit_gate_destroy(&meeting);
 }
 
 /* Many submitters, tasks of random length: never more than core_threads at once. */
@@ -1158,41 +1160,61 @@ static void test_tpool_destroy_joins_every_worker(void **state)
     assert_no_leak_since(before);
 }
 
-/* Every allocation of tpool_execute fails in turn: each call either fails
- * with ENOMEM or EAGAIN (the task never runs; the caller keeps it) or
- * succeeds (the task runs exactly once). Nothing is lost or leaked. */
+/* One tpool_execute() with the @p nth allocation it makes failing (0: none)
+ * or its first thread creation failing, on a pool with or without a busy
+ * worker. It fails with ENOMEM or EAGAIN (the task never runs; the caller
+ * keeps it) or succeeds (the task runs exactly once). Returns the number
+ * of allocations the execute made. */
+static long execute_with_a_failure(long nth, bool fail_thread, bool busy_worker)
+{
+    tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
+    kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    struct job busy, job;
+    job_init(&busy, &hold);
+    job_init(&job, NULL);
+    if (busy_worker)
+        assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
+    long calls_before = kit_allocation_calls();
+    kit_fail_allocation(nth);
+    kit_fail_thread_create(fail_thread ? 1 : 0);
+    int err = submit(p, &job);
+    kit_fail_thread_create(0);
+    kit_fail_allocation(0);
+    long made = kit_allocation_calls() - calls_before;
+    release(&hold);
+    if (err != 0 && err != ENOMEM && err != EAGAIN)
+        fail_msg("allocation %ld failing: tpool_execute returned %s, expected 0, ENOMEM or EAGAIN", nth,
+                 kit_errno_name(err));
+    if (fail_thread && !busy_worker && err != EAGAIN)
+        fail_msg("no worker alive and none could be started: tpool_execute returned %s, expected EAGAIN",
+                 kit_errno_name(err));
+    if (err == 0)
+        must_run(&job, "a task accepted while starting its worker failed");
+    finish(p);
+    if (err != 0 && atomic_load(&job.runs) + atomic_load(&job.drops) != 0)
+        fail_msg("tpool_execute returned %s, yet the task was run %d times and dropped %d times: "
+                 "after an error the pool must not touch it", kit_errno_name(err), atomic_load(&job.runs),
+                 atomic_load(&job.drops));
+    tpool_stats_t s = stats_of(p);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    job_destroy(&busy);
+    job_destroy(&job);
+    kit_latch_destroy(&hold);
+    return made;
+}
+
+/* Each allocation tpool_execute makes (however many that is) fails in turn,
+ * then its thread creation: the call fails cleanly or the task runs once. */
 static void test_tpool_execute_reports_a_failed_worker_start(void **state)
 {
     (void)state;
     long before = kit_live_allocations();
-    for (long nth = 1; nth <= 6; nth++) {
-        for (int busy_worker = 0; busy_worker <= 1; busy_worker++) {
-            tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
-            kit_latch_t hold;
-            assert_ok(kit_latch_init(&hold, 1));
-            struct job busy, job;
-            job_init(&busy, &hold);
-            job_init(&job, NULL);
-            if (busy_worker)
-                assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
-            kit_fail_allocation(nth);
-            int err = submit(p, &job);
-            kit_fail_allocation(0);
-            release(&hold);
-            if (err != 0 && err != ENOMEM && err != EAGAIN)
-                fail_msg("allocation %ld failing: tpool_execute returned %d, expected 0, ENOMEM or EAGAIN", nth, err);
-            if (err == 0)
-                must_run(&job, "a task accepted while starting its worker failed");
-            finish(p);
-            if (err != 0)
-                assert_int_equal(atomic_load(&job.runs) + atomic_load(&job.drops), 0);
-            tpool_stats_t s = stats_of(p);
-            assert_conserved(&s);
-            tpool_destroy(p);
-            job_destroy(&busy);
-            job_destroy(&job);
-            kit_latch_destroy(&hold);
-        }
+    for (int busy_worker = 0; busy_worker <= 1; busy_worker++) {
+        for (long nth = 1; execute_with_a_failure(nth, false, busy_worker) >= nth; nth++)
+            ;
+        execute_with_a_failure(0, true, busy_worker);
     }
     assert_no_leak_since(before);
 }
@@ -1221,7 +1243,7 @@ static int strand_next_task(bq_t *q, void *item, const bq_policy_t *policy)
         kit_sleep_ms(1);
     if (stage->err == 0 && s.threads > 0)
         stage->err = ETIMEDOUT;
-    kit_fail_allocation(1);
+    kit_fail_thread_create(1); /* the worker execute starts for the task it queued cannot start */
     return bq_put(q, item);
 }
 
@@ -1237,7 +1259,7 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
     assert_ok(submit(f->p, &f->a));
     assert_ok(submit(f->p, &f->b));
     int err = submit(f->p, &f->c);
-    kit_fail_allocation(0);
+    kit_fail_thread_create(0);
     assert_ok(stage->err);
     assert_ok(err);
     must_run(&f->a, "the first task");
@@ -1265,9 +1287,9 @@ static void test_tpool_shutdown_runs_a_task_left_without_a_worker(void **state)
 
 static void *destroy_failing_to_start_a_worker(void *raw)
 {
-    kit_fail_allocation(1); /* the worker that shutdown starts for the queued task cannot start either */
+    kit_fail_thread_create(1); /* the worker that shutdown starts for the queued task cannot start either */
     tpool_destroy(raw);
-    kit_fail_allocation(0);
+    kit_fail_thread_create(0);
     return NULL;
 }
 
