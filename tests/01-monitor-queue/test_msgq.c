@@ -66,6 +66,20 @@ static void test_msgq_create_rejects_bad_arguments(void **state)
     assert_null(q);
     assert_err(msgq_create(&q, SIZE_MAX), EINVAL);
     assert_null(q);
+    q = (msgq_t *)&q;
+    assert_err(msgq_create(&q, SIZE_MAX / sizeof(msg_t) + 1), EINVAL); /* its size in bytes overflows */
+    assert_null(q);
+}
+
+/* A size that fits in a size_t but not in memory is ENOMEM, not EINVAL (msgq.h). */
+static void test_msgq_create_huge_capacity_is_enomem(void **state)
+{
+    (void)state;
+    msgq_t *q = (msgq_t *)&q;
+    long before = kit_live_allocations();
+    assert_err(msgq_create(&q, SIZE_MAX / sizeof(msg_t) / 4), ENOMEM);
+    assert_null(q);
+    assert_no_leak_since(before);
 }
 
 static int create_and_destroy(void *ctx)
@@ -396,6 +410,7 @@ static void test_msgq_stress_capacity_one_wakes_the_right_side(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_msgq_create_rejects_bad_arguments),
+    cmocka_unit_test(test_msgq_create_huge_capacity_is_enomem),
     cmocka_unit_test(test_msgq_create_undoes_partial_work_without_memory),
     cmocka_unit_test(test_msgq_bad_arguments),
     cmocka_unit_test(test_msgq_fifo_order),

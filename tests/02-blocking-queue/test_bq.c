@@ -602,6 +602,45 @@ static void test_bq_try_put_discard_oldest_evicts_the_oldest(void **state)
     bq_destroy(q);
 }
 
+/* bq_try_put() finds the queue full and then, without the lock, calls the
+ * policy: by then a take may have made room, or a close may have come.
+ * Calling a policy's reject function directly on such a queue stages that
+ * moment every time. Discard-oldest looks again; discard does not. */
+static void test_bq_try_put_policies_called_after_the_queue_changed(void **state)
+{
+    (void)state;
+    struct tracked items[4];
+    init_tracked(items, 4);
+    bq_t *q = make_queue(2);
+    assert_ok(bq_put(q, &items[0])); /* room for one more: a take came after the full check */
+    bq_policy_t oldest = bq_policy_discard_oldest(discard_tracked);
+    assert_ok(oldest.reject(q, &items[1], &oldest));
+    if (atomic_load(&items[0].discarded) != 0)
+        fail_msg("discard-oldest evicted the oldest item although the queue had room again: "
+                 "it must check under the lock that the queue is still full");
+    assert_int_equal(bq_size(q), 2);
+    bq_stats_t stats = stats_of(q);
+    assert_int_equal(stats.discarded, 0);
+    assert_int_equal(stats.enqueued, 2);
+
+    assert_ok(bq_close(q)); /* a close came after the full check */
+    assert_err(oldest.reject(q, &items[2], &oldest), ECANCELED);
+    assert_int_equal(atomic_load(&items[0].discarded) + atomic_load(&items[2].discarded), 0);
+    assert_int_equal(bq_size(q), 2); /* nothing evicted, nothing added: the caller keeps items[2] */
+
+    bq_policy_t discard = bq_policy_discard(discard_tracked);
+    assert_ok(discard.reject(q, &items[3], &discard)); /* drops what it is handed, as bq.h says */
+    assert_int_equal(atomic_load(&items[3].discarded), 1);
+    assert_int_equal(stats_of(q).discarded, 1);
+
+    void *out = NULL;
+    assert_err(bq_offer(q, item(9), 0), ECANCELED); /* closed wins over a deadline that has passed */
+    assert_ok(bq_poll(q, &out, 0));
+    assert_ok(bq_poll(q, &out, 0));
+    assert_err(bq_poll(q, &out, 0), ECANCELED);
+    bq_destroy(q);
+}
+
 static void test_bq_try_put_abort_returns_eagain_and_keeps_the_item(void **state)
 {
     (void)state;
@@ -1076,6 +1115,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_try_put_timeout_gives_up_after_its_timeout),
     cmocka_unit_test(test_bq_try_put_discard_gives_the_new_item_away),
     cmocka_unit_test(test_bq_try_put_discard_oldest_evicts_the_oldest),
+    cmocka_unit_test(test_bq_try_put_policies_called_after_the_queue_changed),
     cmocka_unit_test(test_bq_try_put_abort_returns_eagain_and_keeps_the_item),
     cmocka_unit_test(test_bq_try_put_caller_runs_on_the_calling_thread),
     cmocka_unit_test(test_bq_try_put_custom_policy_uses_its_context),
