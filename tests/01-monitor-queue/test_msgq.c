@@ -1,6 +1,12 @@
 /**
  * @file test_msgq.c
  * @brief Chapter 01 tests: the monitor queue blocks, wakes, closes and never loses a message.
+ *
+ * What a test shares with the threads it starts (calls, jobs, latches,
+ * workers) is static, not on the test's stack: a test that fails leaves
+ * through cmocka's longjmp while such a thread may still run, and that
+ * thread must then find its objects alive, not a stack frame reused by
+ * the failure report.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -143,8 +149,9 @@ static void test_msgq_put_blocks_while_full_until_take(void **state)
     (void)state;
     msgq_t *q = make_queue(1);
     put_id(q, 1);
-    struct one_call call = { q, 2, -1 };
-    kit_worker_t putter;
+    static struct one_call call;
+    call = (struct one_call){ q, 2, -1 };
+    static kit_worker_t putter;
     kit_worker_start(&putter, "putter", put_one, &call);
     kit_worker_must_block(&putter, 200, "msgq_put on a full queue");
     assert_int_equal(take_id(q), 1);
@@ -158,8 +165,9 @@ static void test_msgq_take_blocks_while_empty_until_put(void **state)
 {
     (void)state;
     msgq_t *q = make_queue(2);
-    struct one_call call = { q, -1, -1 };
-    kit_worker_t taker;
+    static struct one_call call;
+    call = (struct one_call){ q, -1, -1 };
+    static kit_worker_t taker;
     kit_worker_start(&taker, "taker", take_one, &call);
     kit_worker_must_block(&taker, 200, "msgq_take on an empty queue");
     put_id(q, 42);
@@ -177,8 +185,9 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     (void)state;
     msgq_t *q = make_queue(1);
     kit_spurious_wakeups(true);
-    struct one_call take_call = { q, -1, -1 };
-    kit_worker_t taker;
+    static struct one_call take_call;
+    take_call = (struct one_call){ q, -1, -1 };
+    static kit_worker_t taker;
     kit_worker_start(&taker, "taker", take_one, &take_call);
     kit_worker_must_block(&taker, 200, "msgq_take on an empty queue woken spuriously");
     put_id(q, 1);
@@ -186,8 +195,9 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     assert_int_equal(take_call.id, 1);
 
     put_id(q, 2); /* full again */
-    struct one_call put_call = { q, 3, -1 };
-    kit_worker_t putter;
+    static struct one_call put_call;
+    put_call = (struct one_call){ q, 3, -1 };
+    static kit_worker_t putter;
     kit_worker_start(&putter, "putter", put_one, &put_call);
     kit_worker_must_block(&putter, 200, "msgq_put on a full queue woken spuriously");
     kit_spurious_wakeups(false);
@@ -204,8 +214,8 @@ static void test_msgq_close_wakes_every_blocked_taker(void **state)
 {
     (void)state;
     msgq_t *q = make_queue(1);
-    struct one_call calls[BLOCKED];
-    kit_worker_t takers[BLOCKED];
+    static struct one_call calls[BLOCKED];
+    static kit_worker_t takers[BLOCKED];
     for (int i = 0; i < BLOCKED; i++) {
         calls[i] = (struct one_call){ q, -1, -1 };
         kit_worker_start(&takers[i], "taker", take_one, &calls[i]);
@@ -224,8 +234,8 @@ static void test_msgq_close_wakes_every_blocked_putter(void **state)
     (void)state;
     msgq_t *q = make_queue(1);
     put_id(q, 0);
-    struct one_call calls[BLOCKED];
-    kit_worker_t putters[BLOCKED];
+    static struct one_call calls[BLOCKED];
+    static kit_worker_t putters[BLOCKED];
     for (int i = 0; i < BLOCKED; i++) {
         calls[i] = (struct one_call){ q, i + 1, -1 };
         kit_worker_start(&putters[i], "putter", put_one, &calls[i]);
@@ -278,7 +288,7 @@ static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
     (void)state;
     msgq_t *q = make_queue(1);
     struct one_call takes[2] = { { q, -1, -1 }, { q, -1, -1 } };
-    kit_worker_t takers[2];
+    static kit_worker_t takers[2];
     for (int i = 0; i < 2; i++)
         kit_worker_start(&takers[i], "taker", take_one, &takes[i]);
     kit_await_waiting_threads(2, "takers on an empty queue");
@@ -352,9 +362,9 @@ static void run_producers_consumers(size_t capacity)
 {
     msgq_t *q = make_queue(capacity);
     uint64_t seed = kit_test_seed();
-    struct producer producers[PRODUCERS];
+    static struct producer producers[PRODUCERS];
     struct consumer *consumers = calloc(CONSUMERS, sizeof *consumers);
-    kit_worker_t consumer_threads[CONSUMERS];
+    static kit_worker_t consumer_threads[CONSUMERS];
     assert_non_null(consumers);
     for (int i = 0; i < CONSUMERS; i++) {
         consumers[i].q = q;

@@ -6,6 +6,12 @@
  * Workers never assert (cmocka is not thread-safe): a worker makes one call,
  * records what it returned, how long it took and on which thread, and the
  * main thread checks the record after joining it.
+ *
+ * What a test shares with the threads it starts (calls, jobs, latches,
+ * workers) is static, not on the test's stack: a test that fails leaves
+ * through cmocka's longjmp while such a thread may still run, and that
+ * thread must then find its objects alive, not a stack frame reused by
+ * the failure report.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -191,8 +197,10 @@ static void test_bq_bad_arguments(void **state)
     put_all(q, 1, 1); /* one item, one free slot: a bad call must not touch either */
     void *out = item(-7);
     bq_stats_t stats;
-    bq_policy_t abort_policy = bq_policy_abort();
-    bq_policy_t no_function = { .reject = NULL };
+    static bq_policy_t abort_policy;
+    abort_policy = bq_policy_abort();
+    static bq_policy_t no_function;
+    no_function = (bq_policy_t){ .reject = NULL };
 
     assert_err(bq_put(NULL, item(2)), EINVAL);
     assert_err(bq_offer(NULL, item(2), 10), EINVAL);
@@ -249,8 +257,9 @@ static void test_bq_put_blocks_while_full_until_take(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 1, 1);
-    struct call call = { .q = q, .kind = CALL_PUT, .item = item(2), .err = -1 };
-    kit_worker_t putter;
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_PUT, .item = item(2), .err = -1 };
+    static kit_worker_t putter;
     kit_worker_start(&putter, "putter", call_on_worker, &call);
     kit_worker_must_block(&putter, 200, "bq_put on a full queue");
     assert_int_equal(take_value(q), 1);
@@ -264,8 +273,9 @@ static void test_bq_take_blocks_while_empty_until_put(void **state)
 {
     (void)state;
     bq_t *q = make_queue(2);
-    struct call call = { .q = q, .kind = CALL_TAKE, .item = item(-1), .err = -1 };
-    kit_worker_t taker;
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_TAKE, .item = item(-1), .err = -1 };
+    static kit_worker_t taker;
     kit_worker_start(&taker, "taker", call_on_worker, &call);
     kit_worker_must_block(&taker, 200, "bq_take on an empty queue");
     put_all(q, 42, 42);
@@ -300,8 +310,9 @@ static void test_bq_offer_proceeds_as_soon_as_there_is_room(void **state)
     if (kit_elapsed_ms(start) > AT_ONCE_BOUND_MS)
         fail_msg("bq_offer waited %.0f ms although there was room", kit_elapsed_ms(start));
 
-    struct call call = { .q = q, .kind = CALL_OFFER, .item = item(2), .timeout_ms = LONG_WAIT_MS, .err = -1 };
-    kit_worker_t offerer;
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_OFFER, .item = item(2), .timeout_ms = LONG_WAIT_MS, .err = -1 };
+    static kit_worker_t offerer;
     kit_worker_start(&offerer, "offerer", call_on_worker, &call);
     kit_worker_must_block(&offerer, 200, "bq_offer on a full queue");
     assert_int_equal(take_value(q), 1);
@@ -340,8 +351,9 @@ static void test_bq_poll_proceeds_as_soon_as_an_item_arrives(void **state)
         fail_msg("bq_poll waited %.0f ms although an item was queued", kit_elapsed_ms(start));
     assert_ptr_equal(out, item(1));
 
-    struct call call = { .q = q, .kind = CALL_POLL, .item = item(-1), .timeout_ms = LONG_WAIT_MS, .err = -1 };
-    kit_worker_t poller;
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_POLL, .item = item(-1), .timeout_ms = LONG_WAIT_MS, .err = -1 };
+    static kit_worker_t poller;
     kit_worker_start(&poller, "poller", call_on_worker, &call);
     kit_worker_must_block(&poller, 200, "bq_poll on an empty queue");
     put_all(q, 7, 7);
@@ -377,7 +389,8 @@ static void test_bq_poll_times_out_despite_stolen_wakeups(void **state)
 {
     (void)state;
     bq_t *q = make_queue(1);
-    struct call call = { .q = q, .kind = CALL_POLL, .item = item(-7), .timeout_ms = 300, .err = -1 };
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_POLL, .item = item(-7), .timeout_ms = 300, .err = -1 };
     check_times_out_despite_wakeups(&call, "bq_poll");
     assert_ptr_equal(call.item, item(-7));
     bq_destroy(q);
@@ -388,7 +401,8 @@ static void test_bq_offer_times_out_despite_stolen_wakeups(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 1, 1);
-    struct call call = { .q = q, .kind = CALL_OFFER, .item = item(2), .timeout_ms = 300, .err = -1 };
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_OFFER, .item = item(2), .timeout_ms = 300, .err = -1 };
     check_times_out_despite_wakeups(&call, "bq_offer");
     assert_int_equal(bq_size(q), 1);
     assert_int_equal(take_value(q), 1);
@@ -402,8 +416,9 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     kit_spurious_wakeups(true);
-    struct call take_call = { .q = q, .kind = CALL_TAKE, .item = item(-1), .err = -1 };
-    kit_worker_t taker;
+    static struct call take_call;
+    take_call = (struct call){ .q = q, .kind = CALL_TAKE, .item = item(-1), .err = -1 };
+    static kit_worker_t taker;
     kit_worker_start(&taker, "taker", call_on_worker, &take_call);
     kit_worker_must_block(&taker, 200, "bq_take on an empty queue woken spuriously");
     put_all(q, 1, 1);
@@ -412,8 +427,9 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     assert_ptr_equal(take_call.item, item(1));
 
     put_all(q, 2, 2); /* full again */
-    struct call put_call = { .q = q, .kind = CALL_PUT, .item = item(3), .err = -1 };
-    kit_worker_t putter;
+    static struct call put_call;
+    put_call = (struct call){ .q = q, .kind = CALL_PUT, .item = item(3), .err = -1 };
+    static kit_worker_t putter;
     kit_worker_start(&putter, "putter", call_on_worker, &put_call);
     kit_worker_must_block(&putter, 200, "bq_put on a full queue woken spuriously");
     kit_spurious_wakeups(false);
@@ -449,8 +465,10 @@ static void test_bq_try_put_enqueues_without_calling_reject_when_there_is_room(v
 {
     (void)state;
     bq_t *q = make_queue(2);
-    struct reject_record record = { 0 };
-    bq_policy_t policy = { .reject = record_and_refuse, .ctx = &record };
+    static struct reject_record record;
+    record = (struct reject_record){ 0 };
+    static bq_policy_t policy;
+    policy = (bq_policy_t){ .reject = record_and_refuse, .ctx = &record };
     assert_ok(bq_try_put(q, item(1), &policy));
     assert_ok(bq_try_put(q, item(2), &policy));
     assert_int_equal(record.calls, 0);
@@ -490,10 +508,13 @@ static void test_bq_try_put_calls_reject_without_the_lock(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 1, 1);
-    struct lock_probe probe = { .size_seen = 99, .stats_err = -1 };
-    bq_policy_t policy = { .reject = probe_the_queue, .ctx = &probe };
-    struct call call = { .q = q, .kind = CALL_TRY_PUT, .item = item(2), .policy = &policy, .err = -1 };
-    kit_worker_t producer;
+    static struct lock_probe probe;
+    probe = (struct lock_probe){ .size_seen = 99, .stats_err = -1 };
+    static bq_policy_t policy;
+    policy = (bq_policy_t){ .reject = probe_the_queue, .ctx = &probe };
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_TRY_PUT, .item = item(2), .policy = &policy, .err = -1 };
+    static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_finish(&producer, "bq_try_put whose reject calls bq_size (is the lock still held?)");
     assert_err(call.err, EAGAIN);
@@ -509,9 +530,11 @@ static void test_bq_try_put_block_waits_for_room(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 1, 1);
-    bq_policy_t policy = bq_policy_block();
-    struct call call = { .q = q, .kind = CALL_TRY_PUT, .item = item(2), .policy = &policy, .err = -1 };
-    kit_worker_t producer;
+    static bq_policy_t policy;
+    policy = bq_policy_block();
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_TRY_PUT, .item = item(2), .policy = &policy, .err = -1 };
+    static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_block(&producer, 200, "bq_try_put with the block policy on a full queue");
     assert_int_equal(take_value(q), 1);
@@ -530,16 +553,19 @@ static void test_bq_try_put_timeout_gives_up_after_its_timeout(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 1, 1);
-    bq_policy_t short_wait = bq_policy_timeout(150);
+    static bq_policy_t short_wait;
+    short_wait = bq_policy_timeout(150);
     int64_t start = kit_now_ns();
     assert_err(bq_try_put(q, item(2), &short_wait), ETIMEDOUT); /* the caller keeps item 2 */
     if (kit_now_ns() - start < ns_of_ms(150))
         fail_msg("the timeout(150) policy gave up after %.1f ms", kit_elapsed_ms(start));
     assert_int_equal(stats_of(q).rejected, 1);
 
-    bq_policy_t long_wait = bq_policy_timeout(LONG_WAIT_MS);
-    struct call call = { .q = q, .kind = CALL_TRY_PUT, .item = item(3), .policy = &long_wait, .err = -1 };
-    kit_worker_t producer;
+    static bq_policy_t long_wait;
+    long_wait = bq_policy_timeout(LONG_WAIT_MS);
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_TRY_PUT, .item = item(3), .policy = &long_wait, .err = -1 };
+    static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_block(&producer, 200, "bq_try_put with the timeout policy on a full queue");
     assert_int_equal(take_value(q), 1);
@@ -555,15 +581,17 @@ static void test_bq_try_put_timeout_gives_up_after_its_timeout(void **state)
 static void test_bq_try_put_discard_gives_the_new_item_away(void **state)
 {
     (void)state;
-    struct tracked items[4];
+    static struct tracked items[4];
     init_tracked(items, 4);
     bq_t *q = make_queue(2);
     assert_ok(bq_put(q, &items[0]));
     assert_ok(bq_put(q, &items[1]));
-    bq_policy_t with_callback = bq_policy_discard(discard_tracked);
+    static bq_policy_t with_callback;
+    with_callback = bq_policy_discard(discard_tracked);
     assert_ok(bq_try_put(q, &items[2], &with_callback)); /* handled: on_discard owns it */
     assert_int_equal(atomic_load(&items[2].discarded), 1);
-    bq_policy_t without_callback = bq_policy_discard(NULL);
+    static bq_policy_t without_callback;
+    without_callback = bq_policy_discard(NULL);
     assert_ok(bq_try_put(q, &items[3], &without_callback)); /* dropped, but counted */
 
     bq_stats_t stats = stats_of(q);
@@ -579,15 +607,17 @@ static void test_bq_try_put_discard_gives_the_new_item_away(void **state)
 static void test_bq_try_put_discard_oldest_evicts_the_oldest(void **state)
 {
     (void)state;
-    struct tracked items[5];
+    static struct tracked items[5];
     init_tracked(items, 5);
     bq_t *q = make_queue(3);
     for (int i = 0; i < 3; i++)
         assert_ok(bq_put(q, &items[i]));
-    bq_policy_t with_callback = bq_policy_discard_oldest(discard_tracked);
+    static bq_policy_t with_callback;
+    with_callback = bq_policy_discard_oldest(discard_tracked);
     assert_ok(bq_try_put(q, &items[3], &with_callback));
     assert_int_equal(atomic_load(&items[0].discarded), 1); /* the evicted item went to on_discard */
-    bq_policy_t without_callback = bq_policy_discard_oldest(NULL);
+    static bq_policy_t without_callback;
+    without_callback = bq_policy_discard_oldest(NULL);
     assert_ok(bq_try_put(q, &items[4], &without_callback)); /* evicts items[1], counted */
 
     bq_stats_t stats = stats_of(q);
@@ -609,11 +639,12 @@ static void test_bq_try_put_discard_oldest_evicts_the_oldest(void **state)
 static void test_bq_try_put_policies_called_after_the_queue_changed(void **state)
 {
     (void)state;
-    struct tracked items[4];
+    static struct tracked items[4];
     init_tracked(items, 4);
     bq_t *q = make_queue(2);
     assert_ok(bq_put(q, &items[0])); /* room for one more: a take came after the full check */
-    bq_policy_t oldest = bq_policy_discard_oldest(discard_tracked);
+    static bq_policy_t oldest;
+    oldest = bq_policy_discard_oldest(discard_tracked);
     assert_ok(oldest.reject(q, &items[1], &oldest));
     if (atomic_load(&items[0].discarded) != 0)
         fail_msg("discard-oldest evicted the oldest item although the queue had room again: "
@@ -628,7 +659,8 @@ static void test_bq_try_put_policies_called_after_the_queue_changed(void **state
     assert_int_equal(atomic_load(&items[0].discarded) + atomic_load(&items[2].discarded), 0);
     assert_int_equal(bq_size(q), 2); /* nothing evicted, nothing added: the caller keeps items[2] */
 
-    bq_policy_t discard = bq_policy_discard(discard_tracked);
+    static bq_policy_t discard;
+    discard = bq_policy_discard(discard_tracked);
     assert_ok(discard.reject(q, &items[3], &discard)); /* drops what it is handed, as bq.h says */
     assert_int_equal(atomic_load(&items[3].discarded), 1);
     assert_int_equal(stats_of(q).discarded, 1);
@@ -644,11 +676,12 @@ static void test_bq_try_put_policies_called_after_the_queue_changed(void **state
 static void test_bq_try_put_abort_returns_eagain_and_keeps_the_item(void **state)
 {
     (void)state;
-    struct tracked items[2];
+    static struct tracked items[2];
     init_tracked(items, 2);
     bq_t *q = make_queue(1);
     assert_ok(bq_put(q, &items[0]));
-    bq_policy_t policy = bq_policy_abort();
+    static bq_policy_t policy;
+    policy = bq_policy_abort();
     assert_err(bq_try_put(q, &items[1], &policy), EAGAIN); /* the caller still owns items[1] */
     assert_int_equal(atomic_load(&items[1].discarded) + atomic_load(&items[1].ran), 0);
     bq_stats_t stats = stats_of(q);
@@ -663,13 +696,15 @@ static void test_bq_try_put_abort_returns_eagain_and_keeps_the_item(void **state
 static void test_bq_try_put_caller_runs_on_the_calling_thread(void **state)
 {
     (void)state;
-    struct tracked items[3];
+    static struct tracked items[3];
     init_tracked(items, 3);
     bq_t *q = make_queue(1);
     assert_ok(bq_put(q, &items[0]));
-    bq_policy_t policy = bq_policy_caller_runs(run_tracked);
-    struct call call = { .q = q, .kind = CALL_TRY_PUT, .item = &items[1], .policy = &policy, .err = -1 };
-    kit_worker_t producer;
+    static bq_policy_t policy;
+    policy = bq_policy_caller_runs(run_tracked);
+    static struct call call;
+    call = (struct call){ .q = q, .kind = CALL_TRY_PUT, .item = &items[1], .policy = &policy, .err = -1 };
+    static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_finish(&producer, "bq_try_put with the caller-runs policy");
     assert_ok(call.err);
@@ -677,7 +712,8 @@ static void test_bq_try_put_caller_runs_on_the_calling_thread(void **state)
     assert_true(pthread_equal(items[1].ran_on, call.thread)); /* on the producer's own thread */
     assert_false(pthread_equal(items[1].ran_on, pthread_self()));
 
-    bq_policy_t no_run = bq_policy_caller_runs(NULL);
+    static bq_policy_t no_run;
+    no_run = bq_policy_caller_runs(NULL);
     assert_err(bq_try_put(q, &items[2], &no_run), EINVAL); /* nothing to run it with: caller keeps it */
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.run_by_caller, 1);
@@ -708,8 +744,10 @@ static void test_bq_try_put_custom_policy_uses_its_context(void **state)
 {
     (void)state;
     bq_t *q = make_queue(1);
-    struct spill spill = { .count = 0 };
-    bq_policy_t policy = { .reject = spill_over, .ctx = &spill };
+    static struct spill spill;
+    spill = (struct spill){ .count = 0 };
+    static bq_policy_t policy;
+    policy = (bq_policy_t){ .reject = spill_over, .ctx = &spill };
     assert_ok(bq_try_put(q, item(1), &policy)); /* room: queued */
     assert_ok(bq_try_put(q, item(2), &policy)); /* full: spilled */
     assert_ok(bq_try_put(q, item(3), &policy));
@@ -732,8 +770,8 @@ static void test_bq_close_wakes_every_blocked_taker(void **state)
 {
     (void)state;
     bq_t *q = make_queue(1);
-    struct call calls[BLOCKED];
-    kit_worker_t takers[BLOCKED];
+    static struct call calls[BLOCKED];
+    static kit_worker_t takers[BLOCKED];
     for (int i = 0; i < BLOCKED; i++) {
         /* take, a long poll, take: every kind of waiting consumer */
         calls[i] = (struct call){ .q = q, .kind = i == 1 ? CALL_POLL : CALL_TAKE, .item = item(-7),
@@ -758,9 +796,11 @@ static void test_bq_destroy_wakes_blocked_threads_first(void **state)
     (void)state;
     bq_t *empty = make_queue(1), *full = make_queue(1);
     assert_ok(bq_put(full, item(1)));
-    struct call take = { .q = empty, .kind = CALL_TAKE, .item = item(-7), .err = -1 };
-    struct call put = { .q = full, .kind = CALL_PUT, .item = item(2), .err = -1 };
-    kit_worker_t taker, putter;
+    static struct call take;
+    take = (struct call){ .q = empty, .kind = CALL_TAKE, .item = item(-7), .err = -1 };
+    static struct call put;
+    put = (struct call){ .q = full, .kind = CALL_PUT, .item = item(2), .err = -1 };
+    static kit_worker_t taker, putter;
     kit_worker_start(&taker, "taker", call_on_worker, &take);
     kit_worker_start(&putter, "putter", call_on_worker, &put);
     kit_await_waiting_threads(2, "a taker on an empty queue and a putter on a full one");
@@ -777,10 +817,11 @@ static void test_bq_close_wakes_every_blocked_putter(void **state)
     (void)state;
     bq_t *q = make_queue(1);
     put_all(q, 10, 10);
-    bq_policy_t block = bq_policy_block();
+    static bq_policy_t block;
+    block = bq_policy_block();
     enum call_kind kinds[BLOCKED] = { CALL_PUT, CALL_OFFER, CALL_TRY_PUT };
-    struct call calls[BLOCKED];
-    kit_worker_t putters[BLOCKED];
+    static struct call calls[BLOCKED];
+    static kit_worker_t putters[BLOCKED];
     for (int i = 0; i < BLOCKED; i++) {
         calls[i] = (struct call){ .q = q, .kind = kinds[i], .item = item(i), .timeout_ms = LONG_WAIT_MS,
                                   .policy = &block, .err = -1 };
@@ -802,13 +843,14 @@ static void test_bq_close_wakes_every_blocked_putter(void **state)
 static void test_bq_close_drains_then_cancels(void **state)
 {
     (void)state;
-    struct tracked late;
+    static struct tracked late;
     init_tracked(&late, 1);
     bq_t *q = make_queue(4);
     put_all(q, 1, 2);
     assert_ok(bq_close(q));
     assert_ok(bq_close(q)); /* twice is harmless */
-    bq_policy_t discard = bq_policy_discard(discard_tracked);
+    static bq_policy_t discard;
+    discard = bq_policy_discard(discard_tracked);
     assert_err(bq_put(q, item(3)), ECANCELED);
     assert_err(bq_offer(q, item(3), 0), ECANCELED);
     assert_err(bq_try_put(q, &late, &discard), ECANCELED); /* refused, not discarded: still ours */
@@ -973,9 +1015,9 @@ static void run_producers_consumers(size_t capacity, bool blocking_only)
     bq_t *q = make_queue(capacity);
     uint64_t seed = kit_test_seed();
     int count = per_producer();
-    struct producer producers[PRODUCERS];
-    struct consumer consumers[CONSUMERS];
-    kit_worker_t consumer_threads[CONSUMERS];
+    static struct producer producers[PRODUCERS];
+    static struct consumer consumers[CONSUMERS];
+    static kit_worker_t consumer_threads[CONSUMERS];
     start_consumers(consumers, consumer_threads, q, count, blocking_only, seed);
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct producer){ .q = q, .index = i, .count = count, .blocking_only = blocking_only,
@@ -1079,10 +1121,10 @@ static void test_bq_stress_policies_account_for_every_item(void **state)
     init_tracked(items, total);
     bq_t *q = make_queue(2);
     uint64_t seed = kit_test_seed();
-    kit_worker_t consumers[2];
+    static kit_worker_t consumers[2];
     for (int i = 0; i < 2; i++)
         kit_worker_start(&consumers[i], "consumer", take_tracked, q);
-    struct policy_producer producers[PRODUCERS];
+    static struct policy_producer producers[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct policy_producer){ q, &items[i * count], count, policies[i], seed, i };
     kit_run_threads(PRODUCERS, "producer", offer_with_policy, producers, sizeof producers[0]);

@@ -8,6 +8,12 @@
  * waits on that latch with a bound and does all the asserting. Timing checks
  * are one-sided: "it really waited at least N ms" is a strict lower bound,
  * "it happened" is an upper bound of KIT_HANG_MS that only a hang exceeds.
+ *
+ * What a test shares with the threads it starts (calls, jobs, latches,
+ * workers) is static, not on the test's stack: a test that fails leaves
+ * through cmocka's longjmp while such a thread may still run, and that
+ * thread must then find its objects alive, not a stack frame reused by
+ * the failure report.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -192,6 +198,16 @@ static void test_tpool_create_rejects_bad_config(void **state)
         assert_err(tpool_create(&p, &bad[i]), EINVAL);
         assert_null(p);
     }
+    tpool_config_t long_name = good;
+    long_name.name = "a-name-of-24-characters!"; /* one more than TPOOL_NAME_MAX: refused, not cut */
+    p = (tpool_t *)&good;
+    if (strlen(long_name.name) != TPOOL_NAME_MAX + 1)
+        fail_msg("the test's long name must be TPOOL_NAME_MAX + 1 characters");
+    assert_err(tpool_create(&p, &long_name), EINVAL);
+    assert_null(p);
+    long_name.name = "a-name-of-23-characters"; /* exactly TPOOL_NAME_MAX: accepted */
+    assert_ok(tpool_create(&p, &long_name));
+    tpool_destroy(p);
     good.keep_alive_ms = 0; /* retire at once: allowed */
     good.name = NULL;       /* "pool" */
     assert_ok(tpool_create(&p, &good));
@@ -328,9 +344,10 @@ static void *submit_limited(void *raw)
 static void test_tpool_stress_never_more_than_core_threads(void **state)
 {
     (void)state;
-    struct limit limit = { .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
+    static struct limit limit;
+    limit = (struct limit){ .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
     long per_submitter = kit_test_repeat(slow_run() ? 300 : 3000);
-    struct limit_submitter submitters[LIMIT_SUBMITTERS];
+    static struct limit_submitter submitters[LIMIT_SUBMITTERS];
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
         submitters[i] = (struct limit_submitter){ &limit, per_submitter, 0 };
     kit_run_threads(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
@@ -351,7 +368,7 @@ static void test_tpool_execute_hands_first_tasks_to_new_workers(void **state)
     (void)state;
     enum { CORE = 3 };
     tpool_t *p = make_pool(CORE, 2, 1000, bq_policy_block(), "hand");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
     struct job jobs[CORE + 1];
     for (size_t i = 0; i < CORE; i++) {
@@ -415,10 +432,11 @@ static tpool_stats_t drain_pool(struct full_pool *f)
 static void test_tpool_policy_block_waits_for_room(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_block());
-    struct execute_call call = { f.p, &f.c, -1 };
-    kit_worker_t caller;
+    static struct execute_call call;
+    call = (struct execute_call){ f.p, &f.c, -1 };
+    static kit_worker_t caller;
     kit_worker_start(&caller, "caller", execute_on_thread, &call);
     kit_worker_must_block(&caller, 200, "tpool_execute with the block policy on a full pool");
     release(&f.hold); /* a ends, the worker takes b, c finds room */
@@ -434,7 +452,7 @@ static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
 {
     (void)state;
     enum { TIMEOUT_MS = 200 };
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_timeout(TIMEOUT_MS));
     int64_t start = kit_now_ns();
     assert_err(submit(f.p, &f.c), ETIMEDOUT);
@@ -450,7 +468,7 @@ static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
 static void test_tpool_policy_discard_drops_the_new_task(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_discard(NULL));
     assert_ok(submit(f.p, &f.c));
     assert_int_equal(atomic_load(&f.c.drops), 1); /* its drop function, not its run */
@@ -464,7 +482,7 @@ static void test_tpool_policy_discard_drops_the_new_task(void **state)
 static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_discard_oldest(NULL));
     assert_ok(submit(f.p, &f.c));
     assert_int_equal(atomic_load(&f.b.drops), 1); /* b was the oldest queued task */
@@ -478,7 +496,7 @@ static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
 static void test_tpool_policy_abort_rejects_with_eagain(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_abort());
     assert_err(submit(f.p, &f.c), EAGAIN);
     assert_int_equal(stats_of(f.p).rejected, 1);
@@ -487,12 +505,31 @@ static void test_tpool_policy_abort_rejects_with_eagain(void **state)
     assert_int_equal(s.completed, 2);
 }
 
+/* A task that reads the pool's counters while it runs. */
+static tpool_t *observed_pool;
+static tpool_stats_t seen_while_running;
+
+static void observe_stats(void *raw)
+{
+    tpool_stats(observed_pool, &seen_while_running);
+    job_run(raw);
+}
+
 static void test_tpool_policy_caller_runs_on_the_calling_thread(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_caller_runs(NULL));
-    assert_ok(submit(f.p, &f.c));
+    int64_t start = kit_now_ns();
+    while (stats_of(f.p).active != 1 && kit_elapsed_ms(start) < KIT_HANG_MS)
+        kit_sleep_ms(1); /* until the worker runs the first task */
+    observed_pool = f.p;
+    memset(&seen_while_running, 0xff, sizeof seen_while_running);
+    assert_ok(tpool_execute_or_drop(f.p, observe_stats, job_drop, &f.c));
+    if (seen_while_running.active != 1)
+        fail_msg("while the caller ran a task by caller-runs, tpool_stats said %zu active; expected 1 (the worker "
+                 "on its own task): a task run by the caller is not counted in active (tpool.h)",
+                 seen_while_running.active);
     assert_int_equal(atomic_load(&f.c.runs), 1); /* before execute returned */
     assert_true(pthread_equal(f.c.thread, pthread_self()));
     assert_null(f.c.current); /* the caller is not one of the pool's workers */
@@ -508,7 +545,7 @@ static void test_tpool_workers_retire_after_keep_alive(void **state)
     (void)state;
     enum { KEEP_ALIVE_MS = 300 };
     tpool_t *p = make_pool(2, 2, KEEP_ALIVE_MS, bq_policy_block(), "idle");
-    struct job a, b;
+    static struct job a, b;
     job_init(&a, NULL);
     job_init(&b, NULL);
     assert_ok(submit(p, &a));
@@ -549,9 +586,9 @@ static void test_tpool_pool_grows_again_after_retiring(void **state)
     enum { CORE = 2, ROUNDS = 3 };
     tpool_t *p = make_pool(CORE, 2, 10, bq_policy_block(), "regrow");
     for (int round = 0; round < ROUNDS; round++) {
-        kit_latch_t hold;
+        static kit_latch_t hold;
         assert_ok(kit_latch_init(&hold, 1));
-        struct job jobs[CORE];
+        static struct job jobs[CORE];
         for (int i = 0; i < CORE; i++) {
             job_init(&jobs[i], &hold);
             assert_ok(submit(p, &jobs[i]));
@@ -706,7 +743,8 @@ static void test_tpool_stress_idle_exit_race(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 4, RACE_KEEP_ALIVE_MS, bq_policy_block(), "race");
-    struct race r = { .ran = 0 };
+    static struct race r;
+    r = (struct race){ .ran = 0 };
     assert_ok(pthread_mutex_init(&r.lock, NULL));
     assert_ok(kit_cond_init(&r.ran_changed));
     long ran = 0;
@@ -744,7 +782,7 @@ static void test_tpool_task_fail_counts_and_worker_survives(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 2, 4 * KIT_HANG_MS, bq_policy_block(), "fail");
-    struct job bad, good;
+    static struct job bad, good;
     job_init(&bad, NULL);
     job_init(&good, NULL);
     bad.fail = true;
@@ -787,7 +825,7 @@ static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state
 {
     (void)state;
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_caller_runs(NULL), "nest");
-    struct nested n;
+    static struct nested n;
     job_init(&n.filler, NULL);
     job_init(&n.inner, NULL);
     assert_ok(kit_latch_init(&n.done, 1));
@@ -814,9 +852,9 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), "crew");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job a, b, c;
+    static struct job a, b, c;
     job_init(&a, &hold);
     job_init(&b, &hold);
     assert_ok(submit(p, &a));
@@ -865,8 +903,8 @@ static void test_tpool_shutdown_runs_queued_tasks(void **state)
     (void)state;
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drain");
-    kit_latch_t hold;
-    struct job busy, queued[QUEUED], late;
+    static kit_latch_t hold;
+    static struct job busy, queued[QUEUED], late;
     queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_shutdown(p)); /* twice is harmless */
@@ -898,9 +936,9 @@ static void test_tpool_shutdown_wakes_idle_workers(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(2, 2, 60000, bq_policy_block(), "sleepy");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job a, b;
+    static struct job a, b;
     job_init(&a, &hold);
     job_init(&b, &hold);
     assert_ok(submit(p, &a));
@@ -927,8 +965,8 @@ static void test_tpool_shutdown_now_drops_queued_tasks(void **state)
     (void)state;
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drop");
-    kit_latch_t hold;
-    struct job busy, queued[QUEUED], late;
+    static kit_latch_t hold;
+    static struct job busy, queued[QUEUED], late;
     queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown_now(p));
     for (int i = 0; i < QUEUED; i++)
@@ -966,9 +1004,9 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "await");
     int self_err = -1;
     assert_ok(tpool_execute(p, await_from_task, &self_err));
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job busy;
+    static struct job busy;
     job_init(&busy, &hold);
     assert_ok(submit(p, &busy));
     assert_err(tpool_await_termination(p, 0), ETIMEDOUT); /* not even shut down */
@@ -993,7 +1031,7 @@ static void test_tpool_execute_after_shutdown_fails(void **state)
     tpool_t *p = make_pool(2, 2, 1000, bq_policy_caller_runs(NULL), "closed");
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_await_termination(p, 0)); /* no worker ever started: terminated at once */
-    struct job job;
+    static struct job job;
     job_init(&job, NULL);
     assert_err(submit(p, &job), ECANCELED);
     assert_err(tpool_execute(p, job_run, &job), ECANCELED);
@@ -1055,7 +1093,8 @@ static void test_tpool_stress_stats_add_up(void **state)
     long per_submitter = kit_test_repeat(slow_run() ? 1000 : 20000);
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
         tpool_t *p = make_pool(4, 2, 5, policies[i], "tally");
-        struct tally tally = { 0, 0 };
+        static struct tally tally;
+        tally = (struct tally){ 0, 0 };
         struct stats_submitter submitters[STATS_SUBMITTERS];
         for (int k = 0; k < STATS_SUBMITTERS; k++)
             submitters[k] = (struct stats_submitter){ p, &tally, per_submitter, k == 0, 0 };
@@ -1149,7 +1188,8 @@ static void test_tpool_destroy_joins_every_worker(void **state)
     enum { TASKS = 10 };
     long before = kit_live_allocations();
     tpool_t *p = make_pool(2, TASKS, 1000, bq_policy_block(), "join");
-    struct slow_tally tally = { 0 };
+    static struct slow_tally tally;
+    tally = (struct slow_tally){ 0 };
     for (int i = 0; i < TASKS; i++)
         assert_ok(tpool_execute(p, slow_task, &tally));
     tpool_destroy(p); /* at once: 2 running, 8 queued */
@@ -1168,9 +1208,9 @@ static void test_tpool_destroy_joins_every_worker(void **state)
 static long execute_with_a_failure(long nth, bool fail_thread, bool busy_worker)
 {
     tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job busy, job;
+    static struct job busy, job;
     job_init(&busy, &hold);
     job_init(&job, NULL);
     if (busy_worker)
@@ -1272,8 +1312,8 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
 static void test_tpool_shutdown_runs_a_task_left_without_a_worker(void **state)
 {
     (void)state;
-    struct full_pool f;
-    struct staging stage;
+    static struct full_pool f;
+    static struct staging stage;
     stage_a_stranded_task(&f, &stage);
     assert_ok(tpool_shutdown(f.p)); /* queued tasks still run: it must start a worker */
     must_run(&f.c, "a queued task after the shutdown");
@@ -1296,10 +1336,10 @@ static void *destroy_failing_to_start_a_worker(void *raw)
 static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
 {
     (void)state;
-    struct full_pool f;
-    struct staging stage;
+    static struct full_pool f;
+    static struct staging stage;
     stage_a_stranded_task(&f, &stage);
-    kit_worker_t destroyer;
+    static kit_worker_t destroyer;
     kit_worker_start(&destroyer, "destroyer", destroy_failing_to_start_a_worker, f.p);
     kit_worker_must_finish(&destroyer, "tpool_destroy with a task no worker can run");
     assert_int_equal(atomic_load(&f.c.drops), 1); /* dropped, not waited for forever, nor lost */

@@ -38,6 +38,8 @@ static void test_kit_threads_for_rounds_up(void **state)
     assert_int_equal(kit_threads_for(1, 0.1, 1, 1), 1);    /* 0.2: never fewer than one thread */
     assert_int_equal(kit_threads_for(3, 1.0, 1, 3), 4);    /* 4 exactly, whatever the rounding */
     assert_int_equal(kit_threads_for(3, 0.4, 0.9, 0.1), 12); /* 12.000000000000002 in doubles: still 12 */
+    assert_int_equal(kit_threads_for(4, 0.2, 1.4, 0.1), 12); /* 12.000000000000002 another way */
+    assert_int_equal(kit_threads_for(1, 1.0, 11.01, 1), 13); /* 12.01 is more than noise: 13 */
     assert_true(kit_threads_for(4, 1.0, 1e300, 1e-300) == SIZE_MAX); /* too many to count: saturates */
     assert_true(kit_threads_for(SIZE_MAX, 1.0, 0, 1) == SIZE_MAX);   /* cores + 1 does not wrap to 0 */
 }
