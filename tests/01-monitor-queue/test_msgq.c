@@ -81,6 +81,10 @@ static void test_msgq_create_rejects_bad_arguments(void **state)
 static void test_msgq_create_huge_capacity_is_enomem(void **state)
 {
     (void)state;
+    /* ThreadSanitizer, AddressSanitizer and valgrind (KIT_SLOW) stop the
+     * program at a request this large instead of returning NULL. */
+    if (getenv("KIT_SLOW") != NULL)
+        return;
     msgq_t *q = (msgq_t *)&q;
     long before = kit_live_allocations();
     assert_err(msgq_create(&q, SIZE_MAX / sizeof(msg_t) / 4), ENOMEM);
