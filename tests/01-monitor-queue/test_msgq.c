@@ -291,7 +291,9 @@ static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
 {
     (void)state;
     msgq_t *q = make_queue(1);
-    struct one_call takes[2] = { { q, -1, -1 }, { q, -1, -1 } };
+    static struct one_call takes[2];
+    takes[0] = (struct one_call){ q, -1, -1 };
+    takes[1] = (struct one_call){ q, -1, -1 };
     static kit_worker_t takers[2];
     for (int i = 0; i < 2; i++)
         kit_worker_start(&takers[i], "taker", take_one, &takes[i]);
@@ -300,6 +302,21 @@ static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
     for (int i = 0; i < 2; i++) {
         kit_worker_must_finish(&takers[i], "msgq_take asleep when the queue was destroyed");
         assert_int_equal(takes[i].err, ECANCELED);
+    }
+    /* and producers asleep on a full queue: their puts fail, the message stays theirs */
+    q = make_queue(1);
+    put_id(q, 0);
+    static struct one_call puts[2];
+    static kit_worker_t putters[2];
+    for (int i = 0; i < 2; i++) {
+        puts[i] = (struct one_call){ q, i + 1, -1 };
+        kit_worker_start(&putters[i], "putter", put_one, &puts[i]);
+    }
+    kit_await_waiting_threads(2, "putters on a full queue");
+    msgq_destroy(q);
+    for (int i = 0; i < 2; i++) {
+        kit_worker_must_finish(&putters[i], "msgq_put asleep when the queue was destroyed");
+        assert_int_equal(puts[i].err, ECANCELED);
     }
 }
 

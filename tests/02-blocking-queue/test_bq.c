@@ -673,6 +673,45 @@ static void test_bq_try_put_policies_called_after_the_queue_changed(void **state
     bq_destroy(q);
 }
 
+/* Item functions run without the queue's lock (bq.h): each one here calls
+ * bq_size(), which would wait for ever on a lock its own thread holds. */
+static bq_t *queue_seen_by_callback;
+
+static void record_size(void *item)
+{
+    *(size_t *)item = bq_size(queue_seen_by_callback);
+}
+
+static void test_bq_try_put_item_functions_run_without_the_lock(void **state)
+{
+    (void)state;
+    static size_t slots[4];
+    static struct call calls[3];
+    static kit_worker_t producers[3];
+    static bq_policy_t policies[3];
+    static const char *names[3] = { "discard", "discard-oldest", "caller-runs" };
+    bq_t *q = make_queue(1);
+    queue_seen_by_callback = q;
+    policies[0] = bq_policy_discard(record_size);
+    policies[1] = bq_policy_discard_oldest(record_size);
+    policies[2] = bq_policy_caller_runs(record_size);
+    slots[3] = 99;
+    assert_ok(bq_put(q, &slots[3]));
+    for (int i = 0; i < 3; i++) {
+        slots[i] = 99;
+        calls[i] = (struct call){ .q = q, .kind = CALL_TRY_PUT, .item = &slots[i], .policy = &policies[i], .err = -1 };
+        kit_worker_start(&producers[i], names[i], call_on_worker, &calls[i]);
+        if (kit_worker_join(&producers[i], KIT_HANG_MS, NULL) != 0)
+            fail_msg("bq_try_put with the %s policy, whose item function calls bq_size: still blocked after %ld ms "
+                     "- the item function was called with the queue's lock held", names[i], KIT_HANG_MS);
+        assert_ok(calls[i].err);
+    }
+    assert_int_equal(slots[0], 1);   /* the new item, dropped: the queue still held one */
+    assert_true(slots[3] <= 1);      /* the evicted oldest went to on_discard (with the new item queued or not yet) */
+    assert_int_equal(slots[2], 1);   /* run by the caller */
+    bq_destroy(q);
+}
+
 static void test_bq_try_put_abort_returns_eagain_and_keeps_the_item(void **state)
 {
     (void)state;
@@ -1158,6 +1197,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_try_put_discard_gives_the_new_item_away),
     cmocka_unit_test(test_bq_try_put_discard_oldest_evicts_the_oldest),
     cmocka_unit_test(test_bq_try_put_policies_called_after_the_queue_changed),
+    cmocka_unit_test(test_bq_try_put_item_functions_run_without_the_lock),
     cmocka_unit_test(test_bq_try_put_abort_returns_eagain_and_keeps_the_item),
     cmocka_unit_test(test_bq_try_put_caller_runs_on_the_calling_thread),
     cmocka_unit_test(test_bq_try_put_custom_policy_uses_its_context),

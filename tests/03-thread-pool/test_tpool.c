@@ -724,7 +724,7 @@ static bool race_round(tpool_t *p, struct race *r, long *ran, int64_t *last_end,
     sleep_until(*last_end + offset_us * 1000LL);
     int err = tpool_execute(p, race_task, r);
     if (err != 0)
-        fail_msg("tpool_execute returned %d during the race sweep", err);
+        fail_msg("tpool_execute returned %s during the race sweep", kit_errno_name(err));
     ++*ran;
     for (long waited_ms = 0; waited_ms < KIT_HANG_MS; waited_ms += 100) {
         int64_t end = race_wait_ran(r, *ran, 100);
@@ -851,7 +851,9 @@ static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state
 static void test_tpool_workers_are_named_after_the_pool(void **state)
 {
     (void)state;
-    tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), "crew");
+    char name[] = "crew";
+    tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), name);
+    name[0] = 'x'; /* the pool keeps its own copy */
     static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
     static struct job a, b, c;
@@ -950,7 +952,7 @@ static void test_tpool_shutdown_wakes_idle_workers(void **state)
     assert_ok(tpool_shutdown(p));
     int err = tpool_await_termination(p, KIT_HANG_MS);
     if (err != 0)
-        fail_msg("tpool_await_termination returned %d: idle workers slept through the shutdown", err);
+        fail_msg("tpool_await_termination returned %s: idle workers slept through the shutdown", kit_errno_name(err));
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.threads, 0);
     assert_int_equal(s.retired, 0); /* they left because of the shutdown, not idleness */
@@ -1002,7 +1004,8 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     (void)state;
     enum { WAIT_MS = 200 };
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "await");
-    int self_err = -1;
+    static int self_err;
+    self_err = -1;
     assert_ok(tpool_execute(p, await_from_task, &self_err));
     static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
@@ -1023,6 +1026,31 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     tpool_destroy(p);
     job_destroy(&busy);
     kit_latch_destroy(&hold);
+}
+
+/* tpool_destroy() from one of the pool's own tasks would wait for itself:
+ * it does nothing, and the pool goes on working. */
+static void destroy_from_task(void *raw)
+{
+    tpool_destroy(tpool_current());
+    job_run(raw);
+}
+
+static void test_tpool_destroy_from_a_task_does_nothing(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 2, 1000, bq_policy_block(), "self");
+    static struct job first, second;
+    job_init(&first, NULL);
+    job_init(&second, NULL);
+    assert_ok(tpool_execute(p, destroy_from_task, &first));
+    must_run(&first, "a task that called tpool_destroy on its own pool");
+    assert_ok(submit(p, &second));
+    must_run(&second, "a task submitted after a task's tpool_destroy, which must do nothing");
+    finish(p);
+    tpool_destroy(p);
+    job_destroy(&first);
+    job_destroy(&second);
 }
 
 static void test_tpool_execute_after_shutdown_fails(void **state)
@@ -1373,6 +1401,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_shutdown_now_drops_queued_tasks),
     cmocka_unit_test(test_tpool_await_termination_times_out_while_a_task_runs),
+    cmocka_unit_test(test_tpool_destroy_from_a_task_does_nothing),
     cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
     cmocka_unit_test(test_tpool_stress_stats_add_up),
     cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),
