@@ -25,11 +25,11 @@
  *
  * **Ownership.** An item belongs to the queue once a put/offer returns 0 or
  * bq_try_put() returns 0 (then it was enqueued, run by the caller, or given
- * to `on_discard` - "handled"). Any error return means the caller still owns
- * the item. An item leaves the queue through bq_take()/bq_poll() (the taker
- * owns it) or through `on_discard` (discard-oldest evicts it). The queue
- * never frees items: bq_destroy() leaves queued items to the caller, who
- * should drain them first.
+ * to `on_discard` - "handled"). Any error return - ETIMEDOUT included -
+ * means the caller keeps the item. An item leaves the queue through
+ * bq_take()/bq_poll() (the taker owns it) or through `on_discard`
+ * (discard-oldest evicts it). The queue never frees items: bq_destroy()
+ * leaves queued items to the caller, who should drain them first.
  *
  * **Timeouts** are relative milliseconds: 0 = do not wait, negative = EINVAL.
  * A timed wait computes one absolute CLOCK_MONOTONIC deadline and keeps it
@@ -157,7 +157,7 @@ int bq_poll(bq_t *q, void **out, long timeout_ms);
  *         `on_discard`); ECANCELED if the queue is closed (the policy is not
  *         asked); the policy's error otherwise (EAGAIN for abort, ETIMEDOUT,
  *         ECANCELED, EINVAL from caller-runs without a `run` function). On
- *         every one of these errors the caller still owns @p item, and the
+ *         every one of these errors the caller keeps the item, and the
  *         call is counted once in bq_stats_t::rejected - ECANCELED from a
  *         closed queue and the policy's EINVAL included.
  *         EINVAL, not counted and with nothing enqueued, for a NULL @p q or

@@ -96,8 +96,12 @@ static int create_and_destroy(void *ctx)
 {
     msgq_t *q = (msgq_t *)&q;
     int err = msgq_create(&q, *(size_t *)ctx);
-    if (err != 0 && q != NULL) {
+    if (err == ENOSYS) {
         kit_fail_allocation(0); /* disarmed before the test ends here */
+        fail_msg("msgq_create returned ENOSYS: not implemented yet - write it in exercises/01-monitor-queue/");
+    }
+    if (err != 0 && q != NULL) {
+        kit_fail_allocation(0);
         fail_msg("msgq_create returned %s but left the queue pointer set: after a failure it must be NULL",
                  kit_errno_name(err));
     }
