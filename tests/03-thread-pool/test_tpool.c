@@ -214,6 +214,31 @@ static void test_tpool_create_rejects_bad_config(void **state)
     tpool_destroy(p);
 }
 
+static int create_and_destroy(void *ctx)
+{
+    tpool_t *p = (tpool_t *)&p;
+    int err = tpool_create(&p, ctx);
+    if (err == ENOSYS) {
+        kit_fail_allocation(0); /* disarmed before the test ends here */
+        fail_msg("tpool_create returned ENOSYS: not implemented yet - write it in exercises/03-thread-pool/");
+    }
+    if (err != 0 && p != NULL) {
+        kit_fail_allocation(0);
+        fail_msg("tpool_create returned %s but left the pool pointer set: after a failure it must be NULL",
+                 kit_errno_name(err));
+    }
+    tpool_destroy(p);
+    return err;
+}
+
+/* Each allocation create makes (however many that is), failed in turn. */
+static void test_tpool_create_undoes_partial_work_without_memory(void **state)
+{
+    (void)state;
+    tpool_config_t config = { 2, 4, 100, bq_policy_block(), "sweep" };
+    assert_true(kit_sweep_allocation_failures("tpool_create", create_and_destroy, &config) >= 1);
+}
+
 static void test_tpool_bad_arguments(void **state)
 {
     (void)state;
@@ -1386,6 +1411,7 @@ static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_create_rejects_bad_config),
+    cmocka_unit_test(test_tpool_create_undoes_partial_work_without_memory),
     cmocka_unit_test(test_tpool_bad_arguments),
     cmocka_unit_test(test_tpool_execute_runs_every_task_once),
     cmocka_unit_test(test_tpool_execute_runs_core_threads_at_once),
