@@ -227,6 +227,10 @@ static void test_bq_bad_arguments(void **state)
     assert_ptr_equal(out, item(-7)); /* out-parameters untouched on error */
     assert_int_equal(bq_capacity(q), 2);
     assert_int_equal(bq_size(q), 1); /* nothing slipped in, nothing was taken */
+    size_t rejected = stats_of(q).rejected;
+    if (rejected != 0)
+        fail_msg("bq_stats(...).rejected is %zu after calls refused for bad arguments; expected 0: EINVAL for a "
+                 "NULL queue or policy, or a policy whose reject is NULL, is not counted (bq.h)", rejected);
     assert_int_equal(take_value(q), 1);
     bq_destroy(q);
 }
