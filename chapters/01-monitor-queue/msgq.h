@@ -15,6 +15,12 @@
  * proceeded never hears about it. Chapter 02 removes that waste with one
  * condition variable per condition.
  *
+ * Thread safety: once msgq_create() has returned, msgq_put(), msgq_take(),
+ * msgq_close() and msgq_size() may be called from any thread, concurrently
+ * with each other, by any number of producers and consumers. msgq_destroy()
+ * may run while threads still sleep in put or take (it wakes them), but no
+ * call may *start* once it has begun.
+ *
  * Ownership: the queue stores msg_t values by copy; the queue never touches
  * what `body` points to. A message given to msgq_put() belongs to the queue
  * only if msgq_put() returns 0, and to the caller of msgq_take() once it
@@ -44,8 +50,11 @@ typedef struct msgq msgq_t;
  * @brief Create an empty queue holding at most @p capacity messages.
  * @param[out] out      the queue; NULL on failure.
  * @param[in]  capacity maximum number of queued messages, >= 1.
- * @return 0; EINVAL (NULL @p out, @p capacity 0 or too large to allocate);
- *         ENOMEM; or a pthread error. On failure nothing is allocated.
+ * @return 0; EINVAL (NULL @p out, @p capacity 0, or a capacity whose ring
+ *         of messages would not fit in a size_t: @p capacity >
+ *         SIZE_MAX / sizeof(msg_t) is always EINVAL); ENOMEM (the size fits,
+ *         the memory cannot be had - also for a capacity that is merely
+ *         huge); or a pthread error. On failure nothing is allocated.
  * @see msgq_destroy
  */
 int msgq_create(msgq_t **out, size_t capacity);

@@ -16,17 +16,28 @@
  * (bq_policy_discard_oldest()), refuse (bq_policy_abort()) or run the item
  * on the calling thread (bq_policy_caller_runs()); or a policy you write.
  *
+ * **Thread safety.** Once bq_create() has returned, every function may be
+ * called from any thread, concurrently with every other one on the same
+ * queue - including from a reject policy, which runs without the lock -
+ * except bq_destroy(): no call may start once it has begun (see its @pre).
+ * The built-in policies' item functions (`on_discard`, `run`) are called on
+ * the thread that called bq_try_put(), without the queue's lock held.
+ *
  * **Ownership.** An item belongs to the queue once a put/offer returns 0 or
  * bq_try_put() returns 0 (then it was enqueued, run by the caller, or given
- * to `on_discard` - "handled"). Any error return means the caller still owns
- * the item. An item leaves the queue through bq_take()/bq_poll() (the taker
- * owns it) or through `on_discard` (discard-oldest evicts it). The queue
- * never frees items: bq_destroy() leaves queued items to the caller, who
- * should drain them first.
+ * to `on_discard` - "handled"). Any error return - ETIMEDOUT included -
+ * means the caller keeps the item. An item leaves the queue through
+ * bq_take()/bq_poll() (the taker owns it) or through `on_discard`
+ * (discard-oldest evicts it). The queue never frees items: bq_destroy()
+ * leaves queued items to the caller, who should drain them first.
  *
  * **Timeouts** are relative milliseconds: 0 = do not wait, negative = EINVAL.
  * A timed wait computes one absolute CLOCK_MONOTONIC deadline and keeps it
- * across wake-ups, so a spurious or stolen wake-up never extends it.
+ * across wake-ups, so a spurious or stolen wake-up never extends it. On
+ * ETIMEDOUT nothing changed: the caller keeps the item (bq_offer()), or
+ * `out` is untouched (bq_poll()). A closed queue wins over the deadline:
+ * a timed call that finds the queue closed - and, for bq_poll(), empty -
+ * returns ECANCELED, also when its time is up too, and also with 0 ms.
  *
  * @ingroup ch02
  */
@@ -64,13 +75,18 @@ struct bq_policy {
     void *ctx;             /**< free for a user-written policy */
 };
 
-/** @brief Counters, read together under the queue's lock by bq_stats(). */
+/** @brief Counters, read together under the queue's lock by bq_stats().
+ *  With the built-in policies, every item handed to bq_try_put() with valid
+ *  arguments is counted in exactly one of enqueued, discarded (the new
+ *  item), run_by_caller and rejected; discard-oldest counts the new item as
+ *  enqueued and the evicted one as discarded. */
 typedef struct bq_stats {
     size_t enqueued;       /**< items that entered the queue */
     size_t taken;          /**< items that left through take or poll */
     size_t discarded;      /**< items given to `on_discard` (the new one or the oldest) */
     size_t run_by_caller;  /**< items run by caller-runs */
-    size_t rejected;       /**< bq_try_put() calls that returned an error (caller kept the item) */
+    size_t rejected;       /**< bq_try_put() calls that returned an error after the argument check,
+                                ECANCELED from a closed queue included (the caller kept the item) */
 } bq_stats_t;
 
 /**
@@ -101,8 +117,9 @@ int bq_put(bq_t *q, void *item);
  * @param[in] item       the item.
  * @param[in] timeout_ms 0 = do not wait; > 0 = wait at most this long.
  * @return 0; EINVAL (NULL @p q, negative @p timeout_ms); ETIMEDOUT (still
- *         full at the deadline); ECANCELED (closed). On error the caller
- *         keeps @p item.
+ *         full at the deadline - with 0 ms, full now: ETIMEDOUT, not EAGAIN);
+ *         ECANCELED (closed, even if the deadline has passed too). On error
+ *         the caller keeps @p item: on ETIMEDOUT as on any other error.
  */
 int bq_offer(bq_t *q, void *item, long timeout_ms);
 
@@ -121,7 +138,8 @@ int bq_take(bq_t *q, void **out);
  * @param[out] out        the item; unchanged on error.
  * @param[in]  timeout_ms 0 = do not wait; > 0 = wait at most this long.
  * @return 0; EINVAL (NULL argument, negative @p timeout_ms); ETIMEDOUT (still
- *         empty at the deadline); ECANCELED (closed and empty).
+ *         empty at the deadline; 0 ms on an empty queue); ECANCELED (closed
+ *         and empty, even if the deadline has passed too).
  */
 int bq_poll(bq_t *q, void **out, long timeout_ms);
 
@@ -136,10 +154,12 @@ int bq_poll(bq_t *q, void **out, long timeout_ms);
  * @param[in] item   the item.
  * @param[in] policy one of the built-ins below or your own.
  * @return 0 if the item was handled (enqueued, run by the caller, or given to
- *         `on_discard`); ECANCELED if the queue is closed; the policy's error
- *         otherwise (EAGAIN for abort, ETIMEDOUT, ECANCELED, EINVAL from
- *         caller-runs without a function); on every error the caller still
- *         owns @p item, and the error is counted in bq_stats_t::rejected.
+ *         `on_discard`); ECANCELED if the queue is closed (the policy is not
+ *         asked); the policy's error otherwise (EAGAIN for abort, ETIMEDOUT,
+ *         ECANCELED, EINVAL from caller-runs without a `run` function). On
+ *         every one of these errors the caller keeps the item, and the
+ *         call is counted once in bq_stats_t::rejected - ECANCELED from a
+ *         closed queue and the policy's EINVAL included.
  *         EINVAL, not counted and with nothing enqueued, for a NULL @p q or
  *         @p policy or a policy whose `reject` is NULL - checked first, even
  *         when the queue has room.
@@ -191,6 +211,9 @@ bq_policy_t bq_policy_timeout(long timeout_ms);
  * @brief Drop the new item: give it to @p on_discard (which may free it) and
  *        report it handled. @p on_discard may be NULL (the item is then just
  *        counted as discarded; whoever made it must not expect it back).
+ *        The policy does not look at the queue again: it drops the item it
+ *        is handed even if the queue gained room or was closed since
+ *        bq_try_put() found it full.
  */
 bq_policy_t bq_policy_discard(bq_item_fn on_discard);
 
@@ -198,6 +221,11 @@ bq_policy_t bq_policy_discard(bq_item_fn on_discard);
  * @brief Make room by evicting the oldest queued item (given to
  *        @p on_discard, outside the lock) and enqueue the new one.
  *        @p on_discard may be NULL.
+ *
+ * It re-checks the queue under the lock: if the queue was closed since
+ * bq_try_put() found it full, ECANCELED (nothing evicted, the caller keeps
+ * the item); if it has room again, the new item is enqueued and nothing is
+ * evicted; only a queue still full loses its oldest item.
  */
 bq_policy_t bq_policy_discard_oldest(bq_item_fn on_discard);
 

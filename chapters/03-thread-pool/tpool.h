@@ -17,6 +17,16 @@
  * it. Here retiring and queueing cannot miss each other (see tpool.c,
  * `PAGE: idle-exit-race`, and the chapter page).
  *
+ * **Thread safety.** Once tpool_create() has returned, tpool_execute(),
+ * tpool_execute_or_drop(), tpool_shutdown(), tpool_shutdown_now(),
+ * tpool_stats() and tpool_await_termination() may be called from any
+ * thread, concurrently with each other - tpool_execute() and the shutdowns
+ * also from the pool's own tasks; tpool_await_termination() from a task of
+ * the same pool returns EDEADLK. tpool_destroy() must be the last call on
+ * the pool and may not run concurrently with any other. tpool_task_fail(),
+ * tpool_block_begin() and tpool_block_end() are for the pool's own workers
+ * (tpool_current() tells whether the caller is one).
+ *
  * **Ownership.** tpool_execute() returning 0 means the pool took the task: it
  * will run `fn(arg)` exactly once, or - if a discard policy or
  * tpool_shutdown_now() drops it - call the task's `drop(arg)` instead (see
@@ -36,6 +46,9 @@
  *  @brief Core threads, a bounded queue, reject policies, idle reclaim, shutdown.
  *  @{ */
 
+/** @brief Longest pool name, in characters: `<name>-<n>` must fit a thread name. */
+#define TPOOL_NAME_MAX 23
+
 /** @brief An opaque thread pool. */
 typedef struct tpool tpool_t;
 
@@ -54,13 +67,16 @@ typedef struct tpool_config {
      * in the queue, pass them to `item_fn` (which drops them) or return an error.
      */
     bq_policy_t reject;
-    const char *name;      /**< threads are named `<name>-<n>`; NULL gives "pool" (copied) */
+    const char *name;      /**< threads are named `<name>-<n>`; NULL gives "pool". Copied; a name
+                                longer than TPOOL_NAME_MAX characters is refused with EINVAL, never cut */
 } tpool_config_t;
 
 /** @brief A consistent snapshot of the pool's counters, taken under its lock. */
 typedef struct tpool_stats {
     size_t threads;       /**< workers alive now */
-    size_t active;        /**< workers running a task now */
+    size_t active;        /**< workers running a task now; a task that the caller-runs policy runs
+                               on the submitting thread is not counted (that thread is no worker
+                               of this pool, or is one already counted for its own task) */
     size_t largest;       /**< most workers ever alive at once */
     size_t completed;     /**< tasks that ran to the end (on a worker or on the caller) */
     size_t queued;        /**< tasks waiting in the queue now */
@@ -77,8 +93,9 @@ typedef struct tpool_stats {
  * @param[out] out    the pool; NULL on failure.
  * @param[in]  config copied; `name` is copied too.
  * @return 0; EINVAL (NULL argument, 0 core threads, 0 queue capacity, negative
- *         keep-alive, a policy without a reject function); ENOMEM; or a
- *         pthread error. On failure nothing is allocated.
+ *         keep-alive, a policy without a reject function, a name longer than
+ *         TPOOL_NAME_MAX characters); ENOMEM; or a pthread error. On failure
+ *         nothing is allocated.
  * @see tpool_destroy
  */
 int tpool_create(tpool_t **out, const tpool_config_t *config);
@@ -91,7 +108,14 @@ int tpool_create(tpool_t **out, const tpool_config_t *config);
  * @return 0 (accepted: see the ownership rule); EINVAL (NULL @p p or @p fn);
  *         ECANCELED (the pool is shut down); the reject policy's error
  *         (EAGAIN for abort, ETIMEDOUT for timeout); EAGAIN if no worker
- *         could be started and none is alive; ENOMEM.
+ *         was alive and none could be started for the task (it was not
+ *         queued); ENOMEM.
+ *
+ * One case returns 0 without a worker: a worker was alive when the task
+ * was queued, it retired before it took the task, and starting its
+ * replacement failed. The task then waits in the queue until a later
+ * tpool_execute() or tpool_shutdown() starts a worker for it, or
+ * tpool_destroy() drops it (calling `drop`) if none can be started.
  * @par Thread safety
  * Any thread, including the pool's own tasks.
  */
@@ -160,14 +184,16 @@ void tpool_task_fail(int error);
 tpool_t *tpool_current(void);
 
 /**
- * @brief Called by a worker of @p p before it blocks waiting for a task that
- *        is still queued in @p p (chapter 04's future_get()).
+ * @brief Called by a worker of @p p before it blocks waiting for work that
+ *        only @p p's workers can do: a task still queued in @p p, or one
+ *        running on another worker of @p p (chapter 04's future_get()).
  *
  * If every other worker of @p p is already blocked that way and the pool
- * cannot start another, nobody is left to run the queued task: the wait
- * would last forever, so this returns EDEADLK and counts nothing. If the pool
- * may still grow, it starts a worker to run queued tasks. Otherwise it counts
- * the caller as blocked and returns 0; the caller must call
+ * cannot start another, nobody is left to do that work: the wait would last
+ * forever, so this returns EDEADLK and counts nothing. Otherwise it returns
+ * 0 and counts the caller as blocked - also when it had to start a new
+ * worker to keep one free, which it does when every other worker is blocked
+ * and the pool may still grow. After a 0 the caller must call
  * tpool_block_end() when its wait is over.
  * @return 0, EDEADLK, or EINVAL (NULL @p p).
  */

@@ -11,8 +11,18 @@
  * The chapter's story is starvation: two waiters in one pool of two both
  * take an order and wait for a dish that only a free thread of the same
  * pool could cook. Here that wait does not hang: future_get() called on a
- * worker of the pool that holds the awaited task in its queue, when every
- * other worker of that pool waits the same way, returns EDEADLK at once.
+ * worker of pool P, for a future whose task is still queued in P or is
+ * running on another worker of P (work only P's workers can finish), is
+ * counted as a blocked worker of P; when every other worker of P is
+ * already blocked that way and P cannot grow, it returns EDEADLK at once.
+ * A wait for a task of another pool, or from a thread that is no worker of
+ * P, is never refused.
+ *
+ * **Thread safety.** Every function may be called from any thread,
+ * concurrently with every other, on futures the caller holds a reference
+ * to - future_get() and future_get_timed() by any number of threads on one
+ * future. future_fail() only means something inside a task run through a
+ * future; future_enter_lane() concerns the calling thread only.
  *
  * **Reference counting.** A future is shared by whoever submitted it and by
  * the task that will complete it; each holds a reference and drops it with
@@ -114,7 +124,7 @@ void future_fail(int error);
 /** @brief A new PENDING future with one reference. @return 0, EINVAL or ENOMEM. */
 int future_create(future_t **out);
 
-/** @brief Add a reference (for a second owner). @return @p f. */
+/** @brief Add a reference (for a second owner). @return @p f; NULL (and nothing done) for NULL. */
 future_t *future_retain(future_t *f);
 
 /**
@@ -127,6 +137,7 @@ int future_run(future_t *f, void *(*fn)(void *), void *arg);
 /**
  * @brief Tie @p f to a *lane*: an executor that runs its tasks one at a
  *        time, in order (chapter 06: one lane per key). Call before anyone waits on @p f.
+ *        A NULL @p f is a no-op.
  */
 void future_set_lane(future_t *f, const void *lane);
 

@@ -33,8 +33,9 @@ struct msgq {
 int msgq_create(msgq_t **out, size_t capacity)
 {
     /* TODO: EINVAL for NULL out (set *out = NULL otherwise), capacity 0, or a
-     * capacity whose ring would overflow size_t. Allocate, initialise the
-     * mutex and the condvar, undo everything on failure. */
+     * capacity whose ring would overflow size_t (a ring that fits but cannot
+     * be allocated is ENOMEM). Allocate, initialise the mutex and the
+     * condvar, undo everything on failure. */
     (void)out;
     (void)capacity;
     return ENOSYS;

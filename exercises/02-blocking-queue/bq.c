@@ -81,7 +81,8 @@ int bq_offer(bq_t *q, void *item, long timeout_ms)
 {
     /* TODO: EINVAL for NULL q or a negative timeout. Turn timeout_ms into
      * ONE deadline before locking (kit_deadline_after), then as bq_put, but
-     * give up with ETIMEDOUT when the deadline passes while still full.
+     * give up with ETIMEDOUT when the deadline passes while still full
+     * (0 ms on a full queue: ETIMEDOUT at once). Closed wins: ECANCELED.
      * (PAGE: one-deadline) */
     (void)q;
     (void)item;
@@ -102,7 +103,8 @@ int bq_take(bq_t *q, void **out)
 int bq_poll(bq_t *q, void **out, long timeout_ms)
 {
     /* TODO: as bq_take with one deadline; still empty at the deadline ->
-     * ETIMEDOUT, with *out untouched. Never return 0 without an item. */
+     * ETIMEDOUT, with *out untouched; closed and empty -> ECANCELED, even
+     * when the deadline has passed too. Never return 0 without an item. */
     (void)q;
     (void)out;
     (void)timeout_ms;
@@ -116,7 +118,9 @@ int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
      * UNLOCK, and only then (PAGE: reject-outside-lock), if it was full, return what
      * policy->reject(q, item, policy) returns (log kit_log("bq", "full:
      * handing the item to the reject policy") first). Every error return
-     * counts one stats.rejected (take the lock again to count it). */
+     * after the argument check - ECANCELED from a closed queue and the
+     * policy's own EINVAL too - counts one stats.rejected (take the lock
+     * again to count it). */
     (void)q;
     (void)item;
     (void)policy;
@@ -190,14 +194,16 @@ bq_policy_t bq_policy_discard(bq_item_fn on_discard)
 {
     /* TODO: keep on_discard in item_fn; reject counts stats.discarded under
      * the lock, then (outside it) gives the item to on_discard if there is
-     * one, and returns 0: the item was handled. */
+     * one, and returns 0: the item was handled. It does not look at the
+     * queue again (bq.h): the item it is handed is dropped. */
     (void)on_discard;
     return (bq_policy_t){ .reject = reject_not_written };
 }
 
 bq_policy_t bq_policy_discard_oldest(bq_item_fn on_discard)
 {
-    /* TODO: reject locks; closed -> ECANCELED; if still full, remove the
+    /* TODO: reject locks and looks again (bq.h): closed -> ECANCELED; if
+     * still full (room may have come since bq_try_put looked), remove the
      * oldest item (ring[head]) and count it as discarded; push the new
      * item; unlock; then give the evicted item (if any) to on_discard. */
     (void)on_discard;

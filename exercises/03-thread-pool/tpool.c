@@ -65,7 +65,8 @@ int tpool_create(tpool_t **out, const tpool_config_t *config)
 {
     /* TODO: EINVAL for NULL out (set *out = NULL otherwise), NULL config,
      * 0 core threads, 0 queue capacity, negative keep-alive, or
-     * config->reject.reject == NULL. Allocate, copy the config and the name
+     * config->reject.reject == NULL, or a name longer than TPOOL_NAME_MAX
+     * (refused, never cut). Allocate, copy the config and the name
      * ("pool" if NULL), bq_create() the queue, init the mutex and the
      * condvar; undo everything on failure. Start no thread yet. */
     (void)out;
@@ -93,7 +94,9 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
      * If starting fails but a worker is alive, queue the task instead.
      * Unlocked: bq_try_put(queue, task, &policy) - it may block, run the
      * task on this thread or drop it. Then, under the lock again, if no
-     * worker is alive start one with no first task (the idle-exit race).
+     * worker is alive start one with no first task (the idle-exit race);
+     * if that start fails, still return 0: the task waits for the next
+     * execute or shutdown (tpool.h).
      * Any error: count it in rejected, free the record, return the error. */
     (void)p;
     (void)fn;
@@ -165,7 +168,8 @@ void tpool_destroy(tpool_t *p)
  *   if that completes termination.
  * run_task: active++ under the lock; run the task with NO lock held;
  *   under the lock: active--, completed++, failed++ if tpool_task_fail()
- *   was called. A failed task never ends its worker. */
+ *   was called. A failed task never ends its worker. A task that the
+ *   caller-runs policy runs counts in ran_by_caller, not in active. */
 
 void tpool_task_fail(int error)
 {

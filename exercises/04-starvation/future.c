@@ -58,7 +58,7 @@ int future_create(future_t **out)
 
 future_t *future_retain(future_t *f)
 {
-    /* TODO: one more reference, under the lock. */
+    /* TODO: NULL: return NULL. Otherwise one more reference, under the lock. */
     return f;
 }
 
@@ -117,7 +117,7 @@ future_state_t future_state(future_t *f)
 
 void future_set_lane(future_t *f, const void *lane)
 {
-    /* TODO: store lane under the lock. */
+    /* TODO: NULL f: nothing. Otherwise store lane under the lock. */
     (void)f;
     (void)lane;
 }

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kit_log.h"
 #include "kit_thread.h"
@@ -56,7 +57,7 @@ struct tpool {
     long keep_alive_ms;
     bq_t *queue;         /* has its own lock; taken after ours, never before */
     bq_policy_t policy;  /* the configured policy, with the pool's item function */
-    char name[KIT_THREAD_NAME_MAX - 8];
+    char name[TPOOL_NAME_MAX + 1];
 
     pthread_mutex_t lock;
     pthread_cond_t terminated; /* broadcast when shut down and the last worker left */
@@ -140,7 +141,8 @@ static bool retire(tpool_t *p, struct worker *self, int why)
     bool leave = why == ECANCELED || bq_size(p->queue) == 0;
     if (leave) {
         p->stats.threads--;
-        p->stats.retired += why == ETIMEDOUT;
+        if (why == ETIMEDOUT)
+            p->stats.retired++;
         self->exited = true;
         if (terminated_locked(p))
             pthread_cond_broadcast(&p->terminated);
@@ -166,10 +168,13 @@ static void run_task(tpool_t *p, struct task *task, bool on_caller)
     task->run(task->arg); /* no lock held: a task may run as long as it likes */
     kit_trace_end("tpool");
     pthread_mutex_lock(&p->lock);
-    p->stats.active -= !on_caller;
+    if (on_caller)
+        p->stats.ran_by_caller++; /* not in active: the caller's thread is not this task's worker */
+    else
+        p->stats.active--;
     p->stats.completed++;
-    p->stats.ran_by_caller += on_caller;
-    p->stats.failed += current_failure != 0; /* a failed task is counted; its worker carries on */
+    if (current_failure != 0)
+        p->stats.failed++; /* a failed task is counted; its worker carries on */
     pthread_mutex_unlock(&p->lock);
     current_failure = outer_failure;
     free(task);
@@ -228,6 +233,8 @@ int tpool_create(tpool_t **out, const tpool_config_t *config)
     if (config == NULL || config->core_threads == 0 || config->queue_capacity == 0 ||
         config->keep_alive_ms < 0 || config->reject.reject == NULL)
         return EINVAL;
+    if (config->name != NULL && strlen(config->name) > TPOOL_NAME_MAX)
+        return EINVAL; /* refused, not cut: two pools would get the same thread names */
     tpool_t *p = calloc(1, sizeof *p);
     if (p == NULL)
         return ENOMEM;
@@ -267,8 +274,8 @@ static int enqueue(tpool_t *p, struct task *task)
     /* PAGE: idle-exit-race (execute side). When we chose to queue, a worker
      * was alive; it may have retired since (it re-checked the queue before we
      * put the task in). Under the lock that retiring takes: is anyone left? */
-    if (p->stats.threads == 0) /* if even this start fails, the next execute or tpool_shutdown() tries */
-        start_worker_locked(p, NULL);
+    if (p->stats.threads == 0) /* if even this start fails, the task still counts as accepted (tpool.h): */
+        start_worker_locked(p, NULL); /* the next execute or tpool_shutdown() starts one */
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -417,9 +424,11 @@ int tpool_block_begin(tpool_t *p)
      * the last one who could run them - and it is about to wait too. */
     if (p->blocked + 1 >= p->stats.threads) {
         bool can_grow = p->stats.threads < p->core_threads && !p->shutdown;
-        err = can_grow && start_worker_locked(p, NULL) == 0 ? 0 : EDEADLK;
+        if (!can_grow || start_worker_locked(p, NULL) != 0)
+            err = EDEADLK;
     }
-    p->blocked += err == 0;
+    if (err == 0)
+        p->blocked++; /* also after starting a worker: the caller still waits */
     pthread_mutex_unlock(&p->lock);
     return err;
 }

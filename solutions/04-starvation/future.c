@@ -69,6 +69,8 @@ int future_create(future_t **out)
 
 future_t *future_retain(future_t *f)
 {
+    if (f == NULL)
+        return NULL;
     pthread_mutex_lock(&f->lock);
     f->refs++;
     pthread_mutex_unlock(&f->lock);
@@ -169,6 +171,8 @@ future_state_t future_state(future_t *f)
 
 void future_set_lane(future_t *f, const void *lane)
 {
+    if (f == NULL)
+        return;
     pthread_mutex_lock(&f->lock);
     f->lane = lane;
     pthread_mutex_unlock(&f->lock);

@@ -8,6 +8,12 @@
  * waits on that latch with a bound and does all the asserting. Timing checks
  * are one-sided: "it really waited at least N ms" is a strict lower bound,
  * "it happened" is an upper bound of KIT_HANG_MS that only a hang exceeds.
+ *
+ * What a test shares with the threads it starts (calls, jobs, latches,
+ * workers) is static, not on the test's stack: a test that fails leaves
+ * through cmocka's longjmp while such a thread may still run, and that
+ * thread must then find its objects alive, not a stack frame reused by
+ * the failure report.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kit_errno.h"
 #include "kit_thread.h"
 #include "kit_time.h"
 #include "tpool.h"
@@ -191,10 +198,49 @@ static void test_tpool_create_rejects_bad_config(void **state)
         assert_err(tpool_create(&p, &bad[i]), EINVAL);
         assert_null(p);
     }
+    tpool_config_t long_name = good;
+    long_name.name = "a-name-of-24-characters!"; /* one more than TPOOL_NAME_MAX: refused, not cut */
+    p = (tpool_t *)&good;
+    if (strlen(long_name.name) != TPOOL_NAME_MAX + 1)
+        fail_msg("the test's long name must be TPOOL_NAME_MAX + 1 characters");
+    int err = tpool_create(&p, &long_name);
+    if (err != EINVAL)
+        fail_msg("tpool_create with a name of %d characters returned %s, expected EINVAL: a name longer than "
+                 "TPOOL_NAME_MAX (%d) is refused, never cut (tpool.h)", TPOOL_NAME_MAX + 1, kit_errno_name(err),
+                 TPOOL_NAME_MAX);
+    assert_null(p);
+    long_name.name = "a-name-of-23-characters"; /* exactly TPOOL_NAME_MAX: accepted */
+    assert_ok(tpool_create(&p, &long_name));
+    tpool_destroy(p);
     good.keep_alive_ms = 0; /* retire at once: allowed */
     good.name = NULL;       /* "pool" */
     assert_ok(tpool_create(&p, &good));
     tpool_destroy(p);
+}
+
+static int create_and_destroy(void *ctx)
+{
+    tpool_t *p = (tpool_t *)&p;
+    int err = tpool_create(&p, ctx);
+    if (err == ENOSYS) {
+        kit_fail_allocation(0); /* disarmed before the test ends here */
+        fail_msg("tpool_create returned ENOSYS: not implemented yet - write it in exercises/03-thread-pool/");
+    }
+    if (err != 0 && p != NULL) {
+        kit_fail_allocation(0);
+        fail_msg("tpool_create returned %s but left the pool pointer set: after a failure it must be NULL",
+                 kit_errno_name(err));
+    }
+    tpool_destroy(p);
+    return err;
+}
+
+/* Each allocation create makes (however many that is), failed in turn. */
+static void test_tpool_create_undoes_partial_work_without_memory(void **state)
+{
+    (void)state;
+    tpool_config_t config = { 2, 4, 100, bq_policy_block(), "sweep" };
+    assert_true(kit_sweep_allocation_failures("tpool_create", create_and_destroy, &config) >= 1);
 }
 
 static void test_tpool_bad_arguments(void **state)
@@ -250,40 +296,47 @@ static void test_tpool_execute_runs_every_task_once(void **state)
     tpool_destroy(p);
 }
 
-/* core_threads tasks that each wait until all of them have arrived: they can
- * only all finish if all of them run at the same moment. */
+/* core_threads tasks that each arrive and then sleep until released: all of
+ * them arrive only if the pool runs that many at the same time. Nothing
+ * needs two CPUs at once: a task that arrived sleeps. Its sleep is bounded,
+ * so a pool that holds a lock while a task runs cannot hang the test. */
 enum { GATE_CORE = 3 };
 
-struct meeting {
-    kit_latch_t arrived;
-    int64_t deadline_ns; /* one deadline for everybody: a broken pool fails in KIT_HANG_MS, not N times it */
-    atomic_int met;      /* tasks that saw all the others arrive */
-};
+/* Static, not on the test's stack: if the test fails, tasks still waiting
+ * here must not write into a stack frame that is gone. */
+static struct meeting {
+    kit_latch_t arrived; /* counted down by each task as it starts */
+    kit_latch_t release; /* counted down by the test once it has judged */
+} meeting;
 
-static void meet_the_others(void *raw)
+static void arrive_and_wait(void *raw)
 {
     struct meeting *m = raw;
     kit_latch_count_down(&m->arrived);
-    int64_t left_ns = m->deadline_ns - kit_now_ns();
-    if (kit_latch_wait(&m->arrived, left_ns > 0 ? (long)(left_ns / 1000000) : 0) == 0)
-        atomic_fetch_add(&m->met, 1);
+    kit_latch_wait(&m->release, KIT_HANG_MS);
 }
 
 static void test_tpool_execute_runs_core_threads_at_once(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(GATE_CORE, GATE_CORE, 1000, bq_policy_block(), "meet");
-    struct meeting m = { .deadline_ns = kit_now_ns() + KIT_HANG_MS * 1000000LL };
-    assert_ok(kit_latch_init(&m.arrived, GATE_CORE));
+    assert_ok(kit_latch_init(&meeting.arrived, GATE_CORE));
+    assert_ok(kit_latch_init(&meeting.release, 1));
+    int errors[GATE_CORE];
     for (int i = 0; i < GATE_CORE; i++)
-        assert_ok(tpool_execute(p, meet_the_others, &m));
+        errors[i] = tpool_execute(p, arrive_and_wait, &meeting);
+    int all_arrived = kit_latch_wait(&meeting.arrived, KIT_HANG_MS);
+    kit_latch_count_down(&meeting.release); /* first let every task go, then judge */
     finish(p);
-    if (atomic_load(&m.met) != GATE_CORE)
-        fail_msg("only %d of %d tasks met the others: the pool did not run %d tasks at once", atomic_load(&m.met),
-                 GATE_CORE, GATE_CORE);
+    for (int i = 0; i < GATE_CORE; i++)
+        assert_ok(errors[i]);
+    if (all_arrived != 0)
+        fail_msg("%d tasks on a pool of %d core threads: after %ld ms they were not all running at once",
+                 GATE_CORE, GATE_CORE, KIT_HANG_MS);
     assert_int_equal(stats_of(p).largest, GATE_CORE);
     tpool_destroy(p);
-    kit_latch_destroy(&m.arrived);
+    kit_latch_destroy(&meeting.arrived);
+    kit_latch_destroy(&meeting.release);
 }
 
 /* Many submitters, tasks of random length: never more than core_threads at once. */
@@ -326,9 +379,10 @@ static void *submit_limited(void *raw)
 static void test_tpool_stress_never_more_than_core_threads(void **state)
 {
     (void)state;
-    struct limit limit = { .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
+    static struct limit limit;
+    limit = (struct limit){ .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
     long per_submitter = kit_test_repeat(slow_run() ? 300 : 3000);
-    struct limit_submitter submitters[LIMIT_SUBMITTERS];
+    static struct limit_submitter submitters[LIMIT_SUBMITTERS];
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
         submitters[i] = (struct limit_submitter){ &limit, per_submitter, 0 };
     kit_run_threads(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
@@ -349,7 +403,7 @@ static void test_tpool_execute_hands_first_tasks_to_new_workers(void **state)
     (void)state;
     enum { CORE = 3 };
     tpool_t *p = make_pool(CORE, 2, 1000, bq_policy_block(), "hand");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
     struct job jobs[CORE + 1];
     for (size_t i = 0; i < CORE; i++) {
@@ -413,10 +467,11 @@ static tpool_stats_t drain_pool(struct full_pool *f)
 static void test_tpool_policy_block_waits_for_room(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_block());
-    struct execute_call call = { f.p, &f.c, -1 };
-    kit_worker_t caller;
+    static struct execute_call call;
+    call = (struct execute_call){ f.p, &f.c, -1 };
+    static kit_worker_t caller;
     kit_worker_start(&caller, "caller", execute_on_thread, &call);
     kit_worker_must_block(&caller, 200, "tpool_execute with the block policy on a full pool");
     release(&f.hold); /* a ends, the worker takes b, c finds room */
@@ -432,7 +487,7 @@ static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
 {
     (void)state;
     enum { TIMEOUT_MS = 200 };
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_timeout(TIMEOUT_MS));
     int64_t start = kit_now_ns();
     assert_err(submit(f.p, &f.c), ETIMEDOUT);
@@ -448,7 +503,7 @@ static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
 static void test_tpool_policy_discard_drops_the_new_task(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_discard(NULL));
     assert_ok(submit(f.p, &f.c));
     assert_int_equal(atomic_load(&f.c.drops), 1); /* its drop function, not its run */
@@ -462,7 +517,7 @@ static void test_tpool_policy_discard_drops_the_new_task(void **state)
 static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_discard_oldest(NULL));
     assert_ok(submit(f.p, &f.c));
     assert_int_equal(atomic_load(&f.b.drops), 1); /* b was the oldest queued task */
@@ -476,7 +531,7 @@ static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
 static void test_tpool_policy_abort_rejects_with_eagain(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_abort());
     assert_err(submit(f.p, &f.c), EAGAIN);
     assert_int_equal(stats_of(f.p).rejected, 1);
@@ -485,12 +540,31 @@ static void test_tpool_policy_abort_rejects_with_eagain(void **state)
     assert_int_equal(s.completed, 2);
 }
 
+/* A task that reads the pool's counters while it runs. */
+static tpool_t *observed_pool;
+static tpool_stats_t seen_while_running;
+
+static void observe_stats(void *raw)
+{
+    tpool_stats(observed_pool, &seen_while_running);
+    job_run(raw);
+}
+
 static void test_tpool_policy_caller_runs_on_the_calling_thread(void **state)
 {
     (void)state;
-    struct full_pool f;
+    static struct full_pool f;
     fill_pool(&f, bq_policy_caller_runs(NULL));
-    assert_ok(submit(f.p, &f.c));
+    int64_t start = kit_now_ns();
+    while (stats_of(f.p).active != 1 && kit_elapsed_ms(start) < KIT_HANG_MS)
+        kit_sleep_ms(1); /* until the worker runs the first task */
+    observed_pool = f.p;
+    memset(&seen_while_running, 0xff, sizeof seen_while_running);
+    assert_ok(tpool_execute_or_drop(f.p, observe_stats, job_drop, &f.c));
+    if (seen_while_running.active != 1)
+        fail_msg("while the caller ran a task by caller-runs, tpool_stats said %zu active; expected 1 (the worker "
+                 "on its own task): a task run by the caller is not counted in active (tpool.h)",
+                 seen_while_running.active);
     assert_int_equal(atomic_load(&f.c.runs), 1); /* before execute returned */
     assert_true(pthread_equal(f.c.thread, pthread_self()));
     assert_null(f.c.current); /* the caller is not one of the pool's workers */
@@ -506,7 +580,7 @@ static void test_tpool_workers_retire_after_keep_alive(void **state)
     (void)state;
     enum { KEEP_ALIVE_MS = 300 };
     tpool_t *p = make_pool(2, 2, KEEP_ALIVE_MS, bq_policy_block(), "idle");
-    struct job a, b;
+    static struct job a, b;
     job_init(&a, NULL);
     job_init(&b, NULL);
     assert_ok(submit(p, &a));
@@ -547,9 +621,9 @@ static void test_tpool_pool_grows_again_after_retiring(void **state)
     enum { CORE = 2, ROUNDS = 3 };
     tpool_t *p = make_pool(CORE, 2, 10, bq_policy_block(), "regrow");
     for (int round = 0; round < ROUNDS; round++) {
-        kit_latch_t hold;
+        static kit_latch_t hold;
         assert_ok(kit_latch_init(&hold, 1));
-        struct job jobs[CORE];
+        static struct job jobs[CORE];
         for (int i = 0; i < CORE; i++) {
             job_init(&jobs[i], &hold);
             assert_ok(submit(p, &jobs[i]));
@@ -685,7 +759,7 @@ static bool race_round(tpool_t *p, struct race *r, long *ran, int64_t *last_end,
     sleep_until(*last_end + offset_us * 1000LL);
     int err = tpool_execute(p, race_task, r);
     if (err != 0)
-        fail_msg("tpool_execute returned %d during the race sweep", err);
+        fail_msg("tpool_execute returned %s during the race sweep", kit_errno_name(err));
     ++*ran;
     for (long waited_ms = 0; waited_ms < KIT_HANG_MS; waited_ms += 100) {
         int64_t end = race_wait_ran(r, *ran, 100);
@@ -704,7 +778,8 @@ static void test_tpool_stress_idle_exit_race(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 4, RACE_KEEP_ALIVE_MS, bq_policy_block(), "race");
-    struct race r = { .ran = 0 };
+    static struct race r;
+    r = (struct race){ .ran = 0 };
     assert_ok(pthread_mutex_init(&r.lock, NULL));
     assert_ok(kit_cond_init(&r.ran_changed));
     long ran = 0;
@@ -742,7 +817,7 @@ static void test_tpool_task_fail_counts_and_worker_survives(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 2, 4 * KIT_HANG_MS, bq_policy_block(), "fail");
-    struct job bad, good;
+    static struct job bad, good;
     job_init(&bad, NULL);
     job_init(&good, NULL);
     bad.fail = true;
@@ -785,7 +860,7 @@ static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state
 {
     (void)state;
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_caller_runs(NULL), "nest");
-    struct nested n;
+    static struct nested n;
     job_init(&n.filler, NULL);
     job_init(&n.inner, NULL);
     assert_ok(kit_latch_init(&n.done, 1));
@@ -811,10 +886,12 @@ static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state
 static void test_tpool_workers_are_named_after_the_pool(void **state)
 {
     (void)state;
-    tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), "crew");
-    kit_latch_t hold;
+    char name[] = "crew";
+    tpool_t *p = make_pool(2, 1, 1000, bq_policy_block(), name);
+    name[0] = 'x'; /* the pool keeps its own copy */
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job a, b, c;
+    static struct job a, b, c;
     job_init(&a, &hold);
     job_init(&b, &hold);
     assert_ok(submit(p, &a));
@@ -863,8 +940,8 @@ static void test_tpool_shutdown_runs_queued_tasks(void **state)
     (void)state;
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drain");
-    kit_latch_t hold;
-    struct job busy, queued[QUEUED], late;
+    static kit_latch_t hold;
+    static struct job busy, queued[QUEUED], late;
     queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_shutdown(p)); /* twice is harmless */
@@ -896,9 +973,9 @@ static void test_tpool_shutdown_wakes_idle_workers(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(2, 2, 60000, bq_policy_block(), "sleepy");
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job a, b;
+    static struct job a, b;
     job_init(&a, &hold);
     job_init(&b, &hold);
     assert_ok(submit(p, &a));
@@ -910,7 +987,7 @@ static void test_tpool_shutdown_wakes_idle_workers(void **state)
     assert_ok(tpool_shutdown(p));
     int err = tpool_await_termination(p, KIT_HANG_MS);
     if (err != 0)
-        fail_msg("tpool_await_termination returned %d: idle workers slept through the shutdown", err);
+        fail_msg("tpool_await_termination returned %s: idle workers slept through the shutdown", kit_errno_name(err));
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.threads, 0);
     assert_int_equal(s.retired, 0); /* they left because of the shutdown, not idleness */
@@ -925,8 +1002,8 @@ static void test_tpool_shutdown_now_drops_queued_tasks(void **state)
     (void)state;
     enum { QUEUED = 3 };
     tpool_t *p = make_pool(1, QUEUED, 1000, bq_policy_block(), "drop");
-    kit_latch_t hold;
-    struct job busy, queued[QUEUED], late;
+    static kit_latch_t hold;
+    static struct job busy, queued[QUEUED], late;
     queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown_now(p));
     for (int i = 0; i < QUEUED; i++)
@@ -962,11 +1039,12 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     (void)state;
     enum { WAIT_MS = 200 };
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "await");
-    int self_err = -1;
+    static int self_err;
+    self_err = -1;
     assert_ok(tpool_execute(p, await_from_task, &self_err));
-    kit_latch_t hold;
+    static kit_latch_t hold;
     assert_ok(kit_latch_init(&hold, 1));
-    struct job busy;
+    static struct job busy;
     job_init(&busy, &hold);
     assert_ok(submit(p, &busy));
     assert_err(tpool_await_termination(p, 0), ETIMEDOUT); /* not even shut down */
@@ -985,13 +1063,38 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     kit_latch_destroy(&hold);
 }
 
+/* tpool_destroy() from one of the pool's own tasks would wait for itself:
+ * it does nothing, and the pool goes on working. */
+static void destroy_from_task(void *raw)
+{
+    tpool_destroy(tpool_current());
+    job_run(raw);
+}
+
+static void test_tpool_destroy_from_a_task_does_nothing(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 2, 1000, bq_policy_block(), "self");
+    static struct job first, second;
+    job_init(&first, NULL);
+    job_init(&second, NULL);
+    assert_ok(tpool_execute(p, destroy_from_task, &first));
+    must_run(&first, "a task that called tpool_destroy on its own pool");
+    assert_ok(submit(p, &second));
+    must_run(&second, "a task submitted after a task's tpool_destroy, which must do nothing");
+    finish(p);
+    tpool_destroy(p);
+    job_destroy(&first);
+    job_destroy(&second);
+}
+
 static void test_tpool_execute_after_shutdown_fails(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(2, 2, 1000, bq_policy_caller_runs(NULL), "closed");
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_await_termination(p, 0)); /* no worker ever started: terminated at once */
-    struct job job;
+    static struct job job;
     job_init(&job, NULL);
     assert_err(submit(p, &job), ECANCELED);
     assert_err(tpool_execute(p, job_run, &job), ECANCELED);
@@ -1053,7 +1156,8 @@ static void test_tpool_stress_stats_add_up(void **state)
     long per_submitter = kit_test_repeat(slow_run() ? 1000 : 20000);
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
         tpool_t *p = make_pool(4, 2, 5, policies[i], "tally");
-        struct tally tally = { 0, 0 };
+        static struct tally tally;
+        tally = (struct tally){ 0, 0 };
         struct stats_submitter submitters[STATS_SUBMITTERS];
         for (int k = 0; k < STATS_SUBMITTERS; k++)
             submitters[k] = (struct stats_submitter){ p, &tally, per_submitter, k == 0, 0 };
@@ -1147,7 +1251,8 @@ static void test_tpool_destroy_joins_every_worker(void **state)
     enum { TASKS = 10 };
     long before = kit_live_allocations();
     tpool_t *p = make_pool(2, TASKS, 1000, bq_policy_block(), "join");
-    struct slow_tally tally = { 0 };
+    static struct slow_tally tally;
+    tally = (struct slow_tally){ 0 };
     for (int i = 0; i < TASKS; i++)
         assert_ok(tpool_execute(p, slow_task, &tally));
     tpool_destroy(p); /* at once: 2 running, 8 queued */
@@ -1158,41 +1263,61 @@ static void test_tpool_destroy_joins_every_worker(void **state)
     assert_no_leak_since(before);
 }
 
-/* Every allocation of tpool_execute fails in turn: each call either fails
- * with ENOMEM or EAGAIN (the task never runs; the caller keeps it) or
- * succeeds (the task runs exactly once). Nothing is lost or leaked. */
+/* One tpool_execute() with the @p nth allocation it makes failing (0: none)
+ * or its first thread creation failing, on a pool with or without a busy
+ * worker. It fails with ENOMEM or EAGAIN (the task never runs; the caller
+ * keeps it) or succeeds (the task runs exactly once). Returns the number
+ * of allocations the execute made. */
+static long execute_with_a_failure(long nth, bool fail_thread, bool busy_worker)
+{
+    tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
+    static kit_latch_t hold;
+    assert_ok(kit_latch_init(&hold, 1));
+    static struct job busy, job;
+    job_init(&busy, &hold);
+    job_init(&job, NULL);
+    if (busy_worker)
+        assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
+    long calls_before = kit_allocation_calls();
+    kit_fail_allocation(nth);
+    kit_fail_thread_create(fail_thread ? 1 : 0);
+    int err = submit(p, &job);
+    kit_fail_thread_create(0);
+    kit_fail_allocation(0);
+    long made = kit_allocation_calls() - calls_before;
+    release(&hold);
+    if (err != 0 && err != ENOMEM && err != EAGAIN)
+        fail_msg("allocation %ld failing: tpool_execute returned %s, expected 0, ENOMEM or EAGAIN", nth,
+                 kit_errno_name(err));
+    if (fail_thread && !busy_worker && err != EAGAIN)
+        fail_msg("no worker alive and none could be started: tpool_execute returned %s, expected EAGAIN",
+                 kit_errno_name(err));
+    if (err == 0)
+        must_run(&job, "a task accepted while starting its worker failed");
+    finish(p);
+    if (err != 0 && atomic_load(&job.runs) + atomic_load(&job.drops) != 0)
+        fail_msg("tpool_execute returned %s, yet the task was run %d times and dropped %d times: "
+                 "after an error the pool must not touch it", kit_errno_name(err), atomic_load(&job.runs),
+                 atomic_load(&job.drops));
+    tpool_stats_t s = stats_of(p);
+    assert_conserved(&s);
+    tpool_destroy(p);
+    job_destroy(&busy);
+    job_destroy(&job);
+    kit_latch_destroy(&hold);
+    return made;
+}
+
+/* Each allocation tpool_execute makes (however many that is) fails in turn,
+ * then its thread creation: the call fails cleanly or the task runs once. */
 static void test_tpool_execute_reports_a_failed_worker_start(void **state)
 {
     (void)state;
     long before = kit_live_allocations();
-    for (long nth = 1; nth <= 6; nth++) {
-        for (int busy_worker = 0; busy_worker <= 1; busy_worker++) {
-            tpool_t *p = make_pool(2, 2, 1000, bq_policy_block(), "nomem");
-            kit_latch_t hold;
-            assert_ok(kit_latch_init(&hold, 1));
-            struct job busy, job;
-            job_init(&busy, &hold);
-            job_init(&job, NULL);
-            if (busy_worker)
-                assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
-            kit_fail_allocation(nth);
-            int err = submit(p, &job);
-            kit_fail_allocation(0);
-            release(&hold);
-            if (err != 0 && err != ENOMEM && err != EAGAIN)
-                fail_msg("allocation %ld failing: tpool_execute returned %d, expected 0, ENOMEM or EAGAIN", nth, err);
-            if (err == 0)
-                must_run(&job, "a task accepted while starting its worker failed");
-            finish(p);
-            if (err != 0)
-                assert_int_equal(atomic_load(&job.runs) + atomic_load(&job.drops), 0);
-            tpool_stats_t s = stats_of(p);
-            assert_conserved(&s);
-            tpool_destroy(p);
-            job_destroy(&busy);
-            job_destroy(&job);
-            kit_latch_destroy(&hold);
-        }
+    for (int busy_worker = 0; busy_worker <= 1; busy_worker++) {
+        for (long nth = 1; execute_with_a_failure(nth, false, busy_worker) >= nth; nth++)
+            ;
+        execute_with_a_failure(0, true, busy_worker);
     }
     assert_no_leak_since(before);
 }
@@ -1221,7 +1346,7 @@ static int strand_next_task(bq_t *q, void *item, const bq_policy_t *policy)
         kit_sleep_ms(1);
     if (stage->err == 0 && s.threads > 0)
         stage->err = ETIMEDOUT;
-    kit_fail_allocation(1);
+    kit_fail_thread_create(1); /* the worker execute starts for the task it queued cannot start */
     return bq_put(q, item);
 }
 
@@ -1237,7 +1362,7 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
     assert_ok(submit(f->p, &f->a));
     assert_ok(submit(f->p, &f->b));
     int err = submit(f->p, &f->c);
-    kit_fail_allocation(0);
+    kit_fail_thread_create(0);
     assert_ok(stage->err);
     assert_ok(err);
     must_run(&f->a, "the first task");
@@ -1250,8 +1375,8 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
 static void test_tpool_shutdown_runs_a_task_left_without_a_worker(void **state)
 {
     (void)state;
-    struct full_pool f;
-    struct staging stage;
+    static struct full_pool f;
+    static struct staging stage;
     stage_a_stranded_task(&f, &stage);
     assert_ok(tpool_shutdown(f.p)); /* queued tasks still run: it must start a worker */
     must_run(&f.c, "a queued task after the shutdown");
@@ -1265,19 +1390,19 @@ static void test_tpool_shutdown_runs_a_task_left_without_a_worker(void **state)
 
 static void *destroy_failing_to_start_a_worker(void *raw)
 {
-    kit_fail_allocation(1); /* the worker that shutdown starts for the queued task cannot start either */
+    kit_fail_thread_create(1); /* the worker that shutdown starts for the queued task cannot start either */
     tpool_destroy(raw);
-    kit_fail_allocation(0);
+    kit_fail_thread_create(0);
     return NULL;
 }
 
 static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
 {
     (void)state;
-    struct full_pool f;
-    struct staging stage;
+    static struct full_pool f;
+    static struct staging stage;
     stage_a_stranded_task(&f, &stage);
-    kit_worker_t destroyer;
+    static kit_worker_t destroyer;
     kit_worker_start(&destroyer, "destroyer", destroy_failing_to_start_a_worker, f.p);
     kit_worker_must_finish(&destroyer, "tpool_destroy with a task no worker can run");
     assert_int_equal(atomic_load(&f.c.drops), 1); /* dropped, not waited for forever, nor lost */
@@ -1290,6 +1415,7 @@ static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_create_rejects_bad_config),
+    cmocka_unit_test(test_tpool_create_undoes_partial_work_without_memory),
     cmocka_unit_test(test_tpool_bad_arguments),
     cmocka_unit_test(test_tpool_execute_runs_every_task_once),
     cmocka_unit_test(test_tpool_execute_runs_core_threads_at_once),
@@ -1311,6 +1437,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_shutdown_now_drops_queued_tasks),
     cmocka_unit_test(test_tpool_await_termination_times_out_while_a_task_runs),
+    cmocka_unit_test(test_tpool_destroy_from_a_task_does_nothing),
     cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
     cmocka_unit_test(test_tpool_stress_stats_add_up),
     cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),

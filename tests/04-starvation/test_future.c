@@ -7,6 +7,12 @@
  * opens (a *gated* task): "it is still running" is then a fact the test
  * controls, not a guess about timing. Threads other than the main thread
  * only record what they saw; the main thread asserts.
+ *
+ * What a test shares with the threads it starts (calls, jobs, latches,
+ * workers) is static, not on the test's stack: a test that fails leaves
+ * through cmocka's longjmp while such a thread may still run, and that
+ * thread must then find its objects alive, not a stack frame reused by
+ * the failure report.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -181,7 +187,9 @@ static void test_future_functions_reject_bad_arguments(void **state)
     assert_err(future_run(NULL, return_arg, NULL), EINVAL);
     assert_false(future_is_done(NULL));
     assert_int_equal(future_state(NULL), FUTURE_CANCELLED);
-    future_release(NULL); /* harmless */
+    assert_null(future_retain(NULL));
+    future_set_lane(NULL, &result); /* harmless */
+    future_release(NULL);           /* harmless */
 
     future_t *f = NULL;
     assert_ok(future_create(&f));
@@ -190,6 +198,67 @@ static void test_future_functions_reject_bad_arguments(void **state)
     assert_ptr_equal(result, &result); /* untouched by every failed call */
     assert_int_equal(future_state(f), FUTURE_PENDING);
     future_release(f);
+}
+
+/* One tpool_submit() whose task must run exactly once if it returns 0, and
+ * never if it fails (with ENOMEM: nothing to leak, no future). */
+static atomic_int submitted_runs;
+static tpool_t *sweep_pool;
+
+static int submit_and_get(void *ctx)
+{
+    (void)ctx;
+    future_t *f = (future_t *)&f;
+    atomic_store(&submitted_runs, 0);
+    int err = tpool_submit(sweep_pool, count_run, &submitted_runs, &f);
+    if (err == ENOSYS) {
+        kit_fail_allocation(0); /* disarmed before the test ends here */
+        fail_msg("tpool_submit returned ENOSYS: not implemented yet - write it in exercises/04-starvation/");
+    }
+    if (err != 0 && f != NULL) {
+        kit_fail_allocation(0);
+        fail_msg("tpool_submit returned %s but left the future pointer set: after a failure it must be NULL",
+                 kit_errno_name(err));
+    }
+    if (err == 0) {
+        kit_fail_allocation(0); /* the task and the get must not fail for the sweep's sake */
+        assert_ok(future_get_timed(f, NULL, KIT_HANG_MS));
+        future_release(f);
+    }
+    return err;
+}
+
+static int create_and_release(void *ctx)
+{
+    (void)ctx;
+    future_t *f = (future_t *)&f;
+    int err = future_create(&f);
+    if (err == ENOSYS) {
+        kit_fail_allocation(0); /* disarmed before the test ends here */
+        fail_msg("future_create returned ENOSYS: not implemented yet - write it in exercises/04-starvation/");
+    }
+    if (err != 0 && f != NULL) {
+        kit_fail_allocation(0);
+        fail_msg("future_create returned %s but left the future pointer set: after a failure it must be NULL",
+                 kit_errno_name(err));
+    }
+    future_release(f);
+    return err;
+}
+
+/* Each allocation future_create and tpool_submit make, failed in turn:
+ * ENOMEM and nothing leaked, or success and the task runs once. */
+static void test_tpool_submit_undoes_partial_work_without_memory(void **state)
+{
+    (void)state;
+    assert_true(kit_sweep_allocation_failures("future_create", create_and_release, NULL) >= 1);
+    sweep_pool = make_pool(1, 4);
+    tpool_t *warm = sweep_pool;
+    future_t *first = submit(warm, count_run, &submitted_runs); /* the worker exists before the sweep */
+    assert_ok(future_get_timed(first, NULL, KIT_HANG_MS));
+    future_release(first);
+    kit_sweep_allocation_failures("tpool_submit", submit_and_get, NULL);
+    tpool_destroy(sweep_pool);
 }
 
 /* ---- delivery and waiting ------------------------------------------------------ */
@@ -236,13 +305,13 @@ static void test_future_get_blocks_until_the_task_finishes(void **state)
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 7;
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, &value);
     assert_int_equal(future_state(f), FUTURE_RUNNING);
     assert_false(future_is_done(f));
 
-    struct get_call call;
-    kit_worker_t getter;
+    static struct get_call call;
+    static kit_worker_t getter;
     start_getter(&getter, &call, f, -1);
     kit_worker_must_block(&getter, 200, "future_get on a running task");
     kit_gate_open(&task.gate);
@@ -260,7 +329,7 @@ static void test_future_get_timed_waits_at_least_its_timeout(void **state)
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 9;
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, &value);
 
     void *result = &result;
@@ -287,13 +356,13 @@ static void test_future_get_timed_times_out_when_woken_repeatedly(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 4);
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, NULL);
 
     long woken_before = kit_spurious_count();
     kit_wakeups_every(20);
-    struct get_call call;
-    kit_worker_t getter;
+    static struct get_call call;
+    static kit_worker_t getter;
     int64_t start = kit_now_ns();
     start_getter(&getter, &call, f, 200);
     kit_worker_must_finish(&getter, "future_get_timed(200 ms) woken every 20 ms");
@@ -318,13 +387,13 @@ static void test_future_get_spurious_wakeups_do_not_release_waiters(void **state
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 3;
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, &value);
 
     long woken_before = kit_spurious_count();
     kit_spurious_wakeups(true);
-    struct get_call plain, timed;
-    kit_worker_t plain_getter, timed_getter;
+    static struct get_call plain, timed;
+    static kit_worker_t plain_getter, timed_getter;
     start_getter(&plain_getter, &plain, f, -1);
     start_getter(&timed_getter, &timed, f, KIT_HANG_MS);
     kit_worker_must_block(&plain_getter, 200, "future_get woken spuriously");
@@ -352,11 +421,11 @@ static void test_future_get_releases_every_waiter(void **state)
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 11;
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, &value); /* the only worker stands at the gate, not in a wait */
 
-    struct get_call calls[WAITERS];
-    kit_worker_t getters[WAITERS];
+    static struct get_call calls[WAITERS];
+    static kit_worker_t getters[WAITERS];
     for (int i = 0; i < WAITERS; i++)
         start_getter(&getters[i], &calls[i], f, -1);
     kit_await_waiting_threads(WAITERS, "threads in future_get");
@@ -382,12 +451,12 @@ static void test_future_get_sees_the_result_published_before_the_wake_up(void **
     long n = rounds(30, 6), wrong = 0, failed_gets = 0;
     kit_lock_delays(400, kit_test_seed());
     for (long r = 0; r < n; r++) {
-        struct gated_task task;
+        static struct gated_task task;
         gated_init(&task, &task); /* the result is the task's own address: new every round */
         future_t *f = submit(p, gated_body, &task);
         await_running(&task, "gated task");
-        struct get_call calls[READERS];
-        kit_worker_t readers[READERS];
+        static struct get_call calls[READERS];
+        static kit_worker_t readers[READERS];
         for (int i = 0; i < READERS; i++)
             start_getter(&readers[i], &calls[i], f, -1);
         kit_await_waiting_threads(READERS, "threads in future_get");
@@ -415,7 +484,7 @@ static void test_future_cancel_before_start_prevents_running(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 4);
-    struct gated_task busy;
+    static struct gated_task busy;
     gated_init(&busy, NULL);
     future_t *first = submit(p, gated_body, &busy);
     await_running(&busy, "the task keeping the only worker busy");
@@ -425,8 +494,8 @@ static void test_future_cancel_before_start_prevents_running(void **state)
     assert_int_equal(future_state(queued), FUTURE_PENDING);
     assert_false(future_is_done(queued));
 
-    struct get_call call;
-    kit_worker_t getter;
+    static struct get_call call;
+    static kit_worker_t getter;
     start_getter(&getter, &call, queued, -1);
     kit_worker_must_block(&getter, 100, "future_get on a queued task");
     assert_ok(future_cancel(queued));
@@ -453,7 +522,7 @@ static void test_future_cancel_after_start_fails(void **state)
     (void)state;
     tpool_t *p = make_pool(1, 4);
     int value = 5;
-    struct gated_task task;
+    static struct gated_task task;
     future_t *f = start_gated(p, &task, &value);
     assert_err(future_cancel(f), EBUSY);
     assert_int_equal(future_state(f), FUTURE_RUNNING); /* nothing changed */
@@ -556,7 +625,7 @@ static void test_future_release_in_any_order_frees_everything(void **state)
     long before = kit_live_allocations();
     tpool_t *p = make_pool(2, 64);
 
-    struct gated_task task; /* the caller lets go while the task still runs */
+    static struct gated_task task; /* the caller lets go while the task still runs */
     gated_init(&task, NULL);
     future_t *early = submit(p, gated_body, &task);
     await_running(&task, "gated task");
@@ -658,7 +727,7 @@ static void test_tpool_submit_rejected_task_gives_no_future(void **state)
     (void)state;
     long before = kit_live_allocations();
     tpool_t *p = make_pool_with(1, 1, bq_policy_abort(), "abort");
-    struct gated_task busy;
+    static struct gated_task busy;
     gated_init(&busy, NULL);
     future_t *running = submit(p, gated_body, &busy);
     await_running(&busy, "the task keeping the only worker busy");
@@ -694,9 +763,9 @@ static void test_future_get_shared_pool_starvation_is_detected(void **state)
 {
     (void)state;
     tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "shared");
-    kit_gate_t counter;
+    static kit_gate_t counter;
     assert_ok(kit_gate_init(&counter));
-    struct order orders[2];
+    static struct order orders[2];
     future_t *taken[2];
     for (int i = 0; i < 2; i++) {
         orders[i] = (struct order){ .kitchen = p, .counter = &counter, .dish = dishes[i], .err = -1 };
@@ -731,11 +800,12 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
     (void)state;
     tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "progress");
     for (int r = 0; r < 2; r++) {
-        struct gated_task busy;
+        static struct gated_task busy;
         gated_init(&busy, NULL);
         future_t *running = submit(p, gated_body, &busy);
         await_running(&busy, "the task keeping one worker busy");
-        struct order order = { .kitchen = p, .dish = dishes[r], .err = -1 };
+        static struct order order;
+        order = (struct order){ .kitchen = p, .dish = dishes[r], .err = -1 };
         future_t *waiter = submit(p, take_order, &order); /* the other worker: submits, then waits */
         int early = future_get_timed(waiter, NULL, 300);
         if (early != ETIMEDOUT)
@@ -754,6 +824,123 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
     tpool_destroy(p);
 }
 
+/* A chain in one pool of two: B runs on one worker; A, on the other, waits
+ * for B's future - a task *running* on another worker of the pool, not
+ * queued. Then B waits for a task C it queued in the same pool. Nobody is
+ * left to run C: B must get EDEADLK, which it can only if A's wait was
+ * counted. Static: if the test fails, tasks still running must not write
+ * into a stack frame that is gone. */
+static struct chain {
+    kit_gate_t go;        /* B waits here until A is asleep in its future_get */
+    tpool_t *p;
+    future_t *b;          /* B's future, which A waits for */
+    int a_err, b_err;     /* A's future_get(b); B's future_get_timed on C */
+    long b_waited_ms;
+} chain;
+
+static void *chain_b(void *raw)
+{
+    (void)raw;
+    kit_gate_wait(&chain.go);
+    future_t *c = NULL;
+    int64_t start = kit_now_ns();
+    chain.b_err = tpool_submit(chain.p, return_arg, &chain, &c);
+    if (chain.b_err == 0)
+        chain.b_err = future_get_timed(c, NULL, KIT_HANG_MS);
+    chain.b_waited_ms = kit_elapsed_ms(start);
+    future_release(c);
+    return NULL;
+}
+
+static void *chain_a(void *raw)
+{
+    (void)raw;
+    chain.a_err = future_get(chain.b, NULL);
+    return NULL;
+}
+
+static void test_future_get_counts_a_wait_for_a_task_running_on_another_worker(void **state)
+{
+    (void)state;
+    chain = (struct chain){ .p = make_pool_with(2, 8, bq_policy_block(), "chain"), .a_err = -1, .b_err = -1 };
+    assert_ok(kit_gate_init(&chain.go));
+    chain.b = submit(chain.p, chain_b, NULL);
+    if (kit_gate_await_arrivals(&chain.go, 1, KIT_HANG_MS) != 0)
+        fail_msg("task B never started on the pool of two");
+    future_t *a = submit(chain.p, chain_a, NULL);
+    kit_await_waiting_threads(1, "task A in future_get on task B"); /* a gate wait is not counted */
+    kit_gate_open(&chain.go);
+    if (future_get_timed(a, NULL, 2 * KIT_HANG_MS) != 0)
+        fail_msg("task A still waits for task B after %ld ms", 2 * KIT_HANG_MS);
+    if (chain.b_err != EDEADLK)
+        fail_msg("a worker waited for a task running on another worker of its pool, and that worker then "
+                 "waited for a task queued in the same pool: that second future_get returned %s after %ld ms, "
+                 "expected EDEADLK at once - the first wait must count as a blocked worker too (future.h)",
+                 kit_errno_name(chain.b_err), chain.b_waited_ms);
+    assert_ok(chain.a_err);
+    future_release(a);
+    future_release(chain.b);
+    tpool_destroy(chain.p);
+    kit_gate_destroy(&chain.go);
+}
+
+/* tpool_block_begin() on the only worker of a pool that may grow starts a
+ * second worker - and still counts the caller as blocked (tpool.h). A task
+ * on that second worker then finds every other worker blocked: EDEADLK. */
+static struct growth {
+    kit_latch_t first_blocked; /* counted down once the first task's block_begin returned */
+    kit_latch_t hold;          /* the first task waits here (bounded) before its block_end */
+    int first_err, second_err;
+} growth;
+
+static void *block_first(void *raw)
+{
+    (void)raw;
+    growth.first_err = tpool_block_begin(tpool_current());
+    kit_latch_count_down(&growth.first_blocked);
+    kit_latch_wait(&growth.hold, 2 * KIT_HANG_MS);
+    if (growth.first_err == 0)
+        tpool_block_end(tpool_current());
+    return NULL;
+}
+
+static void *block_second(void *raw)
+{
+    (void)raw;
+    growth.second_err = tpool_block_begin(tpool_current());
+    if (growth.second_err == 0)
+        tpool_block_end(tpool_current());
+    return NULL;
+}
+
+static void test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "grow");
+    growth = (struct growth){ .first_err = -1, .second_err = -1 };
+    assert_ok(kit_latch_init(&growth.first_blocked, 1));
+    assert_ok(kit_latch_init(&growth.hold, 1));
+    future_t *first = submit(p, block_first, NULL);
+    int arrived = kit_latch_wait(&growth.first_blocked, KIT_HANG_MS);
+    future_t *second = arrived == 0 ? submit(p, block_second, NULL) : NULL;
+    int second_done = second ? future_get_timed(second, NULL, KIT_HANG_MS) : ETIMEDOUT;
+    kit_latch_count_down(&growth.hold); /* first let the first task go, then judge */
+    assert_ok(future_get_timed(first, NULL, 2 * KIT_HANG_MS));
+    if (arrived != 0)
+        fail_msg("the first task's tpool_block_begin did not return within %ld ms", KIT_HANG_MS);
+    assert_ok(growth.first_err);
+    assert_ok(second_done);
+    if (growth.second_err != EDEADLK)
+        fail_msg("tpool_block_begin on a second worker, the first one blocked: returned %s, expected EDEADLK - "
+                 "a block_begin that starts a worker must still count its caller as blocked (tpool.h)",
+                 kit_errno_name(growth.second_err));
+    future_release(first);
+    future_release(second);
+    tpool_destroy(p);
+    kit_latch_destroy(&growth.first_blocked);
+    kit_latch_destroy(&growth.hold);
+}
+
 /* The fix: waiters on one pool, cooks on another. A waiter blocks, but the
  * cooks never wait on anything, so every dish gets cooked. */
 static void test_future_split_pools_serve_every_order(void **state)
@@ -762,7 +949,7 @@ static void test_future_split_pools_serve_every_order(void **state)
     enum { ORDERS = 8 };
     tpool_t *waiters = make_pool_with(2, ORDERS, bq_policy_block(), "waiter");
     tpool_t *cooks = make_pool_with(1, ORDERS, bq_policy_block(), "cook");
-    struct order orders[ORDERS];
+    static struct order orders[ORDERS];
     future_t *taken[ORDERS];
     for (int i = 0; i < ORDERS; i++) {
         orders[i] = (struct order){ .kitchen = cooks, .dish = dishes[i % 4], .err = -1 };
@@ -816,6 +1003,7 @@ static void test_future_run_respects_cancel_and_lanes(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_submit_rejects_bad_arguments),
     cmocka_unit_test(test_future_functions_reject_bad_arguments),
+    cmocka_unit_test(test_tpool_submit_undoes_partial_work_without_memory),
     cmocka_unit_test(test_future_get_returns_the_result),
     cmocka_unit_test(test_future_get_blocks_until_the_task_finishes),
     cmocka_unit_test(test_future_get_timed_waits_at_least_its_timeout),
@@ -832,6 +1020,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_submit_rejected_task_gives_no_future),
     cmocka_unit_test(test_future_get_shared_pool_starvation_is_detected),
     cmocka_unit_test(test_future_get_waits_while_another_worker_can_progress),
+    cmocka_unit_test(test_future_get_counts_a_wait_for_a_task_running_on_another_worker),
+    cmocka_unit_test(test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool),
     cmocka_unit_test(test_future_split_pools_serve_every_order),
     cmocka_unit_test(test_future_run_respects_cancel_and_lanes),
 };

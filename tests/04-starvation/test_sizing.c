@@ -30,6 +30,16 @@ static void test_kit_threads_for_cpu_bound_is_cores_plus_one(void **state)
     assert_int_equal(kit_threads_for(16, 1.0, 0, 0.001), 17);
 }
 
+/* One rounding case, failed in words. */
+static void expect_threads(size_t cores, double utilization, double wait, double compute, size_t want,
+                           const char *why)
+{
+    size_t got = kit_threads_for(cores, utilization, wait, compute);
+    if (got != want)
+        fail_msg("kit_threads_for(%zu, %g, %g, %g) gave %zu, expected %zu: %s", cores, utilization, wait, compute,
+                 got, want, why);
+}
+
 static void test_kit_threads_for_rounds_up(void **state)
 {
     (void)state;
@@ -37,7 +47,10 @@ static void test_kit_threads_for_rounds_up(void **state)
     assert_int_equal(kit_threads_for(2, 1.0, 1, 2), 3);    /* 3 exactly */
     assert_int_equal(kit_threads_for(1, 0.1, 1, 1), 1);    /* 0.2: never fewer than one thread */
     assert_int_equal(kit_threads_for(3, 1.0, 1, 3), 4);    /* 4 exactly, whatever the rounding */
-    assert_int_equal(kit_threads_for(3, 0.4, 0.9, 0.1), 12); /* 12.000000000000002 in doubles: still 12 */
+    expect_threads(3, 0.4, 0.9, 0.1, 12, "the product computes to 12.000000000000002 in doubles - "
+                                         "floating-point noise, not a fraction to round up (sizing.h)");
+    expect_threads(4, 0.2, 1.4, 0.1, 12, "12.000000000000002 again: noise, not a fraction (sizing.h)");
+    expect_threads(1, 1.0, 11.01, 1, 13, "12.01 is a real fraction: round it up");
     assert_true(kit_threads_for(4, 1.0, 1e300, 1e-300) == SIZE_MAX); /* too many to count: saturates */
     assert_true(kit_threads_for(SIZE_MAX, 1.0, 0, 1) == SIZE_MAX);   /* cores + 1 does not wrap to 0 */
 }
