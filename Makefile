@@ -372,7 +372,7 @@ grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir
 
 REPEAT ?= 20
 .PHONY: stress
-stress: $(if $(HAVE_SOLUTIONS),deps) ## run the suite REPEAT times (20) against a CPU hog; report any failure with its seed
+stress: $(if $(HAVE_SOLUTIONS),deps) ## run the suite REPEAT times (20) against HOGS CPU hogs; report any failure with its seed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
 	@tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
@@ -495,6 +495,7 @@ help-kit:
 	@echo "  AUTOLAB=1        grade: also print an Autolab score line"
 	@echo "  CHAOS=SEED       grade: perturb every lock, wait and signal, replayably"
 	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"
+	@echo "  HOGS=N           stress: CPU hogs competing with the tests (one per core)"
 	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
 	@echo "  SAN=tsan|asan    build a sanitizer variant"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make stress [CH=NN] [REPEAT=N]: run the test suite N times (default 20) while
-# a CPU hog competes for every core, and report each test that ever failed,
-# with the seed that reproduces it (SEED=... on its test binary).
+# make stress [CH=NN] [REPEAT=N] [HOGS=N]: run the test suite N times (default
+# 20) while CPU hogs compete for the cores (HOGS, default one per core; twice
+# as many as cores shows that no test needs several CPUs at once), and report
+# each test that ever failed, with the seed that reproduces it (SEED=... on
+# its test binary).
 # Usage: tests/support/stress.sh REPEAT GRADER-ARGS...
 set -u
 repeat=${1:-20}; shift
@@ -9,7 +11,7 @@ out=build/stress
 rm -rf "$out"; mkdir -p "$out"
 
 hogs=()
-for ((i = 0; i < $(nproc); i++)); do
+for ((i = 0; i < ${HOGS:-$(nproc)}; i++)); do
     ( while :; do :; done ) &
     hogs+=($!)
 done
