@@ -371,11 +371,12 @@ grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir
 	@tools/grade-all $(SUBMISSIONS) $(JOBS)
 
 REPEAT ?= 20
+HOGS ?=
 .PHONY: stress
 stress: $(if $(HAVE_SOLUTIONS),deps) ## run the suite REPEAT times (20) against HOGS CPU hogs; report any failure with its seed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
-	@tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
+	@HOGS=$(HOGS) tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
 
 .PHONY: hardening
 hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing
