@@ -393,6 +393,16 @@ mutants: $(if $(HAVE_SOLUTIONS),deps) ## apply each classic bug in tests/mutants
 	@$(MAKE) --no-print-directory grader
 	@tests/support/mutants.sh $(ACTIVE)
 
+# The sweep writes every single-site mutation of the solutions' wake-ups
+# (dropped signal or broadcast, broadcast turned signal, while turned if,
+# the wrong condition variable) as patches, and runs them as mutants.
+.PHONY: sweep
+sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation (tools/wakeup-sweep); report the survivors
+	$(INSTRUCTOR_ONLY)
+	@$(MAKE) --no-print-directory grader
+	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
+	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tests/support/mutants.sh $(ACTIVE)
+
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions
 # of the chapters it measures, libkit, and GLib - the peer it is measured
@@ -480,7 +490,7 @@ help-kit:
 	@$(call help_lines,run grade debug docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants hardening dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)

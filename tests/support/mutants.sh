@@ -5,14 +5,18 @@
 # when some test fails, crashes or times out; it survives when all pass.
 # MUTANT_JOBS mutants are tried at once (default: the number of cores).
 # Exit status 1 if any mutant survived (or did not apply or build).
+# MUTANT_DIR holds the patches (default tests/mutants; make sweep passes the
+# generated wake-up mutations) and MUTANT_WORK the copies (default build/mutants).
 # Usage: tests/support/mutants.sh CHAPTER...      (e.g. 01-monitor-queue)
 set -u
 root=$(pwd)
 grader=build/tools/kit-grade
 timeout=${MUTANT_TIMEOUT:-20}
 jobs=${MUTANT_JOBS:-$(nproc 2>/dev/null || echo 2)}
-results=build/mutants/results
-rm -rf build/mutants; mkdir -p "$results"
+patches=${MUTANT_DIR:-tests/mutants}
+work_root=${MUTANT_WORK:-build/mutants}
+results=$work_root/results
+rm -rf "$work_root"; mkdir -p "$results"
 
 # What every mutant build shares (lib, tests, harness) is built once, first.
 make --no-print-directory -s -j"$jobs" CH="$*" tests-bin grader >/dev/null
@@ -21,7 +25,7 @@ make --no-print-directory -s -j"$jobs" CH="$*" tests-bin grader >/dev/null
 try_mutant() {
     local chapter=$1 patch=$2
     local name; name=$(basename "$patch" .patch)
-    local work=build/mutants/$chapter/$name
+    local work=$work_root/$chapter/$name
     local result caught start
     start=$(date +%s)
     rm -rf "$work"; mkdir -p "$work"
@@ -45,7 +49,7 @@ try_mutant() {
 printf '%-16s %-36s %-8s %s\n' chapter mutant result "caught by"
 start=$(date +%s)
 for chapter in "$@"; do
-    for patch in tests/mutants/"$chapter"/*.patch; do
+    for patch in "$patches/$chapter"/*.patch; do
         [ -e "$patch" ] || continue
         # at most $jobs at once
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
