@@ -102,7 +102,7 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
-                malloc calloc realloc free)
+                malloc calloc realloc free strdup strndup aligned_alloc posix_memalign)
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
 # through its log, and never exits), and what the programs and tests add on

@@ -293,9 +293,13 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
  * check that destroy gives back everything create took (live count before
  * == live count after), and can make the Nth allocation fail. Only calls
  * made from the test binary's own objects are counted - allocations inside
- * libc or cmocka are not. */
+ * libc or cmocka are not. libc's other allocators that the code under test
+ * may call directly (strdup, strndup, aligned_alloc, posix_memalign) are
+ * wrapped too: their blocks come back through the wrapped free, and a pool
+ * that copies its name with strdup must not read as -1 blocks not freed. */
 
 #include <stdlib.h>
+#include <string.h>
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t count, size_t size);
@@ -332,24 +336,26 @@ static bool this_call_fails(void)
     return target != 0 && call == target;
 }
 
+/* A block handed to the code under test: one more to give back. */
+static void *counted(void *block)
+{
+    if (block)
+        atomic_fetch_add(&live_blocks, 1);
+    return block;
+}
+
 void *__wrap_malloc(size_t size)
 {
     if (this_call_fails())
         return NULL;
-    void *block = __real_malloc(size);
-    if (block)
-        atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return counted(__real_malloc(size));
 }
 
 void *__wrap_calloc(size_t count, size_t size)
 {
     if (this_call_fails())
         return NULL;
-    void *block = __real_calloc(count, size);
-    if (block)
-        atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return counted(__real_calloc(count, size));
 }
 
 void *__wrap_realloc(void *old, size_t size)
@@ -367,4 +373,44 @@ void __wrap_free(void *block)
     if (block)
         atomic_fetch_sub(&live_blocks, 1);
     __real_free(block);
+}
+
+char *__real_strdup(const char *text);
+char *__real_strndup(const char *text, size_t most);
+void *__real_aligned_alloc(size_t alignment, size_t size);
+int __real_posix_memalign(void **out, size_t alignment, size_t size);
+char *__wrap_strdup(const char *text);
+char *__wrap_strndup(const char *text, size_t most);
+void *__wrap_aligned_alloc(size_t alignment, size_t size);
+int __wrap_posix_memalign(void **out, size_t alignment, size_t size);
+
+char *__wrap_strdup(const char *text)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_strdup(text));
+}
+
+char *__wrap_strndup(const char *text, size_t most)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_strndup(text, most));
+}
+
+void *__wrap_aligned_alloc(size_t alignment, size_t size)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_aligned_alloc(alignment, size));
+}
+
+int __wrap_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (this_call_fails())
+        return ENOMEM;
+    int err = __real_posix_memalign(out, alignment, size);
+    if (err == 0)
+        counted(*out);
+    return err;
 }
