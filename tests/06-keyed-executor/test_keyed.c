@@ -782,6 +782,29 @@ static void test_keyed_await_termination_wakes_every_waiter(void **state)
     tpool_destroy(pool);
 }
 
+/* An executor with nothing queued terminates the moment it is closed: close
+ * itself must wake a thread already waiting in keyed_await_termination, as
+ * no drain is left to do it. */
+static void test_keyed_close_of_an_idle_executor_wakes_its_awaiter(void **state)
+{
+    (void)state;
+    tpool_t *pool = make_pool(1, 8, bq_policy_abort(), 60000);
+    keyed_t *kx = make_executor(pool);
+    static struct awaiting job; /* static: a failed check leaves the thread still using it intact */
+    static kit_worker_t waiter;
+    job = (struct awaiting){ kx, 2 * KIT_HANG_MS };
+    kit_worker_start(&waiter, "awaiter", await_executor, &job);
+    kit_worker_must_block(&waiter, 200, "keyed_await_termination before close");
+    assert_ok(keyed_close(kx));
+    int err = (int)(intptr_t)kit_worker_must_finish(&waiter, "keyed_await_termination after the close of an "
+                                                             "executor with nothing queued");
+    if (err != 0)
+        fail_msg("keyed_await_termination returned %s after keyed_close of an idle executor; expected 0",
+                 kit_errno_name(err));
+    shut_down(kx);
+    tpool_destroy(pool);
+}
+
 /* The map holds exactly the keys with work; once every key is idle it is
  * empty (the drain removes its key after its last task, so wait for that). */
 static void test_keyed_active_keys_empties_when_idle(void **state)
@@ -1062,6 +1085,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_await_termination_sleeps_until_drained),
     cmocka_unit_test(test_keyed_submit_after_pool_shutdown),
     cmocka_unit_test(test_keyed_await_termination_wakes_every_waiter),
+    cmocka_unit_test(test_keyed_close_of_an_idle_executor_wakes_its_awaiter),
     cmocka_unit_test(test_keyed_active_keys_empties_when_idle),
     cmocka_unit_test(test_keyed_destroy_frees_everything),
     cmocka_unit_test(test_keyed_stress_fifo_per_key_many_submitters),
