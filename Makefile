@@ -33,7 +33,8 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 # (chNN_uses), its program (chNN_main) and tests (chNN_tests); optionally
 # kit-written sources in chapters/NN-name/ that the program and the tests
 # both link (chNN_support), extra sources in tests/NN-name/ that every test
-# of the chapter links (chNN_test_support), libraries (chNN_libs), and a
+# of the chapter links (chNN_test_support), functions its tests wrap at link
+# time (chNN_test_wraps), libraries (chNN_libs), and a
 # service the chapter needs (chNN_needs: `make run` skips it unless CH says so).
 CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
 include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
@@ -195,7 +196,7 @@ endef
 define chapter_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)

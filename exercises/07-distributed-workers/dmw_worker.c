@@ -6,7 +6,7 @@
  * write dmw_worker_run() below (and dmw_reap() in dmw_reaper.c); `make
  * grade CH=07` scores them. It returns ENOSYS until you do.
  *
- * What the kit gives you (dmw_redis.h):
+ * What the kit gives you (chapters/07-distributed-workers/kit/dmw_redis.h):
  * - dmw_redis_open() / dmw_redis_close(): a connection to the run;
  *   dmw_redis_call(r, &reply, "HSETNX %s %ld %s", key, id, text) sends one
  *   command and reconnects by itself when the connection drops;
