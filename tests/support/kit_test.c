@@ -11,6 +11,7 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,36 @@ static void report_success_to_runner(int fd, const char *token)
     int n = snprintf(line, sizeof line, "passed %s\n", token);
     if (n > 0 && write(fd, line, (size_t)n) < 0)
         perror("result pipe");
+}
+
+/* Each test runs through this trampoline, which arms the crash report
+ * first (cmocka installs its own signal handlers just before each test, and
+ * they would only print the signal's number). Tests run in order, one after
+ * another, so the n-th call is the n-th test. */
+static const struct CMUnitTest *running_tests;
+static size_t next_test;
+
+static void run_with_crash_report(void **state)
+{
+    const struct CMUnitTest *test = &running_tests[next_test++];
+    kit_catch_crashes();
+    test->test_func(state);
+}
+
+static int run_armed(const char *group, const struct CMUnitTest *tests, size_t count)
+{
+    struct CMUnitTest *armed = calloc(count, sizeof *armed);
+    if (armed == NULL)
+        return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+    for (size_t i = 0; i < count; i++) {
+        armed[i] = tests[i];
+        armed[i].test_func = run_with_crash_report;
+    }
+    running_tests = tests;
+    next_test = 0;
+    int failed = _cmocka_run_group_tests(group, armed, count, NULL, NULL);
+    free(armed);
+    return failed;
 }
 
 int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count, const char *file)
@@ -72,7 +103,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
             fprintf(stderr, "%s: no test named %s\n", argv[0], argv[2]);
             return 3;
         }
-        int failed = _cmocka_run_group_tests(argv[2], &tests[i], 1, NULL, NULL);
+        int failed = run_armed(argv[2], &tests[i], 1);
         if (failed == 0)
             report_success_to_runner(result_fd, token);
         return failed == 0 ? 0 : 1;
@@ -81,7 +112,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
         fprintf(stderr, "usage: %s [--list | --run TEST_NAME]\n", argv[0]);
         return 2;
     }
-    int failed = _cmocka_run_group_tests(base_name(file), tests, count, NULL, NULL);
+    int failed = run_armed(base_name(file), tests, count);
     if (failed == 0)
         report_success_to_runner(result_fd, token);
     return failed == 0 ? 0 : 1;
@@ -106,6 +137,17 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
     _fail(file, line);
 }
 
+void kit_fail_at(const char *file, int line, const char *format, ...)
+{
+    char message[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    print_error("%s\n", message);
+    _fail(file, line);
+}
+
 /* ---- workers ------------------------------------------------------------- */
 
 static void *worker_body(void *raw)
@@ -116,13 +158,18 @@ static void *worker_body(void *raw)
     return NULL;
 }
 
-void kit_worker_start(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg)
+void kit_worker_start_at(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg, const char *file,
+                         int line)
 {
     memset(worker, 0, sizeof *worker);
     worker->fn = fn;
     worker->arg = arg;
-    assert_ok(kit_latch_init(&worker->finished, 1));
-    assert_ok(kit_thread_start(&worker->thread, name, worker_body, worker));
+    int err = kit_latch_init(&worker->finished, 1);
+    if (err != 0)
+        kit_fail_at(file, line, "the test could not set up thread %s: %s", name, kit_errno_name(err));
+    err = kit_thread_start(&worker->thread, name, worker_body, worker);
+    if (err != 0)
+        kit_fail_at(file, line, "the test could not start thread %s: %s", name, kit_errno_name(err));
 }
 
 bool kit_worker_done(kit_worker_t *worker)
@@ -147,19 +194,33 @@ int kit_worker_join(kit_worker_t *worker, long timeout_ms, void **result)
     return 0;
 }
 
-void *kit_worker_must_finish(kit_worker_t *worker, const char *what)
+/* KIT_DEBUG=1 (make debug): a hang stays a hang, for the debugger to see. */
+static long hang_limit_ms(void)
+{
+    return getenv("KIT_DEBUG") ? LONG_MAX / 4 : KIT_HANG_MS;
+}
+
+void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const char *file, int line)
 {
     void *result = NULL;
-    if (kit_worker_join(worker, KIT_HANG_MS, &result) != 0)
-        fail_msg("%s: still blocked after %ld ms - a lost wake-up or a deadlock", what, KIT_HANG_MS);
+    long limit = hang_limit_ms();
+    for (long waited = 0; kit_worker_join(worker, KIT_HANG_MS, &result) != 0;) {
+        waited += KIT_HANG_MS;
+        if (waited >= limit) {
+            char message[512];
+            snprintf(message, sizeof message, "%s: still blocked after %ld ms - a lost wake-up or a deadlock", what,
+                     KIT_HANG_MS);
+            kit_stop_test(message, file, line);
+        }
+    }
     return result;
 }
 
-void kit_worker_must_block(kit_worker_t *worker, long ms, const char *what)
+void kit_worker_must_block_at(kit_worker_t *worker, long ms, const char *what, const char *file, int line)
 {
     kit_sleep_ms(ms);
     if (kit_worker_done(worker))
-        fail_msg("%s: returned within %ld ms, but it should still be waiting", what, ms);
+        kit_fail_at(file, line, "%s: returned within %ld ms, but it should still be waiting", what, ms);
 }
 
 /* ---- groups of threads --------------------------------------------------- */
@@ -177,28 +238,30 @@ static void *gated_body(void *raw)
     return gated->fn(gated->arg);
 }
 
-void kit_run_threads(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size)
+void kit_test_run_group_at(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size,
+                           const char *file, int line)
 {
-    kit_gate_t gate;
-    assert_ok(kit_gate_init(&gate));
+    /* On the heap, not on this frame: after a failure the threads may go on using them. */
+    kit_gate_t *gate = calloc(1, sizeof *gate);
     kit_worker_t *workers = calloc(count, sizeof *workers);
     struct gated *gated = calloc(count, sizeof *gated);
-    assert_non_null(workers);
-    assert_non_null(gated);
+    if (gate == NULL || workers == NULL || gated == NULL || kit_gate_init(gate) != 0)
+        kit_fail_at(file, line, "the test could not set up %zu %s threads", count, name);
     for (size_t i = 0; i < count; i++) {
         char thread_name[KIT_THREAD_NAME_MAX];
         snprintf(thread_name, sizeof thread_name, "%s-%zu", name, i);
-        gated[i] = (struct gated){ &gate, fn, (char *)args + i * arg_size };
-        kit_worker_start(&workers[i], thread_name, gated_body, &gated[i]);
+        gated[i] = (struct gated){ gate, fn, (char *)args + i * arg_size };
+        kit_worker_start_at(&workers[i], thread_name, gated_body, &gated[i], file, line);
     }
-    if (kit_gate_await_arrivals(&gate, count, KIT_HANG_MS) != 0)
-        fail_msg("%s: threads did not reach the start gate", name);
-    kit_gate_open(&gate);
+    if (kit_gate_await_arrivals(gate, count, KIT_HANG_MS) != 0)
+        kit_stop_test("threads did not reach the start gate", file, line);
+    kit_gate_open(gate);
     for (size_t i = 0; i < count; i++)
-        kit_worker_must_finish(&workers[i], name);
+        kit_worker_must_finish_at(&workers[i], name, file, line);
+    kit_gate_destroy(gate);
     free(gated);
     free(workers);
-    kit_gate_destroy(&gate);
+    free(gate);
 }
 
 /* ---- stress helpers -------------------------------------------------------- */
@@ -237,7 +300,8 @@ void kit_jitter(kit_rng_t *rng, unsigned max_us)
 
 /* ---- allocation failures ------------------------------------------------------ */
 
-long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx)
+long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx), void *ctx, const char *file,
+                                      int line)
 {
     for (long nth = 1;; nth++) {
         long before = kit_live_allocations();
@@ -248,14 +312,14 @@ long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), 
         long made = kit_allocation_calls() - calls_before;
         if (made < nth) { /* no allocation failed: this was a normal run */
             if (err != 0)
-                fail_msg("%s returned %s with every allocation succeeding", what, kit_errno_name(err));
+                kit_fail_at(file, line, "%s returned %s with every allocation succeeding", what, kit_errno_name(err));
             return made;
         }
         if (err != ENOMEM && err != 0) /* 0: it coped (attempt checked nothing was lost) */
-            fail_msg("%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth, made,
-                     kit_errno_name(err));
+            kit_fail_at(file, line, "%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth,
+                        made, kit_errno_name(err));
         long leaked = kit_live_allocations() - before;
         if (leaked != 0)
-            fail_msg("%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
+            kit_fail_at(file, line, "%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
     }
 }
