@@ -75,6 +75,8 @@ static bool our_file(const char *file, const struct run_options *options, char *
     return true;
 }
 
+static const char *plain_name(const char *function);
+
 /* The blocking call a frame is in, by its plain name: glibc's
  * "___pthread_cond_wait", "__pthread_cond_wait_common" and our
  * "__wrap_pthread_cond_wait" are all "pthread_cond_wait". NULL if none. */
@@ -84,18 +86,23 @@ static const char *blocking_call(const char *function)
                                          "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_join",
                                          "clock_nanosleep", "nanosleep", "sem_wait", "pthread_rwlock_rdlock",
                                          "pthread_rwlock_wrlock", "poll", "read", NULL };
-    while (*function == '_')
-        function++;
-    if (strncmp(function, "wrap_", 5) == 0)
-        function += 5;
-    if (strncmp(function, "GI_", 3) == 0)
-        function += 3;
-    while (*function == '_')
-        function++;
+    function = plain_name(function);
     for (int i = 0; calls[i]; i++)
         if (strncmp(function, calls[i], strlen(calls[i])) == 0)
             return calls[i];
     return NULL;
+}
+
+/* "___pthread_mutex_lock", "__GI_raise", "__wrap_free" -> the name a student knows. */
+static const char *plain_name(const char *function)
+{
+    while (*function == '_')
+        function++;
+    if (strncmp(function, "wrap_", 5) == 0 || strncmp(function, "GI_", 3) == 0)
+        function += function[0] == 'w' ? 5 : 3;
+    while (*function == '_')
+        function++;
+    return function;
 }
 
 /* One thread of a gdb backtrace, as it is read. */
@@ -138,13 +145,13 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
     if (strstr(function, "kit_dump_stacks") && !thread->crashed)
         thread->reporter = true;
     if (crash_only && thread->after_signal && !thread->state[0]) {
-        textf(thread->state, sizeof thread->state, "crashed in %s", function);
+        textf(thread->state, sizeof thread->state, "crashed in %s", plain_name(function));
         if (strstr(line, "abort") || strstr(line, "raise"))
             thread->state[0] = '\0'; /* abort()'s own frames: the caller is the news */
     }
     if (!thread->crashed && !thread->state[0] && !thread->chain[0] && blocking_call(function))
         textf(thread->state, sizeof thread->state, "waits in %s", blocking_call(function));
-    if (our_file(file, options, ours, sizeof ours)) {
+    if (strcmp(function, "main") != 0 && our_file(file, options, ours, sizeof ours)) {
         char text[700];
         textf(text, sizeof text, "%s (%s)", function, ours);
         add_to_chain(thread, text);
@@ -204,43 +211,62 @@ void summarise_threads(const char *text, const struct run_options *options, bool
     if (thread)
         flush_thread(thread, crash_only, detail, size, &shown);
     free(thread);
-    if (shown == 0)
+    if (shown == 0 && strstr(text, "ptrace: Operation not permitted"))
+        append_text(detail, size, "  (gdb was not allowed to attach: this machine restricts ptrace - see "
+                                  "/proc/sys/kernel/yama/ptrace_scope)");
+    else if (shown == 0)
         append_text(detail, size, "  (gdb could not read the threads' stacks)");
+    else if (!crash_only && strstr(detail, "waits in pthread_mutex_lock"))
+        append_text(detail, size, "  (a thread in pthread_mutex_lock waits for a mutex another thread holds - or "
+                                  "one that a function left locked when it returned)");
 }
 
 /* ---- ThreadSanitizer ------------------------------------------------------ */
 
-/* "  Write of size 8 at 0x7b08000 by thread T2:" -> "write of size 8 by thread T2 [consumer-1]:"
- * (the names come from the report's "Thread T2 'consumer-1' created by" lines). */
+static void remove_text(char *from, size_t length)
+{
+    memmove(from, from + length, strlen(from + length) + 1);
+}
+
+/* Addresses mean nothing to the student: " at 0x7b08..." and " (0x7b08...)" go. */
+static void remove_addresses(char *text)
+{
+    for (char *hex = strstr(text, "0x"); hex; hex = strstr(hex, "0x")) {
+        size_t digits = 2 + strspn(hex + 2, "0123456789abcdef");
+        if (hex - text >= 4 && strncmp(hex - 4, " at ", 4) == 0)
+            remove_text(hex - 4, digits + 4);
+        else if (hex - text >= 2 && strncmp(hex - 2, " (", 2) == 0 && hex[digits] == ')')
+            remove_text(hex - 2, digits + 3);
+        else
+            hex += digits;
+    }
+}
+
+/* "  Write of size 8 at 0x7b08 by thread T2 (mutexes: write M9):" becomes
+ * "write of size 8 by thread T2 [consumer-1] (holding M9):"; the names come
+ * from the report's "Thread T2 'consumer-1' created by" lines. */
 static void race_heading(const char *line, size_t length, const char *report, char *out, size_t size)
 {
     char text[400];
     textf(text, sizeof text, "%.*s", (int)(length < 390 ? length : 390), line);
-    for (char *hex; (hex = strstr(text, " 0x")) != NULL;) { /* "at 0x7b.." / "(0x7b..)" go */
-        char *end = hex + 3 + strspn(hex + 3, "0123456789abcdef");
-        if (end[0] == ')' && hex > text && hex[-1] == '(')
-            hex--, end++;
-        else if (hex - text >= 3 && strncmp(hex - 3, " at", 3) == 0)
-            hex -= 3;
-        memmove(hex, end, strlen(end) + 1);
-    }
-    const char *thread = strstr(text, "thread T");
-    char name[80] = "";
+    remove_addresses(text);
+    for (char *held; (held = strstr(text, "mutexes: write ")) != NULL;)
+        memcpy(held, "holding mutex: ", 15);
+    char *thread = strstr(text, "thread T");
     if (thread) {
-        char key[40];
-        textf(key, sizeof key, "Thread %.*s '", (int)strcspn(thread + 7, " :,)"), thread + 7);
+        char key[40], *after = thread + 7 + strcspn(thread + 7, " :,)");
+        textf(key, sizeof key, "Thread %.*s '", (int)(after - thread - 7), thread + 7);
         const char *named = strstr(report, key);
-        if (named)
-            textf(name, sizeof name, " [%.*s]", (int)strcspn(named + strlen(key), "'"), named + strlen(key));
+        if (named) {
+            char rest[400];
+            textf(rest, sizeof rest, "%s", after);
+            textf(after, sizeof text - (size_t)(after - text), " [%.*s]%s", (int)strcspn(named + strlen(key), "'"),
+                  named + strlen(key), rest);
+        }
     }
-    char *colon = strrchr(text, ':');
-    if (colon && name[0] && thread && colon > thread) {
-        *colon = '\0';
-        textf(out, size, "%s%s:", text, name);
-    } else {
-        textf(out, size, "%s", text);
-    }
-    out[0] = (char)(out[0] >= 'A' && out[0] <= 'Z' ? out[0] - 'A' + 'a' : out[0]);
+    textf(out, size, "%s", text);
+    if (out[0] >= 'A' && out[0] <= 'Z')
+        out[0] = (char)(out[0] - 'A' + 'a');
 }
 
 struct race_section {
@@ -252,7 +278,10 @@ struct race_section {
 
 static void flush_section(struct race_section *section, char *detail, size_t size)
 {
-    if (section->heading[0] && !section->skipped) {
+    size_t length = strlen(section->heading);
+    if (length > 0 && section->heading[length - 1] != ':' && !section->chain[0]) {
+        append_text(detail, size, section->heading); /* a remark, no stack: "mutex M9 is already destroyed." */
+    } else if (section->heading[0] && !section->skipped) {
         char line[1600];
         append_text(detail, size, section->heading);
         textf(line, sizeof line, "      %s", section->chain[0] ? section->chain : "(no frame of yours or of the tests)");
@@ -266,7 +295,7 @@ static void race_frame(struct race_section *section, const char *function, const
 {
     char ours[512];
     size_t used = strlen(section->chain);
-    if (section->kept >= MAX_CHAIN || !our_file(file, options, ours, sizeof ours) ||
+    if (section->kept >= MAX_CHAIN || strcmp(function, "main") == 0 || !our_file(file, options, ours, sizeof ours) ||
         used + strlen(function) + strlen(ours) + 10 >= sizeof section->chain)
         return;
     textf(section->chain + used, sizeof section->chain - used, "%s%s (%s)", section->kept ? " <- " : "",
