@@ -249,7 +249,8 @@ deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen,
 chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
-              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS)))
+              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS))) \
+              $(FEEDBACK_SRCS)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
@@ -385,6 +386,21 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 	$(INSTRUCTOR_ONLY)
 	@tools/hardening
 
+# make feedback: what the grader says about a crash, a hang (the test's own
+# check and the runner's time-out), a misused pthread call and a race, on the
+# deliberately wrong code of tests/feedback, checked against its expect.txt.
+FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
+$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+
+.PHONY: feedback
+feedback: $(if $(HAVE_SOLUTIONS),deps) ## check the grader's words for a crash, a hang, a race, a misused call (tests/feedback)
+	$(INSTRUCTOR_ONLY)
+	@$(MAKE) --no-print-directory -j$(JOBS) grader build/tests/feedback/test_feedback
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan build/tsan/tests/feedback/test_feedback
+	@tests/support/feedback.sh "$(TSAN_WRAPPER)"
+
 print-%:
 	@echo $($*)
 
@@ -492,7 +508,7 @@ help-kit:
 	@$(call help_lines,run grade debug docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening feedback dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)

@@ -168,6 +168,10 @@ static void flush_thread(struct thread_summary *thread, bool crash_only, char *d
     else if (thread->reporter)
         textf(line, sizeof line, "  %s: reporting the failure, from %s", thread->name,
                  thread->chain[0] ? thread->chain : "the harness");
+    else if (thread->crashed && strncmp(thread->state, "crashed in ", 11) == 0 &&
+             strncmp(thread->chain, thread->state + 11, strlen(thread->state + 11)) == 0 &&
+             thread->chain[strlen(thread->state + 11)] == ' ')
+        textf(line, sizeof line, "  %s: crashed in %s", thread->name, thread->chain); /* the fault is in our code */
     else
         textf(line, sizeof line, "  %s: %s%s%s", thread->name,
                  thread->state[0] ? thread->state : (crash_only ? "crashed" : "running (not in a wait)"),
