@@ -100,11 +100,13 @@ CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
-# The gates' and latches' own waits are wrapped too, to be left out of it all.
+# The gates' and latches' own waits are wrapped too, to be left out of it all;
+# and cmocka's checks, to say in words what failed and from which line of a test.
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free \
-                kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy)
+                kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy \
+                _fail _assert_true _assert_int_equal _assert_int_not_equal _assert_string_equal _assert_in_range)
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
 # through its log, and never exits), and what the programs and tests add on

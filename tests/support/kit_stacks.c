@@ -95,8 +95,16 @@ static void wait_for_gdb(pid_t gdb)
     say("(gdb did not finish reading the stacks in 30 s)\n");
 }
 
+static volatile sig_atomic_t dumped; /* once is enough: later stacks would show the report itself */
+
+bool kit_stacks_dumped(void)
+{
+    return dumped != 0;
+}
+
 void kit_dump_stacks(const char *why)
 {
+    dumped = 1;
     const char *reason = no_stacks_reason();
     if (reason) {
         say("[ stacks   ] not shown: ");

@@ -82,6 +82,10 @@ void kit_dump_stacks(const char *why);
  *        For failures cmocka cannot unwind: a thread still runs on the test's memory.
  */
 _Noreturn void kit_stop_test(const char *message, const char *file, int line);
+/** @brief True once kit_dump_stacks() ran in this process. */
+bool kit_stacks_dumped(void);
+/** @brief The next failure needs no stack (say, ENOSYS: the function is not written yet). */
+void kit_skip_caller_stack(void);
 /** @brief On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: say so in words,
  *         dump the stacks, and die of the signal. Called before each test. */
 void kit_catch_crashes(void);

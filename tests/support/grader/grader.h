@@ -70,8 +70,13 @@ int list_tests(const char *binary, char names[][128], int max_names);
 const char *verdict_text(enum verdict verdict);
 
 /* grader_stacks.c */
-void summarise_threads(const char *gdb_output, const struct run_options *options, bool crash_only, char *detail,
-                       size_t size);
+enum stacks_view {
+    ALL_THREADS,      /* a hang: where every thread waits */
+    CRASHED_THREAD,   /* a crash: the faulting thread, from the fault down */
+    REPORTING_THREAD, /* a failed check: the line of the test that called it */
+};
+void summarise_threads(const char *gdb_output, const struct run_options *options, enum stacks_view view,
+                       char *detail, size_t size);
 void summarise_race(const char *log, const struct run_options *options, char *detail, size_t size);
 
 /* grader_report.c */

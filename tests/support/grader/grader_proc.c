@@ -502,7 +502,7 @@ static void diagnose_with_gdb(pid_t pid, void *raw)
     } else {
         append_line(diagnosis->detail, diagnosis->size, "where each thread was when the time ran out:", 44);
         char *text = read_log(log);
-        summarise_threads(text ? text : "", diagnosis->options, false, diagnosis->detail, diagnosis->size);
+        summarise_threads(text ? text : "", diagnosis->options, ALL_THREADS, diagnosis->detail, diagnosis->size);
         free(text);
     }
     unlink(log);
@@ -581,8 +581,24 @@ static void judge_crash(struct test_case *test, int sig, const char *log, const 
         failure_lines(log, test->detail, sizeof test->detail, 4);
     if (stacks) {
         append_line(test->detail, sizeof test->detail, "the thread that crashed, at the fault:", 38);
-        summarise_threads(stacks, options, true, test->detail, sizeof test->detail);
+        summarise_threads(stacks, options, CRASHED_THREAD, test->detail, sizeof test->detail);
     }
+}
+
+/* A failed check shows the calls that led to it, when it sat in a helper
+ * (one frame is the test's own line, shown already); anything else shows
+ * where every thread was. */
+static void explain_stacks(struct test_case *test, const char *stacks, const struct run_options *options)
+{
+    if (strncmp(stacks, "[ stacks   ] begin: the failed check", 36) == 0) {
+        char chain[1500] = "";
+        summarise_threads(stacks, options, REPORTING_THREAD, chain, sizeof chain);
+        if (strstr(chain, " <- "))
+            append_line(test->detail, sizeof test->detail, chain, strcspn(chain, "\n"));
+        return;
+    }
+    append_line(test->detail, sizeof test->detail, "where each thread was at that moment:", 37);
+    summarise_threads(stacks, options, ALL_THREADS, test->detail, sizeof test->detail);
 }
 
 static void judge_exit(struct test_case *test, int code, bool token_ok, const char *log, const char *stacks,
@@ -610,10 +626,8 @@ static void judge_exit(struct test_case *test, int code, bool token_ok, const ch
         if (code == 127 || code == 3)
             last_lines(log ? log : "", test->detail, sizeof test->detail, 3);
     }
-    if (stacks && test->verdict != V_PASSED) {
-        append_line(test->detail, sizeof test->detail, "where each thread was at that moment:", 37);
-        summarise_threads(stacks, options, false, test->detail, sizeof test->detail);
-    }
+    if (stacks && test->verdict != V_PASSED)
+        explain_stacks(test, stacks, options);
 }
 
 static void judge(struct test_case *test, const struct outcome *outcome, bool token_ok, char *log,

@@ -127,7 +127,7 @@ static void add_to_chain(struct thread_summary *thread, const char *text)
 }
 
 static void read_frame(struct thread_summary *thread, const char *line, const struct run_options *options,
-                       bool crash_only)
+                       enum stacks_view view)
 {
     char function[128], file[512], ours[512];
     if (!parse_frame(line, function, sizeof function, file, sizeof file))
@@ -144,7 +144,7 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
         thread->named_frames++;
     if (strstr(function, "kit_dump_stacks") && !thread->crashed)
         thread->reporter = true;
-    if (crash_only && thread->after_signal && !thread->state[0]) {
+    if (view == CRASHED_THREAD && thread->after_signal && !thread->state[0]) {
         textf(thread->state, sizeof thread->state, "crashed in %s", plain_name(function));
         if (strstr(line, "abort") || strstr(line, "raise"))
             thread->state[0] = '\0'; /* abort()'s own frames: the caller is the news */
@@ -158,12 +158,15 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
     }
 }
 
-static void flush_thread(struct thread_summary *thread, bool crash_only, char *detail, size_t size, int *shown)
+static void flush_thread(struct thread_summary *thread, enum stacks_view view, char *detail, size_t size, int *shown)
 {
-    if (!thread->name[0] || (crash_only && !thread->crashed))
+    if (!thread->name[0] || (view == CRASHED_THREAD && !thread->crashed) ||
+        (view == REPORTING_THREAD && !thread->reporter))
         return;
     char line[1500];
-    if (thread->frames > 0 && thread->named_frames == 0)
+    if (view == REPORTING_THREAD)
+        textf(line, sizeof line, "called from: %s", thread->chain);
+    else if (thread->frames > 0 && thread->named_frames == 0)
         textf(line, sizeof line, "  %s: its stack could not be read (no symbols for the program)", thread->name);
     else if (thread->reporter)
         textf(line, sizeof line, "  %s: reporting the failure, from %s", thread->name,
@@ -174,7 +177,7 @@ static void flush_thread(struct thread_summary *thread, bool crash_only, char *d
         textf(line, sizeof line, "  %s: crashed in %s", thread->name, thread->chain); /* the fault is in our code */
     else
         textf(line, sizeof line, "  %s: %s%s%s", thread->name,
-                 thread->state[0] ? thread->state : (crash_only ? "crashed" : "running (not in a wait)"),
+                 thread->state[0] ? thread->state : (view == CRASHED_THREAD ? "crashed" : "running (not in a wait)"),
                  thread->chain[0] ? " <- " : "", thread->chain);
     append_text(detail, size, line);
     (*shown)++;
@@ -192,9 +195,10 @@ static void thread_name(const char *line, char *name, size_t size)
 }
 
 /* gdb's `thread apply all bt`: one line per thread, where it waits and the
- * student's and the tests' frames below it. With crash_only, only the
- * thread that took the signal, from the faulting frame down. */
-void summarise_threads(const char *text, const struct run_options *options, bool crash_only, char *detail,
+ * student's and the tests' frames below it; for a crash only the thread
+ * that took the signal, from the faulting frame down; for a failed check only
+ * the chain of calls that led to it. */
+void summarise_threads(const char *text, const struct run_options *options, enum stacks_view view, char *detail,
                        size_t size)
 {
     struct thread_summary *thread = calloc(1, sizeof *thread);
@@ -202,25 +206,25 @@ void summarise_threads(const char *text, const struct run_options *options, bool
     for (const char *line = text; thread && line && *line;) {
         const char *end = strchr(line, '\n');
         if (strncmp(line, "Thread ", 7) == 0) {
-            flush_thread(thread, crash_only, detail, size, &shown);
+            flush_thread(thread, view, detail, size, &shown);
             memset(thread, 0, sizeof *thread);
             thread_name(line, thread->name, sizeof thread->name);
         } else if (thread->name[0]) {
             char copy[1024];
             textf(copy, sizeof copy, "%.*s", (int)(end ? end - line : (long)strlen(line)), line);
-            read_frame(thread, copy, options, crash_only);
+            read_frame(thread, copy, options, view);
         }
         line = end ? end + 1 : NULL;
     }
     if (thread)
-        flush_thread(thread, crash_only, detail, size, &shown);
+        flush_thread(thread, view, detail, size, &shown);
     free(thread);
     if (shown == 0 && strstr(text, "ptrace: Operation not permitted"))
         append_text(detail, size, "  (gdb was not allowed to attach: this machine restricts ptrace - see "
                                   "/proc/sys/kernel/yama/ptrace_scope)");
     else if (shown == 0)
         append_text(detail, size, "  (gdb could not read the threads' stacks)");
-    else if (!crash_only && strstr(detail, "waits in pthread_mutex_lock"))
+    else if (view == ALL_THREADS && strstr(detail, "waits in pthread_mutex_lock"))
         append_text(detail, size, "  (a thread in pthread_mutex_lock waits for a mutex another thread holds - or "
                                   "one that a function left locked when it returned)");
 }
