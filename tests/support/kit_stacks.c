@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Built with a sanitizer: it prints its own stack for a crash. */
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define KIT_SANITIZED 1
@@ -38,6 +39,9 @@
 #endif
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define KIT_SANITIZED 1
+#endif
+#if !defined(KIT_SANITIZED)
+#define KIT_SANITIZED 0
 #endif
 
 static void say(const char *text)
@@ -186,8 +190,7 @@ static void on_crash(int sig)
 
 void kit_catch_crashes(void)
 {
-#if !defined(KIT_SANITIZED) /* sanitizers print their own stack for a crash */
-    if (no_stacks_reason() != NULL)
+    if (KIT_SANITIZED || no_stacks_reason() != NULL)
         return;
     struct sigaction action;
     memset(&action, 0, sizeof action);
@@ -196,5 +199,4 @@ void kit_catch_crashes(void)
     action.sa_flags = SA_RESETHAND;
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaction(crash_signals[i], &action, NULL);
-#endif
 }

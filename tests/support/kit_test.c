@@ -175,11 +175,24 @@ void kit_skip_caller_stack(void)
     skip_caller_stack = true;
 }
 
+/* cmocka leaves a failed test by a jump out of its function. While threads
+ * the test started still run, they may be using its local variables - a
+ * struct on its stack, a queue it was about to destroy - and the jump would
+ * hand that memory to whatever runs next ("stack smashing detected", blamed
+ * on the student). The test process then ends here instead, failed. */
 void __wrap__fail(const char *const file, const int line)
 {
     if (!skip_caller_stack && !kit_stacks_dumped())
         kit_dump_stacks("the failed check");
     skip_caller_stack = false;
+    int alive = kit_threads_alive();
+    if (alive > 0) {
+        fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
+        fprintf(stderr, "[  FAILED  ] the test stopped here: %d of its threads still run\n", alive);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(1);
+    }
     __real__fail(file, line);
 }
 

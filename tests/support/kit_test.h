@@ -186,6 +186,8 @@ void kit_chaos(uint64_t seed);
 bool kit_chaos_from_env(void);
 /** @brief Make the @p nth pthread_create from now fail with EAGAIN; 0 switches it off. */
 void kit_fail_thread_create(long nth);
+/** @brief Threads started through pthread_create (in this binary) that have not ended yet. */
+int kit_threads_alive(void);
 /** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 

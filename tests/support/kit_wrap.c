@@ -357,12 +357,30 @@ struct numbered_start {
     unsigned serial;
 };
 
+/* Threads started and not yet ended (pthread_exit included). */
+static atomic_int threads_alive;
+
+int kit_threads_alive(void)
+{
+    return atomic_load(&threads_alive);
+}
+
+static void thread_ended(void *unused)
+{
+    (void)unused;
+    atomic_fetch_sub(&threads_alive, 1);
+}
+
 static void *numbered_body(void *raw)
 {
     struct numbered_start start = *(struct numbered_start *)raw;
     __real_free(raw);
     thread_serial = start.serial;
-    return start.fn(start.arg);
+    void *result;
+    pthread_cleanup_push(thread_ended, NULL);
+    result = start.fn(start.arg);
+    pthread_cleanup_pop(1);
+    return result;
 }
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -374,9 +392,12 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (start == NULL)
         return EAGAIN;
     *start = (struct numbered_start){ fn, arg, atomic_fetch_add(&threads_created, 1) + 1 };
+    atomic_fetch_add(&threads_alive, 1);
     int err = __real_pthread_create(thread, attr, numbered_body, start);
-    if (err != 0)
+    if (err != 0) {
+        atomic_fetch_sub(&threads_alive, 1);
         __real_free(start);
+    }
     perturb();
     return err;
 }
