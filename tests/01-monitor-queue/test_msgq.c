@@ -408,7 +408,7 @@ static void run_producers_consumers(size_t capacity)
     }
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct producer){ q, i, seed, 0 };
-    kit_run_threads(PRODUCERS, "producer", produce, producers, sizeof producers[0]);
+    kit_test_run_group(PRODUCERS, "producer", produce, producers, sizeof producers[0]);
     assert_ok(msgq_close(q)); /* consumers drain the rest, then see ECANCELED */
     for (int i = 0; i < CONSUMERS; i++)
         kit_worker_must_finish(&consumer_threads[i], "consumer after close");

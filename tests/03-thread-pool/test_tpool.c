@@ -385,7 +385,7 @@ static void test_tpool_stress_never_more_than_core_threads(void **state)
     static struct limit_submitter submitters[LIMIT_SUBMITTERS];
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
         submitters[i] = (struct limit_submitter){ &limit, per_submitter, 0 };
-    kit_run_threads(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
+    kit_test_run_group(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
     finish(limit.p);
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
         assert_int_equal(submitters[i].errors, 0);
@@ -1161,7 +1161,7 @@ static void test_tpool_stress_stats_add_up(void **state)
         struct stats_submitter submitters[STATS_SUBMITTERS];
         for (int k = 0; k < STATS_SUBMITTERS; k++)
             submitters[k] = (struct stats_submitter){ p, &tally, per_submitter, k == 0, 0 };
-        kit_run_threads(STATS_SUBMITTERS, "submitter", submit_tallied, submitters, sizeof submitters[0]);
+        kit_test_run_group(STATS_SUBMITTERS, "submitter", submit_tallied, submitters, sizeof submitters[0]);
         assert_ok(tpool_await_termination(p, KIT_HANG_MS));
         tpool_stats_t s = stats_of(p);
         long errors = submitters[0].errors + submitters[1].errors;

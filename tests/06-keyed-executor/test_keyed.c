@@ -975,7 +975,7 @@ static void run_stress(struct stress *run)
     static struct submitter submitters[MAX_SUBMITTERS]; /* static: outlives a failed join */
     for (int i = 0; i < run->submitters; i++)
         submitters[i] = (struct submitter){ run, i };
-    kit_run_threads((size_t)run->submitters, "submitter", submit_many, submitters, sizeof submitters[0]);
+    kit_test_run_group((size_t)run->submitters, "submitter", submit_many, submitters, sizeof submitters[0]);
     assert_ok(keyed_close(run->kx));
     assert_ok(keyed_await_termination(run->kx, KIT_HANG_MS));
     assert_int_equal(keyed_active_keys(run->kx), 0);

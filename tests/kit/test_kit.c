@@ -105,7 +105,7 @@ static void test_kit_trace_records_balanced_ordered_events(void **state)
 {
     (void)state;
     assert_ok(kit_trace_start());
-    kit_run_threads(4, "tracer", record_spans, NULL, 0);
+    kit_test_run_group(4, "tracer", record_spans, NULL, 0);
     kit_trace_stop();
     kit_trace_event_t *events;
     size_t count;
