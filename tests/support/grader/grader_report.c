@@ -102,11 +102,14 @@ static void debug_command(const struct test_case *test, const char *debug_args, 
               debug_args[0] ? " " : "", debug_args);
 }
 
-/* Where gdb stops, under `make debug`, for each way of not passing. */
-static const char *debug_stop(enum verdict verdict)
+/* Where gdb stops, under `make debug`, for each way of not passing. A crash
+ * cmocka caught shows as a failed test ("Test failed with exception"), but
+ * under gdb it is the crash that stops the test. */
+static const char *debug_stop(const struct test_case *test)
 {
-    switch (verdict) {
-    case V_FAILED: return "gdb stops at the failed check";
+    switch (test->verdict) {
+    case V_FAILED:
+        return strstr(test->detail, "failed with exception") ? "gdb stops at the crash" : "gdb stops at the failed check";
     case V_CRASHED: return "gdb stops at the crash";
     case V_TIMED_OUT: return "press Ctrl-C in gdb once it hangs";
     case V_RACE: return "gdb stops at the race report";
@@ -133,7 +136,7 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
     char command[512];
     debug_command(test, debug_args, command, sizeof command);
     if (command[0])
-        printf("      debug it: %s  (%s)\n", command, debug_stop(test->verdict));
+        printf("      debug it: %s  (%s)\n", command, debug_stop(test));
     fflush(stdout);
 }
 
