@@ -90,6 +90,9 @@ $(FLAGS_STAMP): FORCE
 .PHONY: FORCE
 
 SAN_CFLAGS_tsan := -fsanitize=thread
+# SAN=debug is no sanitizer: it is the build `make debug` runs, unoptimised,
+# so that gdb shows every variable and steps one line at a time.
+SAN_CFLAGS_debug := -O0
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
@@ -132,7 +135,7 @@ impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl
 # from solutions/ in the full kit, or taken already compiled from reference/
 # in the student kit (`make dist-student` ships the objects, not the source).
 # EARLIER=mine, or a kit that has neither, links the implementation's own.
-REFERENCE_OBJS := reference/$(if $(SAN),$(SAN),plain)
+REFERENCE_OBJS := reference/$(if $(filter tsan asan,$(SAN)),$(SAN),plain)
 ref_objs = $(patsubst %.c,$(2)/$(1)/%.o,$(ch$(call number,$(1))_impl))
 used_objs = $(strip \
   $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1)), \
@@ -330,6 +333,13 @@ GRADE_IMPL := $(if $(SUBMISSION),$(abspath $(if $(wildcard $(SUBMISSION_DIR)exer
 GRADE_OUT   = $(call out_root,$(GRADE_IMPL))
 GRADE_REPORT ?= build/grade
 AUTOLAB ?=
+# The stress tests' seed when graded (SEED=N replaces it): `make debug` uses
+# the same, so that it replays the schedule the grade saw.
+GRADE_SEED := 20261130
+# What each failing test's `make debug CH=NN TEST=name` hint adds, so that it
+# debugs what was graded (run_autograder empties it: the student debugs at home).
+DEBUG_ARGS ?= $(strip $(if $(SUBMISSION),SUBMISSION=$(SUBMISSION)) $(if $(filter mine,$(EARLIER)),EARLIER=mine) \
+                $(if $(CHAOS),CHAOS=$(CHAOS)))
 # Grading runs untrusted code: when run as root, each test runs sandboxed as
 # this unprivileged uid (0: no sandbox), with this many CPUs at most.
 SANDBOX_UID ?= 64000
@@ -344,30 +354,35 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 	  || { echo "Some files did not compile, and their chapters score 0. The compiler said:"; \
 	       grep -E -A3 '(error|undefined reference)' $(GRADE_REPORT)/build.log | head -40; \
 	       echo "(all of it: $(GRADE_REPORT)/build.log)"; }
-	@$(SKIP_NOTE) $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
+	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
-	  $(GRADE_FLAGS)
+	  --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
 
 # make debug CH=NN TEST=name: one test of the code being graded (exercises/,
-# or SUBMISSION=dir) under gdb, in the foreground. KIT_DEBUG=1 turns the
-# harness's own hang checks off, so a hang stays a hang: press Ctrl-C and
-# `thread apply all bt` shows every thread. gdb stops by itself on a crash,
-# and on a failed check (a breakpoint on cmocka's _fail).
+# or SUBMISSION=dir) under gdb, in the foreground, built unoptimised
+# (SAN=debug; SAN=tsan debugs the ThreadSanitizer build), with the grade's
+# SEED and CHAOS. tests/support/debug.gdb stops it where it fails (a
+# breakpoint on cmocka's _fail, which every check calls), where
+# ThreadSanitizer reports a race, and gdb stops by itself on a crash. There
+# is no time limit: a hang stays a hang until Ctrl-C - but a test that waits
+# for a thread with a bound (KIT_HANG_MS) fails when the bound runs out, and
+# gdb stops there with the stuck thread still stuck.
 TEST ?=
-DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/tests/$(strip $(SELECTED))
+DEBUG_SAN = $(or $(SAN),debug)
+DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/$(DEBUG_SAN)/tests/$(strip $(SELECTED))
 .PHONY: debug
 debug: deps ## run one test under gdb: make debug CH=NN TEST=test_name (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
 	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
-	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= CH=$(CH) tests-bin
+	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
 	@bin=""; for b in $(DEBUG_TESTS)/*; do \
 	  if [ -x "$$b" ] && "$$b" --list 2>/dev/null | grep -qx "$(TEST)"; then bin=$$b; fi; done; \
 	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
-	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin) - Ctrl-C stops a hang; 'thread apply all bt' shows every thread"; \
-	KIT_DEBUG=1 gdb -q -ex 'set pagination off' -ex 'set print thread-events off' \
-	  -ex 'break _fail' -ex run --args "$$bin" --run "$(TEST)"
+	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
+	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
+	SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
@@ -529,7 +544,7 @@ help-kit:
 	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"
 	@echo "  HOGS=N           stress: CPU hogs competing with the tests (one per core)"
 	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
-	@echo "  SAN=tsan|asan    build a sanitizer variant"
+	@echo "  SAN=tsan|asan    build a sanitizer variant (debug: SAN=tsan debugs the ThreadSanitizer build)"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
 	@echo "  TEST=name        debug: the test to run under gdb"
 	@echo "  V=1              print every build command in full"

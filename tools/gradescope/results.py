@@ -19,6 +19,8 @@ def test_entry(number, test):
     output = test["description"]
     if test["detail"]:
         output += "\n\n" + test["detail"]
+    if test.get("debug"):
+        output += "\nDebug it in your kit: " + test["debug"]
     return {
         "name": name,
         "number": number,

@@ -82,9 +82,13 @@ void summarise_race(const char *log, const struct run_options *options, char *de
 /* grader_report.c */
 int load_rubric(const char *path, struct test_case *tests, int max_tests, char *error, size_t error_size);
 void print_chapter_header(const char *chapter);
-void print_test_line(const struct test_case *test, bool show_points);
+/* debug_args: NULL prints no debugging hints; otherwise each test that did
+ * not pass names `make debug CH=NN TEST=name` followed by these words (say,
+ * "SUBMISSION=dir"), and so does the report.json line of the test. */
+void print_test_line(const struct test_case *test, bool show_points, const char *debug_args);
+void print_standing(const struct test_case *tests, int count, const char *debug_args);
 int write_json_report(const char *path, const char *mode, const char *implementation,
-                      const struct test_case *tests, int count);
+                      const struct test_case *tests, int count, const char *debug_args);
 int write_junit_report(const char *path, const struct test_case *tests, int count);
 
 #endif

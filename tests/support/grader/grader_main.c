@@ -25,6 +25,7 @@ enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32, MAX_BINARIES = 16, MAX_NAMES = 256 }
 struct config {
     const char *rubric, *bin_dir, *mode, *report_dir, *implementation;
     const char *tsan_bin_dir, *tsan_build, *tsan_wrapper;
+    const char *debug_args; /* set: name `make debug` for each test that does not pass */
     const char *chapters[MAX_CHAPTERS];
     int chapter_count;
     bool autolab, unlimited_memory;
@@ -38,7 +39,8 @@ static void usage(void)
             "                 [--timeout SECONDS] [--wrapper 'CMD ARGS'] [--unlimited-memory]\n"
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD']]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
-            "                 [--sandbox-uid UID (0: no sandbox) [--sandbox-cpus N]] [--chaos SEED]\n");
+            "                 [--sandbox-uid UID (0: no sandbox) [--sandbox-cpus N]] [--chaos SEED]\n"
+            "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n");
     exit(2);
 }
 
@@ -65,6 +67,7 @@ static void parse_arguments(int argc, char **argv, struct config *config)
         else if (strcmp(arg, "--sandbox-uid") == 0 && value) config->run.limits.sandbox_uid = atol(value);
         else if (strcmp(arg, "--sandbox-cpus") == 0 && value) config->run.limits.sandbox_cpus = atol(value);
         else if (strcmp(arg, "--chaos") == 0 && value) setenv("KIT_CHAOS", value, 1);
+        else if (strcmp(arg, "--debug-args") == 0 && value) config->debug_args = value;
         else usage();
         i += takes_value;
     }
@@ -260,7 +263,7 @@ static void grade_chapter(struct config *config, const char *chapter, struct tes
             }
         }
         score += test->verdict == V_PASSED ? test->points : 0;
-        print_test_line(test, !mutant);
+        print_test_line(test, !mutant, config->debug_args);
     }
     if (!mutant)
         totals->problems += report_unscored(found, tests, count, chapter);
@@ -271,25 +274,31 @@ static void grade_chapter(struct config *config, const char *chapter, struct tes
     free(found);
 }
 
-static void write_reports(const struct config *config, struct test_case *tests, int count)
+/* The lines graded: those of the selected chapters, without the race-freedom
+ * lines when there is no ThreadSanitizer build. Returns how many. */
+static int graded_lines(const struct config *config, const struct test_case *tests, int count,
+                        struct test_case *kept)
 {
-    if (!config->report_dir)
-        return;
-    struct test_case *kept = malloc(sizeof *kept * (size_t)(count ? count : 1));
     int n = 0;
     for (int i = 0; i < count; i++)
         if (selected(config, tests[i].chapter) && (config->tsan_bin_dir || strcmp(tests[i].name, "tsan") != 0))
             kept[n++] = tests[i];
+    return n;
+}
+
+static void write_reports(const struct config *config, const struct test_case *kept, int n)
+{
+    if (!config->report_dir)
+        return;
     char path[1024];
     snprintf(path, sizeof path, "%s/report.json", config->report_dir);
-    int err = write_json_report(path, config->mode, config->implementation, kept, n);
+    int err = write_json_report(path, config->mode, config->implementation, kept, n, config->debug_args);
     snprintf(path, sizeof path, "%s/junit.xml", config->report_dir);
     err = err ? err : write_junit_report(path, kept, n);
     if (err)
         fprintf(stderr, "kit-grade: cannot write the reports in %s: %s\n", config->report_dir, strerror(err));
     else
         printf("Reports: %s/report.json, %s/junit.xml\n", config->report_dir, config->report_dir);
-    free(kept);
 }
 
 static void print_autolab(const struct config *config, const struct test_case *tests, int count)
@@ -349,8 +358,14 @@ int main(int argc, char **argv)
         printf(totals.killed ? "killed by %s\n" : "SURVIVED: every test passed\n", totals.killer);
         return totals.killed ? 0 : 1;
     }
-    printf("\nScore: %d/%d\n", totals.score, totals.max);
-    write_reports(&config, tests, count);
+    static struct test_case kept[MAX_TESTS];
+    int graded = graded_lines(&config, tests, count, kept);
+    if (strcmp(config.mode, "grade") == 0)
+        print_standing(kept, graded, config.debug_args);
+    else
+        printf("\n");
+    printf("Score: %d/%d\n", totals.score, totals.max);
+    write_reports(&config, kept, graded);
     if (config.autolab)
         print_autolab(&config, tests, count);
     if (strcmp(config.mode, "test") == 0 && totals.problems > 0) {

@@ -1,6 +1,7 @@
 /**
  * @file grader_report.c
- * @brief The rubric, and the three ways results are reported: table, JSON, JUnit.
+ * @brief The rubric, and the ways results are reported: the table with its closing
+ *        summary and its `make debug` hints, JSON, JUnit.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "grader.h"
@@ -70,7 +71,53 @@ void print_chapter_header(const char *chapter)
     printf("\n== %s ==\n", chapter);
 }
 
-void print_test_line(const struct test_case *test, bool show_points)
+/* The test `make debug` runs for a line that did not pass: the test itself
+ * or, for the race-freedom line, the test ThreadSanitizer caught (its detail
+ * starts "NAME under ThreadSanitizer"). NULL when no single test shows the
+ * problem: the line passed, was not run, or has no test binary. */
+static const char *debug_test(const struct test_case *test, char *name, size_t size)
+{
+    if (test->verdict == V_PASSED || test->verdict == V_NOT_RUN || test->verdict == V_MISSING)
+        return NULL;
+    if (strcmp(test->name, "tsan") != 0)
+        return test->name;
+    size_t length = strcspn(test->detail, " \n");
+    if (length == 0 || length >= size || strncmp(test->detail + length, " under ThreadSanitizer", 22) != 0)
+        return NULL;
+    memcpy(name, test->detail, length);
+    name[length] = '\0';
+    return name;
+}
+
+/* `make debug CH=NN TEST=name [SAN=tsan] [debug_args]` for a line that did
+ * not pass; "" when there is nothing to debug or debug_args is NULL. */
+static void debug_command(const struct test_case *test, const char *debug_args, char *out, size_t size)
+{
+    char raced[128];
+    const char *name = debug_args ? debug_test(test, raced, sizeof raced) : NULL;
+    bool race = strcmp(test->name, "tsan") == 0;
+    out[0] = '\0';
+    if (name != NULL)
+        textf(out, size, "make debug CH=%.2s TEST=%s%s%s%s", test->chapter, name, race ? " SAN=tsan" : "",
+              debug_args[0] ? " " : "", debug_args);
+}
+
+/* Where gdb stops, under `make debug`, for each way of not passing. A crash
+ * cmocka caught shows as a failed test ("Test failed with exception"), but
+ * under gdb it is the crash that stops the test. */
+static const char *debug_stop(const struct test_case *test)
+{
+    switch (test->verdict) {
+    case V_FAILED:
+        return strstr(test->detail, "failed with exception") ? "gdb stops at the crash" : "gdb stops at the failed check";
+    case V_CRASHED: return "gdb stops at the crash";
+    case V_TIMED_OUT: return "press Ctrl-C in gdb once it hangs";
+    case V_RACE: return "gdb stops at the race report";
+    default: return "gdb runs it to its end";
+    }
+}
+
+void print_test_line(const struct test_case *test, bool show_points, const char *debug_args)
 {
     const char *label = strcmp(test->name, "tsan") == 0 ? "race-free under ThreadSanitizer" : test->name;
     int earned = test->verdict == V_PASSED ? test->points : 0;
@@ -86,7 +133,53 @@ void print_test_line(const struct test_case *test, bool show_points)
             line = end ? end + 1 : line + length;
         }
     }
+    char command[512];
+    debug_command(test, debug_args, command, sizeof command);
+    if (command[0])
+        printf("      debug it: %s  (%s)\n", command, debug_stop(test));
     fflush(stdout);
+}
+
+/* One line of the closing table: the chapter, its score, and its first line
+ * that did not pass with the command that debugs it. */
+static void print_chapter_standing(const struct test_case *first, int count, const char *debug_args)
+{
+    int score = 0, max = 0;
+    const struct test_case *failing = NULL;
+    for (int i = 0; i < count; i++) {
+        max += first[i].points;
+        if (first[i].verdict == V_PASSED)
+            score += first[i].points;
+        else if (failing == NULL)
+            failing = &first[i];
+    }
+    char command[512] = "";
+    if (failing != NULL)
+        debug_command(failing, debug_args, command, sizeof command);
+    printf("  %-24s %3d/%-3d  ", first->chapter, score, max);
+    if (failing == NULL)
+        printf("every test passes\n");
+    else if (command[0])
+        printf("%s\n", command);
+    else if (failing->verdict == V_MISSING)
+        printf("%s: not built - see what the compiler said\n", failing->name);
+    else
+        printf("%s: %s\n", strcmp(failing->name, "tsan") == 0 ? "race-free under ThreadSanitizer" : failing->name,
+               verdict_text(failing->verdict));
+}
+
+/* The closing table of `make grade`: one line per chapter. tests holds the
+ * graded lines, each chapter's together. */
+void print_standing(const struct test_case *tests, int count, const char *debug_args)
+{
+    printf("\n== Where you stand ==\n  %-24s %6s   %s\n", "chapter", "score", "first failing test, and how to debug it");
+    for (int i = 0; i < count;) {
+        int end = i;
+        while (end < count && strcmp(tests[end].chapter, tests[i].chapter) == 0)
+            end++;
+        print_chapter_standing(&tests[i], end - i, debug_args);
+        i = end;
+    }
 }
 
 static void json_string(FILE *out, const char *text)
@@ -129,7 +222,7 @@ static int close_report(FILE *out)
 }
 
 int write_json_report(const char *path, const char *mode, const char *implementation,
-                      const struct test_case *tests, int count)
+                      const struct test_case *tests, int count, const char *debug_args)
 {
     FILE *out = fopen(path, "w");
     if (out == NULL)
@@ -157,6 +250,10 @@ int write_json_report(const char *path, const char *mode, const char *implementa
         json_string(out, t->description);
         fputs(", \"detail\": ", out);
         json_string(out, t->detail);
+        char command[512];
+        debug_command(t, debug_args, command, sizeof command);
+        fputs(", \"debug\": ", out);
+        json_string(out, command);
         fputc('}', out);
     }
     fputs("\n  ]\n}\n", out);

@@ -1,0 +1,73 @@
+# How `make debug CH=NN TEST=name` starts gdb on one test: it stops where the
+# test fails a check, where ThreadSanitizer reports a race (SAN=tsan), and -
+# by itself - where the code crashes. A hang: press Ctrl-C. At each stop it
+# shows the frame that matters: the line of your code (or of the test) the
+# thread is at, not the C library's or cmocka's.
+set pagination off
+set confirm off
+set print thread-events off
+set breakpoint pending on
+
+# Every check of the tests (assert_*, assert_ok, ...) calls cmocka's _fail.
+break _fail
+commands
+  silent
+end
+
+# The ThreadSanitizer build ($kit_tsan set): its runtime calls this once it
+# has printed a report.
+if !$_isvoid($kit_tsan)
+  break __tsan_on_report
+  commands
+    silent
+  end
+end
+
+python
+import gdb
+
+def kit_frame():
+    """The newest frame of the stopped thread in the code under test or in
+    the test itself: not the C library, cmocka, lib/ or tests/support/."""
+    program = gdb.current_progspace().filename
+    frame = gdb.newest_frame()
+    while frame is not None:
+        symtab = frame.find_sal().symtab
+        if symtab is not None and symtab.objfile.filename == program:
+            name = symtab.filename
+            if "tests/support/" not in name and not name.startswith("lib/"):
+                return frame
+        frame = frame.older()
+    return None
+
+def why(event):
+    """What stopped the test, in words."""
+    if isinstance(event, gdb.BreakpointEvent):
+        if any(b.location == "__tsan_on_report" for b in event.breakpoints):
+            return "ThreadSanitizer reported the race printed above"
+        return ("The test failed a check (cmocka prints its message when the "
+                "test ends: continue)")
+    if isinstance(event, gdb.SignalEvent):
+        if event.stop_signal == "SIGINT":
+            return "Stopped by Ctrl-C"
+        return "The test crashed (%s)" % event.stop_signal
+    return None
+
+def on_stop(event):
+    reason = why(event)
+    if reason is None:
+        return
+    frame = kit_frame()
+    if frame is None or frame == gdb.newest_frame():
+        print("\n*** %s: at the line above." % reason)
+    else:
+        print("\n*** %s. Where, in the test or your code:" % reason)
+        frame.select()
+        gdb.execute("frame")
+    print("*** bt: every call; frame N; print x; info threads; "
+          "thread apply all bt: every thread; quit")
+
+gdb.events.stop.connect(on_stop)
+end
+
+run
