@@ -21,8 +21,9 @@
  *
  * The pool you build on is chapter 03's (tpool.h): tpool_execute_or_drop()
  * to run a task and hear about it if the pool drops it, tpool_current() to
- * know which pool's worker you are, and tpool_block_begin()/tpool_block_end()
- * to ask the pool whether waiting is safe (see "How the detector decides").
+ * know which pool's worker you are. To ask the pool whether waiting is
+ * safe, call tpool_block_begin()/tpool_block_end() - the detector you write
+ * in starvation.c (see "How the detector decides" below).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "future.h"
