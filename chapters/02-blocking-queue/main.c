@@ -328,7 +328,8 @@ int main(int argc, char **argv)
         if (policy_text && kind != (int)only.kind)
             continue;
         struct choice choice = policy_text ? only : (struct choice){ (enum policy_kind)kind, DEFAULT_TIMEOUT_MS };
-        unbalanced += !replay(choice);
+        if (!replay(choice))
+            unbalanced++;
         replays++;
     }
     int trace_failed = kit_run_end(&run);

@@ -31,6 +31,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tpool.h"
+#include "tpool_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -190,16 +191,51 @@ tpool_t *tpool_current(void)
     return NULL;
 }
 
-int tpool_block_begin(tpool_t *p)
+/* ---- for chapter 04's starvation detector (tpool_internal.h) ----------------------
+ * Chapter 04's tpool_block_begin() decides, under the pool's own lock,
+ * whether a waiting worker leaves anyone to run the queue. Grading chapter
+ * 04 links the reference pool, so these matter only when you link your own
+ * (EARLIER=mine): each is a line or two. */
+
+void tpool_lock(tpool_t *p)
 {
-    /* Chapter 04 (futures) uses this; for chapter 03 it may stay as is.
-     * TODO in chapter 04: see tpool.h. */
+    /* TODO: lock the pool's mutex. */
+    (void)p;
+}
+
+void tpool_unlock(tpool_t *p)
+{
+    /* TODO: unlock it. */
+    (void)p;
+}
+
+size_t tpool_alive_locked(tpool_t *p)
+{
+    /* TODO: the workers alive now (called with the lock held). */
+    (void)p;
+    return 0;
+}
+
+int tpool_add_worker_locked(tpool_t *p)
+{
+    /* TODO: EAGAIN if shut down or core_threads workers are alive; otherwise
+     * start a worker with no first task (it polls the queue) and return
+     * what starting it returned. Called with the lock held. */
     (void)p;
     return ENOSYS;
 }
 
-void tpool_block_end(tpool_t *p)
+size_t tpool_blocked_locked(tpool_t *p)
 {
-    /* Chapter 04: see tpool_block_begin(). */
+    /* TODO: a size_t field of your pool (0 after create) that only chapter
+     * 04's detector reads and writes, through these two functions. */
     (void)p;
+    return 0;
+}
+
+void tpool_set_blocked_locked(tpool_t *p, size_t blocked)
+{
+    /* TODO: store it. */
+    (void)p;
+    (void)blocked;
 }

@@ -19,9 +19,16 @@
  *
  * Workers are joinable, never detached: a worker that leaves marks itself
  * `exited`; the next execute, await or destroy joins it.
+ *
+ * Chapter 04's starvation detector (its starvation.c) works under `lock`
+ * too, through the few functions at the end of this file
+ * (tpool_internal.h): it reads `alive`, may start a worker, and keeps its
+ * count of blocked workers in `blocked`. A future's lock may be held when
+ * it takes `lock`; the pool never calls into a future holding it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tpool.h"
+#include "tpool_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -65,7 +72,7 @@ struct tpool {
     struct worker *workers;    /* started and not yet joined */
     size_t alive;              /* workers started and not yet left */
     size_t started;            /* workers ever started: numbers thread names */
-    size_t blocked;            /* workers waiting on a task still queued here (chapter 04) */
+    size_t blocked;            /* kept for chapter 04's detector, never read here (tpool_internal.h) */
     bool shutdown;
     tpool_stats_t stats;       /* only reported, never decided on: `threads` and `queued` are filled in when read */
 };
@@ -462,31 +469,36 @@ tpool_t *tpool_current(void)
     return current_pool;
 }
 
-int tpool_block_begin(tpool_t *p)
+/* ---- for chapter 04's starvation detector (tpool_internal.h) ------------------ */
+
+void tpool_lock(tpool_t *p)
 {
-    if (p == NULL)
-        return EINVAL;
-    int err = 0;
     pthread_mutex_lock(&p->lock);
-    /* PAGE: starvation-detector. Queued tasks run only on this pool's workers.
-     * If every other worker already waits for a queued task, the caller is
-     * the last one who could run them - and it is about to wait too. */
-    if (p->blocked + 1 >= p->alive) {
-        bool can_grow = p->alive < p->core_threads && !p->shutdown;
-        if (!can_grow || start_worker_locked(p, NULL) != 0)
-            err = EDEADLK;
-    }
-    if (err == 0)
-        p->blocked++; /* also after starting a worker: the caller still waits */
-    pthread_mutex_unlock(&p->lock);
-    return err;
 }
 
-void tpool_block_end(tpool_t *p)
+void tpool_unlock(tpool_t *p)
 {
-    if (p == NULL)
-        return;
-    pthread_mutex_lock(&p->lock);
-    p->blocked--;
     pthread_mutex_unlock(&p->lock);
+}
+
+size_t tpool_alive_locked(tpool_t *p)
+{
+    return p->alive;
+}
+
+int tpool_add_worker_locked(tpool_t *p)
+{
+    if (p->shutdown || p->alive >= p->core_threads)
+        return EAGAIN;
+    return start_worker_locked(p, NULL);
+}
+
+size_t tpool_blocked_locked(tpool_t *p)
+{
+    return p->blocked;
+}
+
+void tpool_set_blocked_locked(tpool_t *p, size_t blocked)
+{
+    p->blocked = blocked;
 }
