@@ -223,19 +223,22 @@ int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *wc, dm
     memset(w.stats, 0, sizeof *w.stats);
     if (!valid(config, wc))
         return EINVAL;
-    knobs.take_timeout_ms = knobs.take_timeout_ms ? knobs.take_timeout_ms : 200;
+    if (knobs.take_timeout_ms == 0)
+        knobs.take_timeout_ms = 200;
     choose_name(wc, w.name, sizeof w.name);
+    dmw_heartbeat_t *heartbeat = NULL;
     int err = dmw_redis_open(&w.redis, config);
     if (err != 0)
         return err;
-    dmw_heartbeat_t *heartbeat = NULL;
-    if ((err = dmw_key_processing(w.redis, w.name, w.processing, sizeof w.processing)) == 0)
-        err = dmw_heartbeat_start(&heartbeat, config, w.name);
-    if (err == 0) {
-        kit_log("worker", "%s ready", w.name);
-        err = serve(&w);
-        dmw_heartbeat_stop(heartbeat, true); /* leaves the run only if it holds no task */
-    }
+    if ((err = dmw_key_processing(w.redis, w.name, w.processing, sizeof w.processing)) != 0)
+        goto close_redis;
+    if ((err = dmw_heartbeat_start(&heartbeat, config, w.name)) != 0)
+        goto close_redis;
+    kit_log("worker", "%s ready", w.name);
+    err = serve(&w);
+    dmw_heartbeat_stop(heartbeat, true); /* leaves the run only if it holds no task */
+
+close_redis:
     w.stats->reconnects = dmw_redis_reconnects(w.redis);
     dmw_redis_close(w.redis);
     return err;
