@@ -66,6 +66,7 @@ void textf(char *dst, size_t size, const char *fmt, ...)
 
 /* grader_proc.c */
 void run_test_case(struct test_case *test, const struct run_options *options);
+long claim_sandbox_uid(long uid);
 int list_tests(const char *binary, char names[][128], int max_names);
 const char *verdict_text(enum verdict verdict);
 

@@ -324,6 +324,8 @@ int main(int argc, char **argv)
     static struct config config = { .mode = "grade", .implementation = "solutions",
                                     .run = { .limits = { 30, 0, 4096, 64, 256, 0, 1 }, .diagnose_timeouts = true } };
     parse_arguments(argc, argv, &config);
+    if (config.run.limits.sandbox_uid > 0 && geteuid() == 0)
+        config.run.limits.sandbox_uid = claim_sandbox_uid(config.run.limits.sandbox_uid);
     config.run.limits.cpu_seconds = (long)(config.run.limits.wall_seconds * 2) + 10;
     if (config.run.wrapper || config.unlimited_memory) /* valgrind and sanitizers map far more than they use */
         config.run.limits.address_space_mb = 0;
