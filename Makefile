@@ -100,9 +100,13 @@ CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
+# The explorer (tests/support/kit_sched.c), which runs the threads one at a
+# time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
+SCHED_WRAPS := pthread_join pthread_detach pthread_mutex_trylock pthread_mutex_destroy pthread_cond_destroy \
+               sched_yield nanosleep clock_gettime
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
-                malloc calloc realloc free)
+                malloc calloc realloc free $(SCHED_WRAPS))
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
 # through its log, and never exits), and what the programs and tests add on
@@ -112,7 +116,8 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c
+SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_sched.c \
+                tests/support/kit_sched_explore.c tests/support/kit_sched_report.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_report.c
 GRADER := build/tools/kit-grade
@@ -143,7 +148,7 @@ chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map
+KIT_TESTS := test_kit test_kit_map test_explore
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.

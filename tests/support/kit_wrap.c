@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "kit_gate.h"
+#include "kit_sched.h"
 #include "kit_test.h"
 #include "kit_time.h"
 
@@ -87,6 +88,7 @@ static bool take_spurious_turn(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, NULL, __builtin_return_address(0));
     if (kit_harness_waiting)
         return __real_pthread_cond_wait(cond, mutex);
     if (take_spurious_turn(mutex))
@@ -134,6 +136,7 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
+    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, deadline, __builtin_return_address(0));
     if (kit_harness_waiting)
         return __real_pthread_cond_timedwait(cond, mutex, deadline);
     if (take_spurious_turn(mutex))
@@ -227,6 +230,7 @@ static void perturb(void)
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_mutex_lock(mutex, __builtin_return_address(0));
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
     if (max_us > 0 && !kit_harness_waiting)
         kit_sleep_us((long)kit_rng_below(my_rng(), (uint64_t)max_us + 1));
@@ -236,6 +240,7 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_mutex_unlock(mutex, __builtin_return_address(0));
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
     return err;
@@ -243,12 +248,14 @@ int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 {
+    if (kit_sched_active()) return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
     perturb();
     return __real_pthread_cond_signal(cond);
 }
 
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
 {
+    if (kit_sched_active()) return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
     perturb();
     return __real_pthread_cond_broadcast(cond);
 }
@@ -274,6 +281,7 @@ static void *numbered_body(void *raw)
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    if (kit_sched_active()) return kit_sched_create(thread, attr, fn, arg, __builtin_return_address(0));
     long call = atomic_fetch_add(&create_calls, 1) + 1;
     if (call == atomic_load(&create_fail_at))
         return EAGAIN; /* as when the system is out of threads */
