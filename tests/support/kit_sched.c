@@ -107,6 +107,15 @@ static bool mutex_free(int obj)
     return sched.objects[obj].owner < 0;
 }
 
+static int waiting_threads(void)
+{
+    int n = 0;
+    for (int i = 0; i < sched.nthreads; i++)
+        if (sched.threads[i]->state == WAITING)
+            n++;
+    return n;
+}
+
 /* The ways thread t can go on now: none, one, or (waiting) two. */
 static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
 {
@@ -123,6 +132,9 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     case SLEEPING:
         how[0] = TIMEOUT;
         return expired(t) ? 1 : 0;
+    case AWAITING:
+        how[0] = GO;
+        return waiting_threads() >= t->target ? 1 : 0;
     case WAITING: {
         int n = 0;
         if (!mutex_free(t->obj2))
@@ -554,6 +566,16 @@ int __wrap_sched_yield(void)
     switch_point();
     record_step(me, OP_YIELD, -1, -1);
     return 0;
+}
+
+void kit_explore_await_sleepers(int count)
+{
+    if (me == NULL)
+        fail_msg("kit_explore_await_sleepers outside an explored body");
+    at(me, AWAITING, OP_AWAIT, -1, __builtin_return_address(0));
+    me->target = count;
+    switch_point();
+    record_step(me, OP_AWAIT, -1, count);
 }
 
 int __wrap_nanosleep(const struct timespec *request, struct timespec *left);

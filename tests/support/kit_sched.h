@@ -72,6 +72,13 @@ void kit_explore_run(const char *test, const kit_explore_t *options, void (*body
 void kit_explore_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/**
+ * @brief Inside an explored body: go on only once at least @p count threads
+ *        are asleep in a condition wait (and have so given up their mutex).
+ *        A schedule where that never happens is reported as a deadlock.
+ */
+void kit_explore_await_sleepers(int count);
+
 /** @brief Inside an explored body: fail the schedule unless @p cond holds. */
 #define kit_explore_check(cond, ...)                                                          \
     do {                                                                                      \

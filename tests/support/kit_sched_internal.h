@@ -26,7 +26,7 @@
 /** What a thread does at a switch point, as the steps list names it. */
 enum sched_op {
     OP_START, OP_LOCK, OP_TRYLOCK, OP_UNLOCK, OP_WAIT, OP_WAKE, OP_SIGNAL, OP_BROADCAST,
-    OP_CREATE, OP_JOIN, OP_YIELD, OP_SLEEP, OP_EXIT
+    OP_CREATE, OP_JOIN, OP_YIELD, OP_SLEEP, OP_AWAIT, OP_EXIT
 };
 
 /** Where a thread stands in the model. */
@@ -36,6 +36,7 @@ enum sched_state {
     WAITING,  /* in condition `obj`'s wait set, will want mutex `obj2` back */
     JOINING,  /* waits for thread `target` to end */
     SLEEPING, /* until `deadline` */
+    AWAITING, /* until `target` threads are WAITING (kit_explore_await_sleepers) */
     DONE
 };
 

@@ -23,7 +23,7 @@ static const char *const op_names[] = {
     [OP_START] = "starts",       [OP_LOCK] = "locks",      [OP_TRYLOCK] = "trylocks", [OP_UNLOCK] = "unlocks",
     [OP_WAIT] = "waits on",      [OP_WAKE] = "wakes from", [OP_SIGNAL] = "signals",   [OP_BROADCAST] = "broadcasts",
     [OP_CREATE] = "creates",     [OP_JOIN] = "joins",      [OP_YIELD] = "yields",     [OP_SLEEP] = "sleeps",
-    [OP_EXIT] = "ends",
+    [OP_AWAIT] = "sees threads asleep",  [OP_EXIT] = "ends",
 };
 
 const char *sched_op_name(enum sched_op op)
@@ -160,6 +160,9 @@ static void describe_blocked(const struct sched_thread *t, char *out, size_t siz
         break;
     case SLEEPING:
         snprintf(out, size, "sleeps");
+        break;
+    case AWAITING:
+        snprintf(out, size, "waits until %d threads are asleep", t->target);
         break;
     case DONE:
         snprintf(out, size, "has ended");
