@@ -30,6 +30,14 @@ struct sched_world sched;
 
 /* The thread this is, when the scheduler runs it. */
 static _Thread_local struct sched_thread *me;
+/* Set by a kit helper around its pthread calls: its caller's address, so
+ * that steps name the test's line rather than the helper's. */
+static _Thread_local void *outer_where;
+
+void sched_set_outer_where(void *where)
+{
+    outer_where = where;
+}
 
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 int __real_pthread_join(pthread_t thread, void **ret);
@@ -64,10 +72,16 @@ static int64_t virtual_of(const struct timespec *when)
     return ns - (when->tv_sec > 1000000000 ? REALTIME_BASE : MONOTONIC_BASE);
 }
 
+/* With timeouts_race, a deadline up to this far ahead may expire at any
+ * switch point; a longer wait (a "forever" of LONG_MAX ms) does not. */
+#define RACE_HORIZON_NS (10LL * NS_PER_S)
+
 /* A deadline may expire now; with timeouts_race, time may also pass now. */
 static bool expired(const struct sched_thread *t)
 {
-    return t->deadline >= 0 && (t->deadline <= sched.now || sched.options.timeouts_race);
+    if (t->deadline < 0)
+        return false;
+    return t->deadline <= sched.now || (sched.options.timeouts_race && t->deadline - sched.now <= RACE_HORIZON_NS);
 }
 
 /* ---- The model's objects ---------------------------------------------------- */
@@ -324,7 +338,7 @@ static void at(struct sched_thread *t, enum sched_state state, enum sched_op op,
     t->state = state;
     t->op = op;
     t->obj = obj;
-    t->where = where;
+    t->where = outer_where ? outer_where : where;
 }
 
 int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
@@ -485,10 +499,11 @@ int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(
     return 0;
 }
 
+/* The live thread with this id: a joined thread's id may be given to a newer one. */
 static struct sched_thread *managed(pthread_t thread)
 {
-    for (int i = 0; i < sched.nthreads; i++)
-        if (pthread_equal(sched.threads[i]->real, thread))
+    for (int i = sched.nthreads - 1; i >= 0; i--)
+        if (!sched.threads[i]->real_joined && pthread_equal(sched.threads[i]->real, thread))
             return sched.threads[i];
     return NULL;
 }

@@ -48,7 +48,8 @@ typedef struct kit_explore {
     long schedules;       /**< per strategy, default 500; KIT_SCHEDULES overrides */
     int spurious;         /**< spurious wake-ups each schedule may choose (default 0) */
     bool timeouts_race;   /**< time may pass while threads can still run: a
-                               deadline may expire at any switch point */
+                               deadline up to 10 s ahead may expire at any
+                               switch point */
     long max_steps;       /**< a schedule longer than this fails (default 20000) */
     bool quiet;           /**< kit_explore_search(): print no report of a failure */
 } kit_explore_t;
@@ -78,6 +79,28 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
  *        A schedule where that never happens is reported as a deadlock.
  */
 void kit_explore_await_sleepers(int count);
+
+/**
+ * @brief A count that tasks raise and an explored body waits on: "wait until
+ *        3 tasks have run", with no time-out - a task that never runs leaves
+ *        the body asleep, which the explorer reports at once.
+ */
+typedef struct kit_tally {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /**< broadcast on every add */
+    int count;              /**< guarded by lock */
+} kit_tally_t;
+
+/** @brief Set @p tally to 0; fails the schedule if its mutex or condition cannot be made. */
+void kit_tally_init(kit_tally_t *tally);
+/** @brief Add one, and wake whoever waits. */
+void kit_tally_add(kit_tally_t *tally);
+/** @brief Wait until the count reaches @p count. */
+void kit_tally_await(kit_tally_t *tally, int count);
+/** @brief The count now. */
+int kit_tally_count(kit_tally_t *tally);
+/** @brief Free what kit_tally_init() made. */
+void kit_tally_destroy(kit_tally_t *tally);
 
 /** @brief Inside an explored body: fail the schedule unless @p cond holds. */
 #define kit_explore_check(cond, ...)                                                          \

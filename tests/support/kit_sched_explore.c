@@ -365,7 +365,7 @@ void kit_explore_run(const char *test, const kit_explore_t *options, void (*body
 {
     static kit_explore_result_t result;
     if (!kit_explore_search(test, options, body, ctx, &result))
-        fail_msg("%s (schedule %ld; the replay token is above)", result.message, result.schedules);
+        fail_msg("%s (the report above gives the replay token that reproduces it)", result.message);
 }
 
 void kit_explore_code(int got, int want, const char *expr, const char *file, int line)
@@ -373,4 +373,49 @@ void kit_explore_code(int got, int want, const char *expr, const char *file, int
     if (got != want)
         kit_explore_fail(file, line, "%s returned %s (%d), expected %s (%d)", expr, kit_errno_name(got), got,
                          kit_errno_name(want), want);
+}
+
+/* ---- Tallies ---------------------------------------------------------------------- */
+
+void kit_tally_init(kit_tally_t *tally)
+{
+    tally->count = 0;
+    explore_ok(pthread_mutex_init(&tally->lock, NULL));
+    explore_ok(pthread_cond_init(&tally->changed, NULL));
+}
+
+void kit_tally_add(kit_tally_t *tally)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    tally->count++;
+    pthread_cond_broadcast(&tally->changed); /* waiters may want different counts */
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+}
+
+void kit_tally_await(kit_tally_t *tally, int count)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    while (tally->count < count) /* while: a broadcast for a smaller count, or a spurious wake-up */
+        pthread_cond_wait(&tally->changed, &tally->lock);
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+}
+
+int kit_tally_count(kit_tally_t *tally)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    int count = tally->count;
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+    return count;
+}
+
+void kit_tally_destroy(kit_tally_t *tally)
+{
+    pthread_cond_destroy(&tally->changed);
+    pthread_mutex_destroy(&tally->lock);
 }

@@ -124,6 +124,9 @@ struct sched_world {
 
 extern struct sched_world sched;
 
+/* kit_sched.c: steps name @p where (non-NULL) instead of the pthread call's caller. */
+void sched_set_outer_where(void *where);
+
 /* kit_sched_explore.c: the choices. */
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_threads,
                  const enum sched_how *alt_how);
