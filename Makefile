@@ -408,6 +408,20 @@ sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation 
 	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
 	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tests/support/mutants.sh $(ACTIVE)
 
+# ---- Exploration ------------------------------------------------------------------------
+# The exploration tests run one thread at a time under the controlled
+# scheduler (tests/support/kit_sched.c) and search the interleavings; their
+# seeds are fixed, so make test and make grade give the same verdict every
+# run. make explore runs them longer, with other seeds, or replays a token.
+SCHEDULES ?=
+STRATEGY ?=
+REPLAY ?=
+.PHONY: explore
+explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name REPLAY=token]
+	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin
+	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" \
+	  tests/support/explore.sh $(OUT)/tests $(ACTIVE)
+
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions
 # of the chapters it measures, libkit, and GLib - the peer it is measured
@@ -480,6 +494,7 @@ help-student:
 	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
 	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
 	@echo "  make debug CH=NN TEST=name   one test under gdb: stops where it fails, crashes or hangs (Ctrl-C)"
+	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name REPLAY=token replays one)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"
@@ -492,10 +507,10 @@ help-kit:
 	@echo "Concurrency Patterns in C - make targets"
 	@echo
 	@echo "For students (your code is in exercises/):"
-	@$(call help_lines,run grade debug docs)
+	@$(call help_lines,run grade debug explore docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep explore hardening dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)
@@ -515,7 +530,10 @@ help-kit:
 	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
 	@echo "  SAN=tsan|asan    build a sanitizer variant"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
-	@echo "  TEST=name        debug: the test to run under gdb"
+	@echo "  TEST=name        debug: the test to run under gdb; explore: the one test to run"
+	@echo "  SCHEDULES=N      explore: schedules per strategy (the tests' own budget by default)"
+	@echo "  STRATEGY=S       explore: random:SEED, pct:SEED:DEPTH, dfs:BOUND (several: space-separated)"
+	@echo "  REPLAY=TOKEN     explore: replay the schedule a failure printed (with TEST=name)"
 	@echo "  V=1              print every build command in full"
 
 # One line a target, from the `## ` comment on its rule in this Makefile.

@@ -172,6 +172,17 @@ static void describe_blocked(const struct sched_thread *t, char *out, size_t siz
     }
 }
 
+/* build/tests/03-thread-pool/test_tpool_explore -> 03 */
+static void chapter_of(const char *program, char *out, size_t size)
+{
+    const char *slash = strrchr(program, '/');
+    const char *start = slash;
+    while (start && start > program && start[-1] != '/')
+        start--;
+    size_t length = start ? strspn(start, "0123456789") : 0;
+    snprintf(out, size, "%.*s", length > 0 ? (int)length : 2, length > 0 ? start : "NN");
+}
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     static char token[16384];
@@ -200,6 +211,9 @@ void sched_report(const char *test, const char *strategy, long schedule)
         fprintf(stderr, "[ explore  ] %5ld %-14s %-40s %s\n", i + 1, sched.threads[step->thread]->name, line,
                 place_of(step->where));
     }
-    fprintf(stderr, "[ explore  ] Replay it: KIT_SCHED=replay:%s %s --run %s\n", token,
-            program_invocation_name, test);
+    char chapter[128];
+    chapter_of(program_invocation_name, chapter, sizeof chapter);
+    fprintf(stderr, "[ explore  ] Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", chapter, test, token);
+    fprintf(stderr, "[ explore  ]        or: KIT_SCHED=replay:%s %s --run %s\n", token, program_invocation_name,
+            test);
 }
