@@ -286,21 +286,25 @@ static void misuse(const char *fmt, ...)
     stop_here();
 }
 
-/* The switch point: the caller has set its state; returns when it runs again. */
+/* The switch point: the caller has set its state; returns when it runs again.
+ * Once it has posted another thread's semaphore, the caller reads nothing of
+ * the model: that thread now owns it (and the controller may free `self`). */
 static void switch_point(void)
 {
     struct sched_thread *self = me;
+    bool ending = self->state == DONE;
     struct sched_thread *next = choose_next();
     if (next == NULL) {
+        ending = ending && !sched.failed;
         sem_post(&sched.done);
-        if (self->state != DONE)
+        if (!ending)
             park_forever();
         return;
     }
     if (next == self)
         return;
     sem_post(&next->go);
-    if (self->state == DONE)
+    if (ending)
         return;
     while (sem_wait(&self->go) != 0)
         ; /* EINTR */

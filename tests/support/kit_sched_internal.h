@@ -64,6 +64,7 @@ struct sched_thread {
     enum sched_how how;               /* how it was last let go */
     int result;                       /* the blocked call's return value */
     uint64_t priority;                /* PCT */
+    struct sched_thread *buried_next; /* kept after a failed schedule */
 };
 
 struct sched_object {
