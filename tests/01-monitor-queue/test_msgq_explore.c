@@ -13,9 +13,11 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kit_sched.h"
+#include "kit_thread.h"
 #include "msgq.h"
 
 #define PRODUCERS 2
@@ -57,12 +59,15 @@ static void *consume_once(void *raw)
     return NULL;
 }
 
+/* A thread named after its part ("consumer-1"), so a failure's steps read as a story. */
 static void start(pthread_t *thread, void *(*fn)(void *), struct exchange *e, msgq_t *q, int index)
 {
     memset(e, 0, sizeof *e);
     e->q = q;
     e->index = index;
-    explore_ok(pthread_create(thread, NULL, fn, e));
+    char name[KIT_THREAD_NAME_MAX];
+    snprintf(name, sizeof name, "%s-%d", fn == produce ? "producer" : "consumer", index);
+    explore_ok(kit_thread_start(thread, name, fn, e));
 }
 
 /* Every id of every producer taken once, each producer's ids in order. */

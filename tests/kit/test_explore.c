@@ -158,6 +158,7 @@ static void must_find_and_replay(const char *what, void (*body)(void *), void *c
         kit_explore_t options = { .strategy = strategies[s], .schedules = 200, .quiet = s > 0 };
         assert_false(kit_explore_search(what, &options, body, ctx, &found));
         assert_int_equal(found.deadlocked, deadlock);
+        assert_true(!deadlock || strstr(found.message, "lost wake-up") != NULL);
         char replay[sizeof found.token + 8];
         snprintf(replay, sizeof replay, "replay:%s", found.token);
         for (int i = 0; i < 10; i++) {

@@ -253,7 +253,7 @@ static struct sched_thread *choose_next(void)
             return NULL;
         if (!advance_time()) {
             sched.deadlocked = true;
-            sched_fail("no thread can go on, and none waits with a deadline");
+            sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
             return NULL;
         }
     }
