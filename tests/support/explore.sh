@@ -18,7 +18,7 @@ elif [ -n "${STRATEGY:-}" ]; then
     export KIT_SCHED="$STRATEGY"
 fi
 [ -z "${SCHEDULES:-}" ] || export KIT_SCHEDULES="$SCHEDULES"
-export KIT_NO_LOCK_DELAYS=1
+export KIT_NO_LOCK_DELAYS=1 KIT_EXPLORE_STATS=1
 passed=0; failed=0; start=$(date +%s)
 for chapter in "$@"; do
     for bin in "$bin_dir/$chapter"/test_*_explore; do
@@ -33,6 +33,7 @@ for chapter in "$@"; do
                 grep -v '^\[ \(RUN\|  FAILED\|  PASSED\|==========\|       OK\) \|^$\|FAILED TEST' "$bin.$test.log"
             fi
             printf '%-8s %-60s %6d ms\n' "$verdict" "$chapter/$test" $((($(date +%s%N) - t0) / 1000000))
+            sed -n 's/^\[ explore  \] [a-z0-9_]*: \([0-9]* schedules.*\)/         \1/p' "$bin.$test.log"
         done
     done
 done

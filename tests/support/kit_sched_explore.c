@@ -28,6 +28,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
 void sched_token(char *out, size_t size);
 
 static long schedules_run;
+static long steps_run; /* over every schedule of this search */
 
 /* ---- Choosing --------------------------------------------------------------------- */
 
@@ -242,6 +243,7 @@ static bool run_schedule(struct body_call *call)
         bury_threads();
         return false;
     }
+    steps_run += sched.nsteps;
     release_threads();
     return true;
 }
@@ -330,6 +332,17 @@ static long number_from_env(const char *name, long fallback)
     return value > 0 ? value : fallback;
 }
 
+/* KIT_EXPLORE_STATS (make explore sets it): how many schedules, how long, how fast. */
+static void print_speed(const char *test, const struct timespec *started)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds = (double)(now.tv_sec - started->tv_sec) + (double)(now.tv_nsec - started->tv_nsec) / 1e9;
+    fprintf(stderr, "[ explore  ] %s: %ld schedules of %.0f steps on average in %.2f s: %.0f schedules/s\n", test,
+            schedules_run, schedules_run ? (double)steps_run / (double)schedules_run : 0.0, seconds,
+            seconds > 0 ? (double)schedules_run / seconds : 0.0);
+}
+
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result)
 {
@@ -353,6 +366,9 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
         fail_msg("the explorer is out of memory");
     sem_init(&sched.done, 0, 0);
     schedules_run = 0;
+    steps_run = 0;
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
     struct body_call call = { body, ctx };
     char words[1024];
     snprintf(words, sizeof words, "%s", strategies);
@@ -360,6 +376,8 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     char *save = NULL;
     for (char *word = strtok_r(words, " ,", &save); word && passed; word = strtok_r(NULL, " ,", &save))
         passed = explore_plan(test, word, budget, &call);
+    if (getenv("KIT_EXPLORE_STATS") != NULL)
+        print_speed(test, &started);
     if (result) {
         memset(result, 0, sizeof *result);
         result->failed = !passed;
