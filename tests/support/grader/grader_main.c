@@ -310,6 +310,8 @@ int main(int argc, char **argv)
     setenv("LSAN_OPTIONS", "exitcode=99", 0);
     if (strcmp(config.mode, "test") != 0)
         setenv("SEED", "20261130", 0); /* same submission, same stress schedule, same score */
+    unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
+    unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
 
     static struct test_case tests[MAX_TESTS];
     char error[512];
