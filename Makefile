@@ -117,7 +117,7 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_sched.c \
-                tests/support/kit_sched_explore.c tests/support/kit_sched_report.c
+                tests/support/kit_sched_explore.c tests/support/kit_sched_report.c tests/support/kit_sched_svg.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_report.c
 GRADER := build/tools/kit-grade

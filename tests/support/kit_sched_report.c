@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 void sched_token(char *out, size_t size);
+int sched_draw_svg(const char *path, const char *title, long first);
 
 #define SHOWN_STEPS 30
 #define MAX_PLACES (SHOWN_STEPS + SCHED_MAX_THREADS)
@@ -95,7 +96,7 @@ static void want_place(void *addr)
         places[nplaces++] = (struct place){ addr, "?" };
 }
 
-static const char *place_of(void *addr)
+const char *sched_place_of(void *addr)
 {
     for (int i = 0; i < nplaces; i++)
         if (places[i].addr == addr)
@@ -113,7 +114,7 @@ static const char *object_name(int obj, char *out, size_t size)
     return out;
 }
 
-static void describe_step(const struct sched_step *step, char *out, size_t size)
+void sched_describe_step(const struct sched_step *step, char *out, size_t size)
 {
     char a[16], b[16];
     const char *thread = step->other >= 0 && step->other < sched.nthreads ? sched.threads[step->other]->name : "";
@@ -143,7 +144,7 @@ static void describe_step(const struct sched_step *step, char *out, size_t size)
     }
 }
 
-static void describe_blocked(const struct sched_thread *t, char *out, size_t size)
+void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
 {
     char a[16], b[16];
     switch (t->state) {
@@ -183,6 +184,22 @@ static void chapter_of(const char *program, char *out, size_t size)
     snprintf(out, size, "%.*s", length > 0 ? (int)length : 2, length > 0 ? start : "NN");
 }
 
+/* The picture goes to $KIT_EXPLORE_SVG_DIR, or next to the test program. */
+static void draw(const char *test, long first)
+{
+    char path[1024], title[sizeof sched.message + 256];
+    const char *dir = getenv("KIT_EXPLORE_SVG_DIR");
+    const char *slash = strrchr(program_invocation_name, '/');
+    if (dir != NULL)
+        snprintf(path, sizeof path, "%s/%s.svg", dir, test);
+    else
+        snprintf(path, sizeof path, "%.*s%s.svg", slash ? (int)(slash - program_invocation_name + 1) : 0,
+                 program_invocation_name, test);
+    snprintf(title, sizeof title, "%.200s: %s", test, sched.message);
+    if (sched_draw_svg(path, title, first) == 0)
+        fprintf(stderr, "[ explore  ] Drawn: %s\n", path);
+}
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     static char token[16384];
@@ -201,16 +218,17 @@ void sched_report(const char *test, const char *strategy, long schedule)
     fprintf(stderr, "[ explore  ] The threads at the end:\n");
     for (int i = 0; i < sched.nthreads; i++) {
         const struct sched_thread *t = sched.threads[i];
-        describe_blocked(t, line, sizeof line);
-        fprintf(stderr, "[ explore  ]   %-14s %-50s %s\n", t->name, line, t->state == DONE ? "" : place_of(t->where));
+        sched_describe_thread(t, line, sizeof line);
+        fprintf(stderr, "[ explore  ]   %-14s %-50s %s\n", t->name, line, t->state == DONE ? "" : sched_place_of(t->where));
     }
     fprintf(stderr, "[ explore  ] The last %ld of %ld steps:\n", sched.nsteps - first, sched.nsteps);
     for (long i = first; i < sched.nsteps; i++) {
         const struct sched_step *step = &sched.steps[i];
-        describe_step(step, line, sizeof line);
+        sched_describe_step(step, line, sizeof line);
         fprintf(stderr, "[ explore  ] %5ld %-14s %-40s %s\n", i + 1, sched.threads[step->thread]->name, line,
-                place_of(step->where));
+                sched_place_of(step->where));
     }
+    draw(test, first);
     char chapter[128];
     chapter_of(program_invocation_name, chapter, sizeof chapter);
     fprintf(stderr, "[ explore  ] Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", chapter, test, token);
