@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kit_timeline.h"
+
 #define COLUMN 250
 #define ROW 20
 #define TOP 56
@@ -22,21 +24,6 @@
 void sched_describe_step(const struct sched_step *step, char *out, size_t size);
 void sched_describe_thread(const struct sched_thread *t, char *out, size_t size);
 const char *sched_place_of(void *addr);
-
-/* Text for an SVG element: the five characters XML reserves, escaped. */
-static void put_text(FILE *out, const char *text)
-{
-    for (; *text; text++) {
-        switch (*text) {
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '&': fputs("&amp;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default: fputc(*text, out);
-        }
-    }
-}
 
 static const char *colour_of(enum sched_op op)
 {
@@ -58,10 +45,10 @@ static void draw_step(FILE *out, const struct sched_step *step, long number, int
     sched_describe_step(step, text, sizeof text);
     int x = LEFT + step->thread * COLUMN + 8, y = TOP + row * ROW;
     fprintf(out, "<g><title>");
-    put_text(out, sched_place_of(step->where));
+    kit_svg_write_text(out, sched_place_of(step->where));
     fprintf(out, "</title><circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>", x - 8, y - 4, colour_of(step->op));
     fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"%s\">", x, y, colour_of(step->op));
-    put_text(out, text);
+    kit_svg_write_text(out, text);
     fprintf(out, "</text></g>\n<text x=\"4\" y=\"%d\" fill=\"#999\">%ld</text>\n", y, number);
     if (step->op == OP_SIGNAL && step->other >= 0) /* a dashed arrow to the one it woke */
         fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#7b3fbf\" "
@@ -80,11 +67,11 @@ static void draw_end(FILE *out, const struct sched_thread *t, int y)
     const char *colour = t->state == DONE || t->state == RUNNABLE ? "#2a7a2a" : "#c0282d";
     int x = LEFT + t->id * COLUMN + 4;
     fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"%s\" font-weight=\"bold\">", x, y, colour);
-    put_text(out, text);
+    kit_svg_write_text(out, text);
     fprintf(out, "</text>\n");
     if (comma != NULL) {
         fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"%s\">", x, y + ROW - 4, colour);
-        put_text(out, comma + 2);
+        kit_svg_write_text(out, comma + 2);
         fprintf(out, "</text>\n");
     }
 }
@@ -102,14 +89,14 @@ int sched_draw_svg(const char *path, const char *title, long first)
     fprintf(out, "<defs><marker id=\"woke\" markerWidth=\"8\" markerHeight=\"8\" refX=\"7\" refY=\"4\" "
                  "orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#7b3fbf\"/></marker></defs>\n");
     fprintf(out, "<text x=\"4\" y=\"16\" font-weight=\"bold\">");
-    put_text(out, title);
+    kit_svg_write_text(out, title);
     fprintf(out, "</text>\n");
     for (int i = 0; i < sched.nthreads; i++) {
         int x = LEFT + i * COLUMN;
         fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, TOP - 14, x,
                 height - 3 * ROW);
         fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">", x + 4, TOP - 20);
-        put_text(out, sched.threads[i]->name);
+        kit_svg_write_text(out, sched.threads[i]->name);
         fprintf(out, "</text>\n");
     }
     for (long i = first; i < sched.nsteps; i++)
