@@ -19,6 +19,7 @@ elif [ -n "${STRATEGY:-}" ]; then
 fi
 [ -z "${SCHEDULES:-}" ] || export KIT_SCHEDULES="$SCHEDULES"
 export KIT_NO_LOCK_DELAYS=1 KIT_EXPLORE_STATS=1
+logs=build/explore; mkdir -p "$logs"
 passed=0; failed=0; start=$(date +%s)
 for chapter in "$@"; do
     for bin in "$bin_dir/$chapter"/test_*_explore; do
@@ -26,14 +27,14 @@ for chapter in "$@"; do
         for test in $("$bin" --list); do
             [ -z "${TEST:-}" ] || [ "$TEST" = "$test" ] || continue
             t0=$(date +%s%N)
-            if "$bin" --run "$test" >"$bin.$test.log" 2>&1; then
+            if "$bin" --run "$test" >"$logs/$test.log" 2>&1; then
                 passed=$((passed + 1)); verdict=passed
             else
                 failed=$((failed + 1)); verdict=FAILED
-                grep -v '^\[ \(RUN\|  FAILED\|  PASSED\|==========\|       OK\) \|^$\|FAILED TEST' "$bin.$test.log"
+                grep -v '^\[ \(RUN\|  FAILED\|  PASSED\|==========\|       OK\) \|^$\|FAILED TEST' "$logs/$test.log"
             fi
             printf '%-8s %-60s %6d ms\n' "$verdict" "$chapter/$test" $((($(date +%s%N) - t0) / 1000000))
-            sed -n 's/^\[ explore  \] [a-z0-9_]*: \([0-9]* schedules.*\)/         \1/p' "$bin.$test.log"
+            sed -n 's/^\[ explore  \] [a-z0-9_]*: \([0-9]* schedules.*\)/         \1/p' "$logs/$test.log"
         done
     done
 done
