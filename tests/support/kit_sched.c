@@ -332,6 +332,8 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
         fail_msg("%s:%d: %s (kit_explore_fail outside an explored body)", file, line, text);
     const char *slash = strrchr(file, '/');
     sched_fail("%s:%d: %s", slash ? slash + 1 : file, line, text);
+    sched.failer = me->id;
+    me->where = __builtin_return_address(0);
     stop_here();
 }
 

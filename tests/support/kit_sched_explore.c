@@ -200,6 +200,7 @@ static void reset_schedule(void)
     sched.ndecisions = 0;
     sched.failed = false;
     sched.deadlocked = false;
+    sched.failer = -1;
     sched.message[0] = '\0';
 }
 

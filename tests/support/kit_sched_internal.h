@@ -111,6 +111,7 @@ struct sched_world {
     long ndecisions;
     bool failed;
     bool deadlocked;
+    int failer;                       /* the thread that failed a check, or -1 */
     char message[2048];
     sem_t done;                       /* posted when the schedule ends, well or not */
     /* The strategy: */

@@ -169,7 +169,7 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
         snprintf(out, size, "has ended");
         break;
     default:
-        snprintf(out, size, "can run");
+        snprintf(out, size, t->id == sched.failer ? "failed the check" : "can run");
     }
 }
 
