@@ -472,6 +472,9 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
 {
     if (sched.nthreads == SCHED_MAX_THREADS)
         return NULL;
+    int detach_state = PTHREAD_CREATE_JOINABLE;
+    if (attr != NULL)
+        pthread_attr_getdetachstate(attr, &detach_state);
     struct sched_thread *t = __real_calloc(1, sizeof *t);
     if (t == NULL)
         return NULL;
@@ -479,6 +482,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->fn = fn;
     t->arg = arg;
     t->deadline = -1;
+    t->detached = detach_state == PTHREAD_CREATE_DETACHED;
     t->state = RUNNABLE;
     t->op = OP_START;
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
@@ -496,6 +500,8 @@ int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(
 {
     at(me, RUNNABLE, OP_CREATE, -1, where);
     struct sched_thread *t = sched_new_thread(fn, arg, attr);
+    if (t == NULL && sched.nthreads == SCHED_MAX_THREADS)
+        misuse("more than %d threads in one schedule: the explorer's scenarios are small", SCHED_MAX_THREADS);
     if (t == NULL)
         return EAGAIN;
     *thread = t->real;

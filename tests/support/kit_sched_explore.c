@@ -49,9 +49,12 @@ static int pct_choice(int n, const struct sched_thread *const *alt, const enum s
 /* PCT's change points: at the k-th, the running thread drops below every other. */
 static void pct_change_priorities(void)
 {
-    for (int k = 0; k < sched.pct_depth - 1; k++)
-        if (sched.pct_change[k] == sched.points)
+    for (int k = 0; k < sched.pct_depth - 1; k++) {
+        if (sched.pct_change[k] > 0 && sched.pct_change[k] <= sched.points) {
             sched.threads[sched.current]->priority = (uint64_t)k;
+            sched.pct_change[k] = 0; /* done (a point with one alternative delays it to the next choice) */
+        }
+    }
 }
 
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, const enum sched_how *how)
