@@ -64,10 +64,11 @@ typedef struct kit_explore {
  * returns; it checks with kit_explore_check() / explore_ok(), never with
  * cmocka's asserts (it does not run on cmocka's thread).
  */
-void kit_explore_run(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx);
+void kit_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                     void (*body)(void *ctx), void *ctx);
 
-/** @brief kit_explore_run() named after the calling test function. */
-#define kit_explore(options, body, ctx) kit_explore_run(__func__, (options), (body), (ctx))
+/** @brief kit_explore_run() named after the calling test function, failing at its line. */
+#define kit_explore(options, body, ctx) kit_explore_run(__func__, __FILE__, __LINE__, (options), (body), (ctx))
 
 /** @brief Fail the schedule being explored (from any of its threads) and stop it. */
 void kit_explore_fail(const char *file, int line, const char *fmt, ...)

@@ -26,8 +26,10 @@ void __real_free(void *block);
 int __real_pthread_join(pthread_t thread, void **ret);
 struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
 void sched_token(char *out, size_t size);
+void sched_chapter_of(char *out, size_t size);
 
 static long schedules_run;
+static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
 static long steps_run; /* over every schedule of this search */
 
 /* ---- Choosing --------------------------------------------------------------------- */
@@ -317,6 +319,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
         if (!run_schedule(call)) {
+            snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
             if (!sched.options.quiet)
                 sched_report(test, word, index);
             return false;
@@ -401,11 +404,19 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     return passed;
 }
 
-void kit_explore_run(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx)
+void kit_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                     void (*body)(void *ctx), void *ctx)
 {
     static kit_explore_result_t result;
-    if (!kit_explore_search(test, options, body, ctx, &result))
-        fail_msg("%s (the report above gives the replay token that reproduces it)", result.message);
+    if (kit_explore_search(test, options, body, ctx, &result))
+        return;
+    char chapter[16];
+    sched_chapter_of(chapter, sizeof chapter);
+    /* The first line is what a grade report shows: what failed, and how to see it again. */
+    print_error("%s\n    in %s; its steps are in this test's log; replay it with\n"
+                "    make explore CH=%s TEST=%s REPLAY=%s\n",
+                result.message, failed_schedule, chapter, test, result.token);
+    _fail(file, line);
 }
 
 void kit_explore_code(int got, int want, const char *expr, const char *file, int line)

@@ -174,8 +174,9 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
 }
 
 /* build/tests/03-thread-pool/test_tpool_explore -> 03 */
-static void chapter_of(const char *program, char *out, size_t size)
+void sched_chapter_of(char *out, size_t size)
 {
+    const char *program = program_invocation_name;
     const char *slash = strrchr(program, '/');
     const char *start = slash;
     while (start && start > program && start[-1] != '/')
@@ -230,7 +231,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     }
     draw(test, first);
     char chapter[128];
-    chapter_of(program_invocation_name, chapter, sizeof chapter);
+    sched_chapter_of(chapter, sizeof chapter);
     fprintf(stderr, "[ explore  ] Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", chapter, test, token);
     fprintf(stderr, "[ explore  ]        or: KIT_SCHED=replay:%s %s --run %s\n", token, program_invocation_name,
             test);
