@@ -176,34 +176,37 @@ static void test_msgq_explore_close_wakes_every_sleeper(void **state)
     kit_explore(&options, close_against_sleepers, NULL);
 }
 
-/* A taker asleep on an empty queue, and destroy: it must wake it, and wait
- * for it to leave, before it frees anything. */
-static void destroy_against_sleeper(void *ctx)
+/* Two takers asleep on an empty queue, and destroy: it must wake both, and
+ * wait for both to leave, before it frees anything. */
+static void destroy_against_sleepers(void *ctx)
 {
     (void)ctx;
     msgq_t *q = NULL;
-    pthread_t taker;
-    struct exchange took;
+    pthread_t takers[2];
+    struct exchange took[2];
     explore_ok(msgq_create(&q, 1));
-    start(&taker, consume_once, &took, q, 0);
-    kit_explore_await_sleepers(1);
+    for (int i = 0; i < 2; i++)
+        start(&takers[i], consume_once, &took[i], q, i);
+    kit_explore_await_sleepers(2);
     msgq_destroy(q);
-    explore_ok(pthread_join(taker, NULL));
-    explore_err(took.results[0], ECANCELED);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(takers[i], NULL));
+        explore_err(took[i].results[0], ECANCELED);
+    }
 }
 
-static void test_msgq_explore_destroy_wakes_a_sleeper(void **state)
+static void test_msgq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 2000 };
-    kit_explore(&options, destroy_against_sleeper, NULL);
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 600, .spurious = 1 };
+    kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_msgq_explore_capacity_one_every_interleaving),
     cmocka_unit_test(test_msgq_explore_capacity_two_every_interleaving),
     cmocka_unit_test(test_msgq_explore_close_wakes_every_sleeper),
-    cmocka_unit_test(test_msgq_explore_destroy_wakes_a_sleeper),
+    cmocka_unit_test(test_msgq_explore_destroy_wakes_every_sleeper),
 };
 
 KIT_TEST_MAIN(tests)

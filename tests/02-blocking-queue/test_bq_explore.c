@@ -56,6 +56,13 @@ static void *consume(void *raw)
     return NULL;
 }
 
+static void *put_once(void *raw)
+{
+    struct side *s = raw;
+    s->results[0] = bq_put(s->q, item_of(s->index, 0));
+    return NULL;
+}
+
 static void start(pthread_t *thread, void *(*fn)(void *), struct side *s, bq_t *q, int index)
 {
     memset(s, 0, sizeof *s);
@@ -150,25 +157,38 @@ static void *take_once(void *raw)
     return NULL;
 }
 
-static void destroy_against_sleeper(void *ctx)
+/* Two takers asleep on an empty queue, two putters on a full one, and
+ * destroy: it must wake all of them, and wait for them to leave, before it
+ * frees anything. */
+static void destroy_against_sleepers(void *ctx)
 {
     (void)ctx;
-    bq_t *q = NULL;
-    pthread_t taker;
-    struct side took;
-    explore_ok(bq_create(&q, 1));
-    start(&taker, take_once, &took, q, 0);
-    kit_explore_await_sleepers(1);
-    bq_destroy(q);
-    explore_ok(pthread_join(taker, NULL));
-    explore_err(took.results[0], ECANCELED);
+    bq_t *empty = NULL, *full = NULL;
+    pthread_t takers[2], putters[2];
+    struct side took[2], put[2];
+    explore_ok(bq_create(&empty, 1));
+    explore_ok(bq_create(&full, 1));
+    explore_ok(bq_put(full, item_of(9, 0)));
+    for (int i = 0; i < 2; i++) {
+        start(&takers[i], take_once, &took[i], empty, i);
+        start(&putters[i], put_once, &put[i], full, i);
+    }
+    kit_explore_await_sleepers(4);
+    bq_destroy(empty);
+    bq_destroy(full);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(takers[i], NULL));
+        explore_ok(pthread_join(putters[i], NULL));
+        explore_err(took[i].results[0], ECANCELED);
+        explore_err(put[i].results[0], ECANCELED);
+    }
 }
 
-static void test_bq_explore_destroy_wakes_a_sleeper(void **state)
+static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 1000 };
-    kit_explore(&options, destroy_against_sleeper, NULL);
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 600, .spurious = 1 };
+    kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
 /* ---- Deadlines against stolen wake-ups, on virtual time ---------------------------------- */
@@ -218,7 +238,7 @@ static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **st
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_two_producers_two_consumers),
     cmocka_unit_test(test_bq_explore_close_wakes_every_sleeper),
-    cmocka_unit_test(test_bq_explore_destroy_wakes_a_sleeper),
+    cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
 };
 
