@@ -211,12 +211,58 @@ static void test_tpool_explore_shutdown_wakes_idle_workers(void **state)
     kit_explore(&options, shutdown_with_idle_workers, NULL);
 }
 
+/* ---- Every thread awaiting termination wakes ----------------------------------------------- */
+
+static void *await_forever(void *raw)
+{
+    return (void *)(long)tpool_await_termination(raw, LONG_MAX);
+}
+
+/* Two threads await termination before the shutdown; the last worker leaves
+ * either before it (keep-alive 10 ms) or because of it (keep-alive 1 h). */
+static void several_await_termination(void *ctx)
+{
+    long keep_alive_ms = *(long *)ctx;
+    kit_tally_t ran;
+    kit_tally_init(&ran);
+    tpool_t *p = make_pool(1, keep_alive_ms);
+    explore_ok(tpool_execute(p, count_task, &ran));
+    pthread_t awaiters[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&awaiters[i], NULL, await_forever, p));
+    kit_tally_await(&ran, 1);
+    kit_sleep_ms(50);
+    int64_t start = kit_now_ns();
+    explore_ok(tpool_shutdown(p));
+    for (int i = 0; i < 2; i++) {
+        void *err = NULL;
+        explore_ok(pthread_join(awaiters[i], &err));
+        kit_explore_check(err == NULL, "tpool_await_termination in thread %d returned %ld", i, (long)err);
+    }
+    long waited_ms = (long)((kit_now_ns() - start) / 1000000);
+    kit_explore_check(waited_ms == 0, "the threads awaiting termination woke %ld ms (virtual) after the pool ended: "
+                      "someone was not told", waited_ms);
+    tpool_destroy(p);
+    kit_tally_destroy(&ran);
+}
+
+static void test_tpool_explore_termination_wakes_every_awaiter(void **state)
+{
+    (void)state;
+    long keep_alive[] = { 10, HOUR_MS };
+    for (int i = 0; i < 2; i++) {
+        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 200, .spurious = 1 };
+        kit_explore(&options, several_await_termination, &keep_alive[i]);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_explore_idle_exit_race),
     cmocka_unit_test(test_tpool_explore_core_tasks_run_at_once),
     cmocka_unit_test(test_tpool_explore_failed_task_keeps_its_worker),
     cmocka_unit_test(test_tpool_explore_workers_retire_after_keep_alive),
     cmocka_unit_test(test_tpool_explore_shutdown_wakes_idle_workers),
+    cmocka_unit_test(test_tpool_explore_termination_wakes_every_awaiter),
 };
 
 KIT_TEST_MAIN(tests)

@@ -11,6 +11,7 @@
 
 #include "kit_errno.h"
 #include "kit_sched.h"
+#include "kit_time.h"
 #include "mw.h"
 
 #define HOUR_MS (3600L * 1000)
@@ -140,10 +141,67 @@ static void test_mw_explore_deadlock_trap_is_detected(void **state)
     kit_explore(&options, await_before_consuming, NULL);
 }
 
+/* ---- Every waiter wakes: two masters and a consumer --------------------------------------- */
+
+struct consumer {
+    mw_t *mw;
+    int results;
+    int end; /* what ended the loop */
+};
+
+static void *consume_to_the_end(void *raw)
+{
+    struct consumer *c = raw;
+    mw_result_t result;
+    while ((c->end = mw_take_result(c->mw, &result, HOUR_MS)) == 0)
+        c->results++;
+    return NULL;
+}
+
+static void *second_master(void *raw)
+{
+    return (void *)(long)mw_await(raw, HOUR_MS);
+}
+
+static void two_masters_and_a_consumer(void *ctx)
+{
+    (void)ctx;
+    mw_t *mw = make_mw(2, 0, plain);
+    struct consumer c = { mw, 0, -1 };
+    pthread_t consumer, master;
+    explore_ok(mw_consumer_begin(mw));
+    explore_ok(pthread_create(&consumer, NULL, consume_to_the_end, &c));
+    for (long id = 1; id <= 3; id++)
+        explore_ok(mw_submit(mw, id, NULL, HOUR_MS));
+    explore_ok(pthread_create(&master, NULL, second_master, mw));
+    int64_t start = kit_now_ns();
+    int err = mw_await(mw, HOUR_MS);
+    void *other = NULL;
+    explore_ok(pthread_join(master, &other));
+    explore_ok(pthread_join(consumer, NULL));
+    long waited_ms = (long)((kit_now_ns() - start) / 1000000);
+    kit_explore_check(err == 0 && other == NULL, "two masters awaiting: %s and %s", kit_errno_name(err),
+                      kit_errno_name((int)(long)other));
+    kit_explore_check(c.results == 3 && c.end == ECANCELED, "the consumer took %d results (3) and ended with %s "
+                      "(ECANCELED: the results are over)", c.results, kit_errno_name(c.end));
+    kit_explore_check(waited_ms == 0, "the wait ended %ld ms (virtual) after the work did: a wake-up was lost and "
+                      "a time-out ended it", waited_ms);
+    explore_ok(mw_consumer_end(mw));
+    mw_destroy(mw);
+}
+
+static void test_mw_explore_every_waiter_wakes(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 300, .spurious = 1 };
+    kit_explore(&options, two_masters_and_a_consumer, NULL);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_explore_subtasks_failures_and_poison_pills),
     cmocka_unit_test(test_mw_explore_result_limit_holds),
     cmocka_unit_test(test_mw_explore_deadlock_trap_is_detected),
+    cmocka_unit_test(test_mw_explore_every_waiter_wakes),
 };
 
 KIT_TEST_MAIN(tests)
