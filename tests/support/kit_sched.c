@@ -333,7 +333,7 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
     const char *slash = strrchr(file, '/');
     sched_fail("%s:%d: %s", slash ? slash + 1 : file, line, text);
     sched.failer = me->id;
-    me->where = __builtin_return_address(0);
+    me->where = NULL; /* the message says where */
     stop_here();
 }
 
@@ -457,7 +457,10 @@ static void *managed_start(void *raw)
     while (sem_wait(&t->go) != 0)
         ;
     char name[KIT_THREAD_NAME_MAX];
-    snprintf(name, sizeof name, "thread-%d", t->id); /* the same in every schedule */
+    if (t->id == 0)
+        snprintf(name, sizeof name, "test");
+    else
+        snprintf(name, sizeof name, "thread-%d", t->id); /* the same in every schedule */
     kit_thread_set_name(name);
     record_step(t, OP_START, -1, -1);
     t->ret = t->fn(t->arg);
