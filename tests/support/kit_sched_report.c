@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 void sched_token(char *out, size_t size);
-int sched_draw_svg(const char *path, const char *title, long first);
+int sched_draw_svg(const char *path, const char *title, const char *why, long first);
 
 #define SHOWN_STEPS 30
 #define MAX_PLACES (SHOWN_STEPS + SCHED_MAX_THREADS)
@@ -185,19 +185,25 @@ void sched_chapter_of(char *out, size_t size)
     snprintf(out, size, "%.*s", length > 0 ? (int)length : 2, length > 0 ? start : "NN");
 }
 
-/* The picture goes to $KIT_EXPLORE_SVG_DIR, or next to the test program. */
+/* The picture goes next to the test program, or into $KIT_EXPLORE_SVG_DIR
+ * (the grader's log folder) named as the grader names the test's log there:
+ * <chapter folder>.<test>.svg. */
 static void draw(const char *test, long first)
 {
-    char path[1024], title[sizeof sched.message + 256];
+    char path[1024];
     const char *dir = getenv("KIT_EXPLORE_SVG_DIR");
     const char *slash = strrchr(program_invocation_name, '/');
-    if (dir != NULL)
+    const char *folder = slash;
+    while (folder && folder > program_invocation_name && folder[-1] != '/')
+        folder--;
+    if (dir != NULL && folder != NULL)
+        snprintf(path, sizeof path, "%s/%.*s.%s.svg", dir, (int)(slash - folder), folder, test);
+    else if (dir != NULL)
         snprintf(path, sizeof path, "%s/%s.svg", dir, test);
     else
         snprintf(path, sizeof path, "%.*s%s.svg", slash ? (int)(slash - program_invocation_name + 1) : 0,
                  program_invocation_name, test);
-    snprintf(title, sizeof title, "%.200s: %s", test, sched.message);
-    if (sched_draw_svg(path, title, first) == 0)
+    if (sched_draw_svg(path, test, sched.message, first) == 0)
         fprintf(stderr, "[ explore  ] Drawn: %s\n", path);
 }
 

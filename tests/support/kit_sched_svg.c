@@ -18,7 +18,7 @@
 
 #define COLUMN 250
 #define ROW 20
-#define TOP 56
+#define TOP 76
 #define LEFT 44
 
 void sched_describe_step(const struct sched_step *step, char *out, size_t size);
@@ -76,13 +76,16 @@ static void draw_end(FILE *out, const struct sched_thread *t, int y)
     }
 }
 
-int sched_draw_svg(const char *path, const char *title, long first)
+int sched_draw_svg(const char *path, const char *title, const char *why, long first)
 {
     FILE *out = fopen(path, "w");
     if (out == NULL)
         return -1;
     int rows = (int)(sched.nsteps - first) + 4;
-    int width = LEFT + sched.nthreads * COLUMN, height = TOP + rows * ROW;
+    int width = LEFT + sched.nthreads * COLUMN, height = TOP + ROW + rows * ROW;
+    int text_width = 7 * (int)(strlen(why) > strlen(title) ? strlen(why) : strlen(title)) + 8;
+    if (width < text_width)
+        width = text_width;
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             width, height);
@@ -90,6 +93,8 @@ int sched_draw_svg(const char *path, const char *title, long first)
                  "orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#7b3fbf\"/></marker></defs>\n");
     fprintf(out, "<text x=\"4\" y=\"16\" font-weight=\"bold\">");
     kit_svg_write_text(out, title);
+    fprintf(out, "</text>\n<text x=\"4\" y=\"34\" fill=\"#c0282d\">");
+    kit_svg_write_text(out, why);
     fprintf(out, "</text>\n");
     for (int i = 0; i < sched.nthreads; i++) {
         int x = LEFT + i * COLUMN;

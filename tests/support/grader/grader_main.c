@@ -304,6 +304,7 @@ int main(int argc, char **argv)
     mkdir(config.report_dir ? config.report_dir : "/tmp", 0755);
     mkdir(log_dir, 0755);
     config.run.log_dir = log_dir;
+    setenv("KIT_EXPLORE_SVG_DIR", log_dir, 1); /* a failed exploration test draws its schedule there */
     setenv("TSAN_OPTIONS", "exitcode=66 halt_on_error=1 second_deadlock_stack=1", 0);
     setenv("ASAN_OPTIONS", "exitcode=99 detect_leaks=1 abort_on_error=0", 0);
     setenv("UBSAN_OPTIONS", "exitcode=99 halt_on_error=1 print_stacktrace=1", 0);
