@@ -8,6 +8,7 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <stdbool.h>
 
 #include "kit_errno.h"
 #include "kit_sched.h"
@@ -123,9 +124,13 @@ static void await_before_consuming(void *ctx)
     mw_t *mw = make_mw(2, 1, plain);
     for (long id = 1; id <= 2; id++)
         explore_ok(mw_submit(mw, id, NULL, HOUR_MS));
+    int64_t start = kit_now_ns();
     int err = mw_await(mw, HOUR_MS);
+    long waited_ms = (long)((kit_now_ns() - start) / 1000000);
     kit_explore_check(err == EDEADLK, "mw_await with the results full and nobody consuming returned %s, not EDEADLK",
                       kit_errno_name(err));
+    kit_explore_check(waited_ms == 0, "mw_await saw the trap only after %ld ms (virtual): nobody woke it when the "
+                      "workers got stuck", waited_ms);
     for (int i = 0; i < 2; i++) {
         mw_result_t result;
         explore_ok(mw_take_result(mw, &result, HOUR_MS));
@@ -163,38 +168,49 @@ static void *second_master(void *raw)
     return (void *)(long)mw_await(raw, HOUR_MS);
 }
 
-static void two_masters_and_a_consumer(void *ctx)
+/* Two consumers (results limited to 1) take every result while the work goes
+ * on; the work ends by two masters awaiting it, or (close_only) by mw_close. */
+static void consumers_and_the_end(void *ctx)
 {
-    (void)ctx;
-    mw_t *mw = make_mw(2, 0, plain);
-    struct consumer c = { mw, 0, -1 };
-    pthread_t consumer, master;
+    bool close_only = *(bool *)ctx;
+    mw_t *mw = make_mw(2, 1, plain);
+    struct consumer c[2] = { { mw, 0, -1 }, { mw, 0, -1 } };
+    pthread_t consumers[2], master;
     explore_ok(mw_consumer_begin(mw));
-    explore_ok(pthread_create(&consumer, NULL, consume_to_the_end, &c));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&consumers[i], NULL, consume_to_the_end, &c[i]));
     for (long id = 1; id <= 3; id++)
         explore_ok(mw_submit(mw, id, NULL, HOUR_MS));
-    explore_ok(pthread_create(&master, NULL, second_master, mw));
+    if (!close_only)
+        explore_ok(pthread_create(&master, NULL, second_master, mw));
     int64_t start = kit_now_ns();
-    int err = mw_await(mw, HOUR_MS);
+    int err = close_only ? mw_close(mw) : mw_await(mw, HOUR_MS);
     void *other = NULL;
-    explore_ok(pthread_join(master, &other));
-    explore_ok(pthread_join(consumer, NULL));
+    if (!close_only)
+        explore_ok(pthread_join(master, &other));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(consumers[i], NULL));
     long waited_ms = (long)((kit_now_ns() - start) / 1000000);
-    kit_explore_check(err == 0 && other == NULL, "two masters awaiting: %s and %s", kit_errno_name(err),
-                      kit_errno_name((int)(long)other));
-    kit_explore_check(c.results == 3 && c.end == ECANCELED, "the consumer took %d results (3) and ended with %s "
-                      "(ECANCELED: the results are over)", c.results, kit_errno_name(c.end));
-    kit_explore_check(waited_ms == 0, "the wait ended %ld ms (virtual) after the work did: a wake-up was lost and "
-                      "a time-out ended it", waited_ms);
+    kit_explore_check(err == 0 && other == NULL, "%s: %s and %s", close_only ? "mw_close" : "two masters awaiting",
+                      kit_errno_name(err), kit_errno_name((int)(long)other));
+    kit_explore_check(c[0].results + c[1].results == 3 && c[0].end == ECANCELED && c[1].end == ECANCELED,
+                      "the consumers took %d results (3) and ended with %s and %s (ECANCELED: the results are "
+                      "over)", c[0].results + c[1].results, kit_errno_name(c[0].end), kit_errno_name(c[1].end));
+    kit_explore_check(waited_ms == 0, "the work ended %ld ms (virtual) after it was done: a wake-up was lost and "
+                      "a time-out ended the wait", waited_ms);
     explore_ok(mw_consumer_end(mw));
+    explore_ok(mw_await(mw, HOUR_MS));
     mw_destroy(mw);
 }
 
 static void test_mw_explore_every_waiter_wakes(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 300, .spurious = 1 };
-    kit_explore(&options, two_masters_and_a_consumer, NULL);
+    bool close_only[] = { false, true };
+    for (int i = 0; i < 2; i++) {
+        kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 300, .spurious = 1 };
+        kit_explore(&options, consumers_and_the_end, &close_only[i]);
+    }
 }
 
 static const struct CMUnitTest tests[] = {

@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdbool.h>
 
 #include "kit_errno.h"
 #include "kit_sched.h"
+#include "kit_time.h"
 #include "keyed.h"
 
 static tpool_t *make_pool(size_t core, size_t capacity, bq_policy_t policy)
@@ -198,10 +200,66 @@ static void test_keyed_explore_refused_drain_leaves_no_key(void **state)
     kit_explore(&options, refused_drain_rolls_back, NULL);
 }
 
+/* ---- Every thread awaiting termination wakes ----------------------------------------------- */
+
+static void *await_keyed(void *raw)
+{
+    return (void *)(long)keyed_await_termination(raw, 3600L * 1000);
+}
+
+/* Two threads await termination; the last key drains before the close
+ * (drained_first) or after it, while its task is held by a gate. */
+static void several_await_keyed(void *ctx)
+{
+    bool drained_first = *(bool *)ctx;
+    kit_tally_t gate;
+    kit_tally_init(&gate);
+    tpool_t *p = make_pool(2, 8, bq_policy_block());
+    keyed_t *kx = NULL;
+    explore_ok(keyed_create(&kx, p));
+    future_t *f = NULL;
+    explore_ok(keyed_submit(kx, "k", wait_for_gate, &gate, &f));
+    pthread_t awaiters[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&awaiters[i], NULL, await_keyed, kx));
+    if (drained_first) {
+        kit_tally_add(&gate);
+        explore_ok(future_get(f, NULL));
+    }
+    int64_t start = kit_now_ns();
+    explore_ok(keyed_close(kx));
+    if (!drained_first)
+        kit_tally_add(&gate);
+    for (int i = 0; i < 2; i++) {
+        void *err = NULL;
+        explore_ok(pthread_join(awaiters[i], &err));
+        kit_explore_check(err == NULL, "keyed_await_termination in thread %d returned %s", i,
+                          kit_errno_name((int)(long)err));
+    }
+    long waited_ms = (long)((kit_now_ns() - start) / 1000000);
+    kit_explore_check(waited_ms == 0, "the threads awaiting termination woke %ld ms (virtual) after the last key "
+                      "drained: someone was not told", waited_ms);
+    future_release(f);
+    keyed_destroy(kx);
+    tpool_destroy(p);
+    kit_tally_destroy(&gate);
+}
+
+static void test_keyed_explore_termination_wakes_every_awaiter(void **state)
+{
+    (void)state;
+    bool drained_first[] = { true, false };
+    for (int i = 0; i < 2; i++) {
+        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 200, .spurious = 1 };
+        kit_explore(&options, several_await_keyed, &drained_first[i]);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_explore_same_key_serial_in_order),
     cmocka_unit_test(test_keyed_explore_caller_runs_pool),
     cmocka_unit_test(test_keyed_explore_refused_drain_leaves_no_key),
+    cmocka_unit_test(test_keyed_explore_termination_wakes_every_awaiter),
 };
 
 KIT_TEST_MAIN(tests)
