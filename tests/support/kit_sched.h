@@ -30,7 +30,12 @@
  * - `dfs:BOUND`            every schedule with at most BOUND preemptions,
  *                          depth first;
  * - `replay:TOKEN`         one recorded schedule.
- * KIT_SCHEDULES=N overrides the number of schedules each strategy runs.
+ * KIT_SCHEDULES=N overrides the number of schedules each strategy runs
+ * (KIT_SLOW, set by make tsan and make valgrind, runs a fifth of them);
+ * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
+ * schedule is drawn as an SVG next to the test program, or into
+ * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
+ * runs use the tests' own fixed seeds.
  *
  * Plain memory races between switch points are not explored: two threads
  * never run at once here. ThreadSanitizer keeps that job.
