@@ -106,11 +106,16 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
 # The gates' and latches' own waits are wrapped too, to be left out of it all;
 # and cmocka's checks, to say in words what failed and from which line of a test.
+# The explorer (tests/support/kit_sched.c), which runs the threads one at a
+# time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
+SCHED_WRAPS := pthread_join pthread_detach pthread_mutex_trylock pthread_mutex_destroy pthread_cond_destroy \
+               sched_yield nanosleep clock_gettime
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
                 kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy \
-                _fail _assert_true _assert_int_equal _assert_int_not_equal _assert_string_equal _assert_in_range)
+                _fail _assert_true _assert_int_equal _assert_int_not_equal _assert_string_equal _assert_in_range \
+                $(SCHED_WRAPS))
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
 # through its log, and never exits), and what the programs and tests add on
@@ -120,7 +125,8 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c
+SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
+                tests/support/kit_sched_explore.c tests/support/kit_sched_report.c tests/support/kit_sched_svg.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c
 GRADER := build/tools/kit-grade
@@ -151,7 +157,7 @@ chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map
+KIT_TESTS := test_kit test_kit_map test_explore
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.
@@ -439,6 +445,20 @@ sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation 
 	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
 	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tests/support/mutants.sh $(ACTIVE)
 
+# ---- Exploration ------------------------------------------------------------------------
+# The exploration tests run one thread at a time under the controlled
+# scheduler (tests/support/kit_sched.c) and search the interleavings; their
+# seeds are fixed, so make test and make grade give the same verdict every
+# run. make explore runs them longer, with other seeds, or replays a token.
+SCHEDULES ?=
+STRATEGY ?=
+REPLAY ?=
+.PHONY: explore
+explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name REPLAY=token]
+	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin
+	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" \
+	  tests/support/explore.sh $(OUT)/tests $(ACTIVE)
+
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions
 # of the chapters it measures, libkit, and GLib - the peer it is measured
@@ -511,6 +531,7 @@ help-student:
 	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
 	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
 	@echo "  make debug CH=NN TEST=name   one test under gdb: stops where it fails, crashes or hangs (Ctrl-C)"
+	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name REPLAY=token replays one)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"
@@ -523,10 +544,10 @@ help-kit:
 	@echo "Concurrency Patterns in C - make targets"
 	@echo
 	@echo "For students (your code is in exercises/):"
-	@$(call help_lines,run grade debug docs)
+	@$(call help_lines,run grade debug explore docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening feedback dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep explore hardening feedback dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)
@@ -546,7 +567,10 @@ help-kit:
 	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
 	@echo "  SAN=tsan|asan    build a sanitizer variant (debug: SAN=tsan debugs the ThreadSanitizer build)"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
-	@echo "  TEST=name        debug: the test to run under gdb"
+	@echo "  TEST=name        debug: the test to run under gdb; explore: the one test to run"
+	@echo "  SCHEDULES=N      explore: schedules per strategy (the tests' own budget by default)"
+	@echo "  STRATEGY=S       explore: random:SEED, pct:SEED:DEPTH, dfs:BOUND (several: space-separated)"
+	@echo "  REPLAY=TOKEN     explore: replay the schedule a failure printed (with TEST=name)"
 	@echo "  V=1              print every build command in full"
 
 # One line a target, from the `## ` comment on its rule in this Makefile.

@@ -3,5 +3,5 @@ ch00_impl    := results.c             # what students write: solutions/ and exer
 ch00_uses    :=                       # earlier chapters whose implementation this one links
 ch00_main    := main.c unsafe_list.c  # the chapter program, in chapters/00-shared-results/
 ch00_program := ch00-shared-results
-ch00_tests   := test_results          # one test program each, in tests/00-shared-results/
+ch00_tests   := test_results test_results_explore          # one test program each, in tests/00-shared-results/
 ch00_smoke   := --items 20000 --quiet # a short run for `make test`

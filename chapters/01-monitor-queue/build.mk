@@ -3,5 +3,5 @@ ch01_impl    := msgq.c
 ch01_uses    :=
 ch01_main    := main.c
 ch01_program := ch01-monitor-queue
-ch01_tests   := test_msgq
+ch01_tests   := test_msgq test_msgq_explore
 ch01_smoke   := --producers 3 --consumers 2 --capacity 1 --items 5 --download-ms 5 --quiet

@@ -3,5 +3,5 @@ ch02_impl    := bq.c
 ch02_uses    :=
 ch02_main    := main.c
 ch02_program := ch02-blocking-queue
-ch02_tests   := test_bq
+ch02_tests   := test_bq test_bq_explore
 ch02_smoke   := --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet

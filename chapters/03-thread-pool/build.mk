@@ -3,5 +3,5 @@ ch03_impl    := tpool.c
 ch03_uses    := 02-blocking-queue
 ch03_main    := main.c
 ch03_program := ch03-thread-pool
-ch03_tests   := test_tpool
+ch03_tests   := test_tpool test_tpool_explore
 ch03_smoke   := --tasks 4 --task-ms 20 --keep-alive-ms 50 --quiet

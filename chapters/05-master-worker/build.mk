@@ -3,5 +3,5 @@ ch05_impl    := mw_core.c mw_extensions.c
 ch05_uses    := 02-blocking-queue 03-thread-pool
 ch05_main    := main.c measure.c
 ch05_program := ch05-master-worker
-ch05_tests   := test_mw
+ch05_tests   := test_mw test_mw_explore
 ch05_smoke   := --tasks 20 --task-ms 2 --quiet

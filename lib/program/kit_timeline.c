@@ -67,7 +67,7 @@ static int palette_index(struct palette *palette, const char *name)
     return i;
 }
 
-static void write_escaped(FILE *out, const char *text)
+void kit_svg_write_text(FILE *out, const char *text)
 {
     for (; *text; text++) {
         switch (*text) {
@@ -147,12 +147,12 @@ static void draw_span(struct canvas *canvas, unsigned lane, int depth, const kit
     double y = canvas->top[lane] + LANE_PAD + depth * LEVEL_HEIGHT, height = LEVEL_HEIGHT - 2;
     fprintf(canvas->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\"><title>",
             x, y, width, height, fill);
-    write_escaped(canvas->out, begin->name);
+    kit_svg_write_text(canvas->out, begin->name);
     fprintf(canvas->out, " (%.3f ms)</title></rect>\n", (double)(end_ts - begin->ts_ns) / 1e6);
     if (width > 6.2 * (double)strlen(begin->name) + 8) { /* the state's text, where it fits */
         fprintf(canvas->out, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\" pointer-events=\"none\">", x + 4,
                 y + height * 0.72, text_colour(fill));
-        write_escaped(canvas->out, begin->name);
+        kit_svg_write_text(canvas->out, begin->name);
         fputs("</text>\n", canvas->out);
     }
 }
@@ -161,9 +161,9 @@ static void draw_instant(struct canvas *canvas, const kit_trace_event_t *event)
 {
     double x = x_of(canvas, event->ts_ns), y = canvas->top[event->lane] + LANE_PAD + LEVEL_HEIGHT / 2.0;
     fprintf(canvas->out, "<path d=\"M%.2f %.1f l4 6 l-8 0 z\" fill=\"#2e3436\"><title>", x, y - 2);
-    write_escaped(canvas->out, event->category);
+    kit_svg_write_text(canvas->out, event->category);
     fputs(" - ", canvas->out);
-    write_escaped(canvas->out, event->name);
+    kit_svg_write_text(canvas->out, event->name);
     fprintf(canvas->out, " (%.3f ms)</title></path>\n", (double)event->ts_ns / 1e6);
 }
 
@@ -260,7 +260,7 @@ static void draw_frame(struct canvas *canvas, unsigned lanes)
         fprintf(out, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/>\n", LABEL_WIDTH, y,
                 PLOT_WIDTH, height, canvas->row_of[lane] % 2 ? "#f4f4f2" : "#ffffff");
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LABEL_WIDTH - 8, y + LANE_PAD + LEVEL_HEIGHT * 0.65);
-        write_escaped(out, kit_trace_lane_name(lane));
+        kit_svg_write_text(out, kit_trace_lane_name(lane));
         fputs("</text>\n", out);
     }
     double span_ms = canvas->span_ns / 1e6, step = nice_step(span_ms);
@@ -313,7 +313,7 @@ static int lay_out_legend(struct canvas *canvas, struct legend_extras extras, bo
                     canvas->palette.colours[i]);
         if (draw) {
             fprintf(canvas->out, "<text x=\"%.1f\" y=\"%.1f\">", x + 18, y);
-            write_escaped(canvas->out, text);
+            kit_svg_write_text(canvas->out, text);
             fputs("</text>\n", canvas->out);
         }
         x += width;

@@ -20,6 +20,8 @@
 #ifndef KIT_TIMELINE_H
 #define KIT_TIMELINE_H
 
+#include <stdio.h>
+
 /** @addtogroup kit
  *  @{ */
 
@@ -28,6 +30,9 @@
  * @return 0, ENOMEM, or the errno of opening or writing the file.
  */
 int kit_timeline_write_svg(const char *path);
+
+/** @brief Write @p text into an SVG (or any XML) file, with `<`, `>`, `&` and `"` escaped. */
+void kit_svg_write_text(FILE *out, const char *text);
 
 /** @} */
 #endif

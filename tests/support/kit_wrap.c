@@ -22,6 +22,7 @@
 
 #include "kit_errno.h"
 #include "kit_gate.h"
+#include "kit_sched.h"
 #include "kit_test.h"
 #include "kit_time.h"
 
@@ -148,6 +149,7 @@ static bool take_spurious_turn(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, NULL, __builtin_return_address(0));
     if (harness_waiting)
         return checked("pthread_cond_wait", __real_pthread_cond_wait(cond, mutex));
     if (take_spurious_turn(mutex))
@@ -195,6 +197,7 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
+    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, deadline, __builtin_return_address(0));
     if (harness_waiting)
         return checked("pthread_cond_timedwait", __real_pthread_cond_timedwait(cond, mutex, deadline));
     if (take_spurious_turn(mutex))
@@ -288,6 +291,7 @@ static void perturb(void)
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_mutex_lock(mutex, __builtin_return_address(0));
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
     if (max_us > 0 && !harness_waiting)
         kit_sleep_us((long)kit_rng_below(my_rng(), (uint64_t)max_us + 1));
@@ -297,6 +301,7 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
+    if (kit_sched_active()) return kit_sched_mutex_unlock(mutex, __builtin_return_address(0));
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
     return checked("pthread_mutex_unlock", err);
@@ -304,12 +309,14 @@ int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 {
+    if (kit_sched_active()) return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
     perturb();
     return checked("pthread_cond_signal", __real_pthread_cond_signal(cond));
 }
 
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
 {
+    if (kit_sched_active()) return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
     perturb();
     return checked("pthread_cond_broadcast", __real_pthread_cond_broadcast(cond));
 }
@@ -385,6 +392,7 @@ static void *numbered_body(void *raw)
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    if (kit_sched_active()) return kit_sched_create(thread, attr, fn, arg, __builtin_return_address(0));
     long call = atomic_fetch_add(&create_calls, 1) + 1;
     if (call == atomic_load(&create_fail_at))
         return EAGAIN; /* as when the system is out of threads */

@@ -336,12 +336,15 @@ int main(int argc, char **argv)
     config.run.log_dir = log_dir;
     if (config.implementation[0] == '/') /* graded from outside the kit: its files are the student's */
         config.run.student_root = config.implementation;
+    setenv("KIT_EXPLORE_SVG_DIR", log_dir, 1); /* a failed exploration test draws its schedule there */
     setenv("TSAN_OPTIONS", "exitcode=66 halt_on_error=1 second_deadlock_stack=1", 0);
     setenv("ASAN_OPTIONS", "exitcode=99 detect_leaks=1 abort_on_error=0", 0);
     setenv("UBSAN_OPTIONS", "exitcode=99 halt_on_error=1 print_stacktrace=1", 0);
     setenv("LSAN_OPTIONS", "exitcode=99", 0);
     if (strcmp(config.mode, "test") != 0)
         setenv("SEED", "20261130", 0); /* same submission, same stress schedule, same score */
+    unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
+    unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
 
     static struct test_case tests[MAX_TESTS];
     char error[512];

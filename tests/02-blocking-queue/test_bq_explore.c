@@ -1,0 +1,245 @@
+/**
+ * @file test_bq_explore.c
+ * @brief Chapter 02 under the schedule explorer: two condition variables,
+ *        each side woken by the other, close and destroy against sleepers,
+ *        and deadlines that stolen wake-ups must not stretch - on virtual
+ *        time, with fixed seeds.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "bq.h"
+#include "kit_sched.h"
+#include "kit_time.h"
+
+#define EACH 2 /* items per producer, and per consumer */
+
+struct side {
+    bq_t *q;
+    int index;
+    int results[EACH];
+    intptr_t got[EACH];
+};
+
+/* Items are ids + 1: never NULL, so a NULL out of a successful take is a bug. */
+static void *item_of(int producer, int n)
+{
+    return (void *)(intptr_t)(producer * 100 + n + 1);
+}
+
+static void *produce(void *raw)
+{
+    struct side *s = raw;
+    bq_policy_t block = bq_policy_block();
+    for (int i = 0; i < EACH; i++) {
+        /* Producer 1 goes through the policy: its reject runs without the lock. */
+        if (s->index == 0)
+            s->results[i] = bq_put(s->q, item_of(s->index, i));
+        else
+            s->results[i] = bq_try_put(s->q, item_of(s->index, i), &block);
+    }
+    return NULL;
+}
+
+static void *consume(void *raw)
+{
+    struct side *s = raw;
+    for (int i = 0; i < EACH; i++) {
+        void *item = NULL;
+        s->results[i] = bq_take(s->q, &item);
+        s->got[i] = (intptr_t)item;
+    }
+    return NULL;
+}
+
+static void *put_once(void *raw)
+{
+    struct side *s = raw;
+    s->results[0] = bq_put(s->q, item_of(s->index, 0));
+    return NULL;
+}
+
+static void start(pthread_t *thread, void *(*fn)(void *), struct side *s, bq_t *q, int index)
+{
+    memset(s, 0, sizeof *s);
+    s->q = q;
+    s->index = index;
+    explore_ok(pthread_create(thread, NULL, fn, s));
+}
+
+static void check_every_item_once(struct side *consumers)
+{
+    int seen[2][EACH] = { { 0 } };
+    for (int c = 0; c < 2; c++) {
+        for (int i = 0; i < EACH; i++) {
+            explore_ok(consumers[c].results[i]);
+            intptr_t id = consumers[c].got[i] - 1;
+            int p = (int)(id / 100), n = (int)(id % 100);
+            kit_explore_check(id >= 0 && p < 2 && n < EACH, "a take returned item %ld, which nobody put",
+                              (long)consumers[c].got[i]);
+            kit_explore_check(!seen[p][n], "item %ld was taken twice", (long)consumers[c].got[i]);
+            seen[p][n] = 1;
+        }
+    }
+}
+
+static void two_and_two(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t producers[2], consumers[2];
+    struct side put[2], took[2];
+    explore_ok(bq_create(&q, 1));
+    for (int i = 0; i < 2; i++)
+        start(&consumers[i], consume, &took[i], q, i);
+    for (int i = 0; i < 2; i++)
+        start(&producers[i], produce, &put[i], q, i);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(producers[i], NULL));
+        for (int j = 0; j < EACH; j++)
+            explore_ok(put[i].results[j]);
+        explore_ok(pthread_join(consumers[i], NULL));
+    }
+    check_every_item_once(took);
+    bq_destroy(q);
+}
+
+static void test_bq_explore_two_producers_two_consumers(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300, .spurious = 1 };
+    kit_explore(&options, two_and_two, NULL);
+}
+
+/* Two takers asleep on an empty queue, two putters on a full one, and close. */
+static void close_against_both_sides(void *ctx)
+{
+    (void)ctx;
+    bq_t *empty = NULL, *full = NULL;
+    pthread_t takers[2], putters[2];
+    struct side took[2], put[2];
+    explore_ok(bq_create(&empty, 1));
+    explore_ok(bq_create(&full, 1));
+    explore_ok(bq_put(full, item_of(9, 0)));
+    for (int i = 0; i < 2; i++) {
+        start(&takers[i], consume, &took[i], empty, i);
+        start(&putters[i], produce, &put[i], full, 0);
+    }
+    kit_explore_await_sleepers(4);
+    explore_ok(bq_close(empty));
+    explore_ok(bq_close(full));
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(takers[i], NULL));
+        explore_ok(pthread_join(putters[i], NULL));
+        explore_err(took[i].results[0], ECANCELED);
+        explore_err(put[i].results[0], ECANCELED);
+    }
+    bq_destroy(empty);
+    bq_destroy(full);
+}
+
+static void test_bq_explore_close_wakes_every_sleeper(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 200 };
+    kit_explore(&options, close_against_both_sides, NULL);
+}
+
+static void *take_once(void *raw)
+{
+    struct side *s = raw;
+    void *item = NULL;
+    s->results[0] = bq_take(s->q, &item);
+    return NULL;
+}
+
+/* Two takers asleep on an empty queue, two putters on a full one, and
+ * destroy: it must wake all of them, and wait for them to leave, before it
+ * frees anything. */
+static void destroy_against_sleepers(void *ctx)
+{
+    (void)ctx;
+    bq_t *empty = NULL, *full = NULL;
+    pthread_t takers[2], putters[2];
+    struct side took[2], put[2];
+    explore_ok(bq_create(&empty, 1));
+    explore_ok(bq_create(&full, 1));
+    explore_ok(bq_put(full, item_of(9, 0)));
+    for (int i = 0; i < 2; i++) {
+        start(&takers[i], take_once, &took[i], empty, i);
+        start(&putters[i], put_once, &put[i], full, i);
+    }
+    kit_explore_await_sleepers(4);
+    bq_destroy(empty);
+    bq_destroy(full);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(takers[i], NULL));
+        explore_ok(pthread_join(putters[i], NULL));
+        explore_err(took[i].results[0], ECANCELED);
+        explore_err(put[i].results[0], ECANCELED);
+    }
+}
+
+static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 600, .spurious = 1 };
+    kit_explore(&options, destroy_against_sleepers, NULL);
+}
+
+/* ---- Deadlines against stolen wake-ups, on virtual time ---------------------------------- */
+
+/* Every 40 ms, put an item and take it straight back: each put wakes the
+ * poller, which may find the queue empty again. */
+static void *steal(void *raw)
+{
+    struct side *s = raw;
+    for (int i = 0; i < 3; i++) {
+        void *item = NULL;
+        kit_sleep_ms(40);
+        s->results[i % EACH] = bq_put(s->q, item_of(5, i));
+        (void)bq_poll(s->q, &item, 0);
+    }
+    return NULL;
+}
+
+static void poll_against_stolen_wakeups(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t stealer;
+    struct side s;
+    explore_ok(bq_create(&q, 1));
+    start(&stealer, steal, &s, q, 0);
+    int64_t start_ns = kit_now_ns();
+    void *item = NULL;
+    int err = bq_poll(q, &item, 100);
+    long waited_ms = (long)((kit_now_ns() - start_ns) / 1000000);
+    explore_ok(pthread_join(stealer, NULL));
+    kit_explore_check(err == 0 || err == ETIMEDOUT, "a 100 ms poll returned %d", err);
+    kit_explore_check(err != 0 || item != NULL, "a poll returned 0 without an item: nothing was put but non-NULL ones");
+    kit_explore_check(err != ETIMEDOUT || waited_ms == 100,
+                      "a 100 ms poll timed out after %ld ms of (virtual) time: wake-ups that found nothing "
+                      "restarted its clock", waited_ms);
+    bq_destroy(q);
+}
+
+static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 300, .spurious = 1 };
+    kit_explore(&options, poll_against_stolen_wakeups, NULL);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_bq_explore_two_producers_two_consumers),
+    cmocka_unit_test(test_bq_explore_close_wakes_every_sleeper),
+    cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
+    cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
+};
+
+KIT_TEST_MAIN(tests)

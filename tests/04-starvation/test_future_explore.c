@@ -1,0 +1,216 @@
+/**
+ * @file test_future_explore.c
+ * @brief Chapter 04 under the schedule explorer: every waiter of a future
+ *        sees its result, cancel racing the task's start, dropped tasks'
+ *        futures, and a wait behind a busy colleague - with fixed seeds.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <limits.h>
+
+#include "future.h"
+#include "kit_errno.h"
+#include "kit_sched.h"
+#include "tpool.h"
+
+static char answer[] = "42";
+
+static tpool_t *make_pool(size_t core)
+{
+    tpool_t *p = NULL;
+    tpool_config_t config = { .core_threads = core, .queue_capacity = 8, .keep_alive_ms = 3600L * 1000,
+                              .reject = bq_policy_block(), .name = "xf" };
+    explore_ok(tpool_create(&p, &config));
+    return p;
+}
+
+static future_t *submit(tpool_t *p, void *(*fn)(void *), void *arg)
+{
+    future_t *f = NULL;
+    explore_ok(tpool_submit(p, fn, arg, &f));
+    return f;
+}
+
+static void *give_answer(void *raw)
+{
+    (void)raw;
+    return answer;
+}
+
+/* ---- Every waiter sees the result ------------------------------------------------------ */
+
+struct waiter {
+    future_t *f;
+    int err;
+    void *result;
+};
+
+static void *wait_for_answer(void *raw)
+{
+    struct waiter *w = raw;
+    w->err = future_get(w->f, &w->result);
+    return NULL;
+}
+
+static void three_waiters(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(1);
+    struct waiter waiters[3];
+    pthread_t threads[2];
+    future_t *f = submit(p, give_answer, NULL);
+    for (int i = 0; i < 3; i++)
+        waiters[i] = (struct waiter){ .f = f, .err = -1 };
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&threads[i], NULL, wait_for_answer, &waiters[i]));
+    wait_for_answer(&waiters[2]);
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(threads[i], NULL));
+    for (int i = 0; i < 3; i++) {
+        kit_explore_check(waiters[i].err == 0, "waiter %d: future_get returned %s", i, kit_errno_name(waiters[i].err));
+        kit_explore_check(waiters[i].result == answer, "waiter %d: future_get returned 0 but result %p, not the "
+                          "task's %p: the result was published after the wake-up", i, waiters[i].result, (void *)answer);
+    }
+    future_release(f);
+    tpool_destroy(p);
+}
+
+static void test_future_explore_every_waiter_sees_the_result(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300, .spurious = 1 };
+    kit_explore(&options, three_waiters, NULL);
+}
+
+/* ---- Cancel racing the start -------------------------------------------------------------- */
+
+static void *count_and_answer(void *raw)
+{
+    kit_tally_add(raw);
+    return answer;
+}
+
+static void cancel_against_start(void *ctx)
+{
+    (void)ctx;
+    kit_tally_t ran;
+    kit_tally_init(&ran);
+    tpool_t *p = make_pool(1);
+    future_t *f = submit(p, count_and_answer, &ran);
+    int cancelled = future_cancel(f);
+    void *result = NULL;
+    int got = future_get(f, &result);
+    explore_ok(tpool_shutdown(p));
+    explore_ok(tpool_await_termination(p, LONG_MAX));
+    int runs = kit_tally_count(&ran);
+    kit_explore_check(cancelled == 0 || cancelled == EBUSY, "future_cancel returned %s", kit_errno_name(cancelled));
+    if (cancelled == 0)
+        kit_explore_check(runs == 0 && got == ECANCELED, "future_cancel returned 0, yet the task ran %d time(s) and "
+                          "future_get returned %s", runs, kit_errno_name(got));
+    else
+        kit_explore_check(runs == 1 && got == 0 && result == answer, "future_cancel said EBUSY (started), yet the "
+                          "task ran %d time(s) and future_get returned %s", runs, kit_errno_name(got));
+    future_release(f);
+    tpool_destroy(p);
+    kit_tally_destroy(&ran);
+}
+
+static void test_future_explore_cancel_races_start(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 pct:2:3", .schedules = 400 };
+    kit_explore(&options, cancel_against_start, NULL);
+}
+
+/* ---- A dropped task's future is cancelled -------------------------------------------------- */
+
+static void *wait_for_gate(void *raw)
+{
+    kit_tally_await(raw, 1);
+    return answer;
+}
+
+static void dropped_by_shutdown_now(void *ctx)
+{
+    (void)ctx;
+    kit_tally_t gate;
+    kit_tally_init(&gate);
+    tpool_t *p = make_pool(1);
+    future_t *running = submit(p, wait_for_gate, &gate);
+    future_t *queued = submit(p, give_answer, NULL); /* the only worker is busy: it waits in the queue */
+    explore_ok(tpool_shutdown_now(p));
+    kit_tally_add(&gate);
+    explore_err(future_get(queued, NULL), ECANCELED);
+    explore_ok(future_get(running, NULL));
+    future_release(queued);
+    future_release(running);
+    tpool_destroy(p);
+    kit_tally_destroy(&gate);
+}
+
+static void test_future_explore_dropped_task_cancels_its_future(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 200 };
+    kit_explore(&options, dropped_by_shutdown_now, NULL);
+}
+
+/* ---- Waiting behind a busy colleague is not starvation ------------------------------------- */
+
+struct order {
+    tpool_t *kitchen;
+    int err;
+    void *served;
+};
+
+/* On a worker: submit the cook task to the same pool and wait for it. */
+static void *take_order(void *raw)
+{
+    struct order *o = raw;
+    future_t *cook = NULL;
+    o->err = tpool_submit(o->kitchen, give_answer, NULL, &cook);
+    if (o->err == 0)
+        o->err = future_get(cook, &o->served);
+    future_release(cook);
+    return NULL;
+}
+
+static void two_rounds_behind_a_busy_worker(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(2);
+    for (int round = 0; round < 2; round++) {
+        kit_tally_t gate;
+        kit_tally_init(&gate);
+        struct order order = { .kitchen = p, .err = -1 };
+        future_t *busy = submit(p, wait_for_gate, &gate);
+        future_t *waiter = submit(p, take_order, &order);
+        kit_tally_add(&gate); /* the busy worker finishes: it can run the cook task */
+        explore_ok(future_get(waiter, NULL));
+        explore_ok(future_get(busy, NULL));
+        kit_explore_check(order.err == 0 && order.served == answer, "round %d: a worker waiting for a task queued "
+                          "behind a busy (not stuck) colleague got %s", round + 1, kit_errno_name(order.err));
+        future_release(waiter);
+        future_release(busy);
+        kit_tally_destroy(&gate);
+    }
+    tpool_destroy(p);
+}
+
+static void test_future_explore_wait_behind_a_busy_worker(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:4:3 random:4", .schedules = 200 };
+    kit_explore(&options, two_rounds_behind_a_busy_worker, NULL);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_future_explore_every_waiter_sees_the_result),
+    cmocka_unit_test(test_future_explore_cancel_races_start),
+    cmocka_unit_test(test_future_explore_dropped_task_cancels_its_future),
+    cmocka_unit_test(test_future_explore_wait_behind_a_busy_worker),
+};
+
+KIT_TEST_MAIN(tests)

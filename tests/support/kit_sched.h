@@ -1,0 +1,152 @@
+/**
+ * @file kit_sched.h
+ * @brief Schedule exploration: run a test's threads one at a time, under a
+ *        controlled scheduler, and search the interleavings for a failure.
+ *
+ * A test hands kit_explore() a body. The body runs again and again, once
+ * per schedule, on threads the scheduler controls: every thread the body
+ * (or the code under test) starts is a real pthread, but only one holds the
+ * run token at a time. Each call to a pthread mutex, condition variable,
+ * create, join, sched_yield or sleep is a switch point, where the scheduler
+ * chooses who runs next. It keeps its own model of which thread owns each
+ * mutex and which threads wait on each condition variable, so a thread
+ * blocks in the model, never in the kernel. Which waiter a signal wakes, and
+ * whether a waiter wakes up spuriously, are choices too.
+ *
+ * Time is virtual: clocks read by the threads return the schedule's time,
+ * which moves only when no thread can run and one waits with a deadline or
+ * sleeps - then it jumps to the earliest deadline. When no thread can run
+ * and none has a deadline, the schedule is a deadlock (or a lost wake-up)
+ * and is reported at once, with what every thread waits for and where.
+ *
+ * A failure prints a replay token (`KIT_SCHED=replay:...`) that reproduces
+ * it exactly, and the last steps of the interleaving, numbered.
+ *
+ * Strategies, chosen by the test or by KIT_SCHED in the environment (several
+ * may follow each other, separated by spaces):
+ * - `random:SEED`          a seeded random walk;
+ * - `pct:SEED:DEPTH`       probabilistic concurrency testing (random thread
+ *                          priorities, DEPTH-1 priority change points);
+ * - `dfs:BOUND`            every schedule with at most BOUND preemptions,
+ *                          depth first;
+ * - `replay:TOKEN`         one recorded schedule.
+ * KIT_SCHEDULES=N overrides the number of schedules each strategy runs
+ * (KIT_SLOW, set by make tsan and make valgrind, runs a fifth of them);
+ * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
+ * schedule is drawn as an SVG next to the test program, or into
+ * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
+ * runs use the tests' own fixed seeds.
+ *
+ * Plain memory races between switch points are not explored: two threads
+ * never run at once here. ThreadSanitizer keeps that job.
+ */
+#ifndef KIT_SCHED_H
+#define KIT_SCHED_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+
+/** @brief How a test explores; zero fields take the defaults shown. */
+typedef struct kit_explore {
+    const char *strategy; /**< default "pct:1:3 random:1"; KIT_SCHED overrides */
+    long schedules;       /**< per strategy, default 500; KIT_SCHEDULES overrides */
+    int spurious;         /**< spurious wake-ups each schedule may choose (default 0) */
+    bool timeouts_race;   /**< time may pass while threads can still run: a
+                               deadline up to 10 s ahead may expire at any
+                               switch point */
+    long max_steps;       /**< a schedule longer than this fails (default 20000) */
+    bool quiet;           /**< kit_explore_search(): print no report of a failure */
+} kit_explore_t;
+
+/**
+ * @brief Run `body(ctx)` under the scheduler, once per explored schedule,
+ *        on a thread named "test". Fails the calling cmocka test, with the
+ *        replay token and the interleaving, at the first schedule that fails
+ *        a check, deadlocks or runs too long.
+ *
+ * The body must build what it tests afresh each time and free it before it
+ * returns; it checks with kit_explore_check() / explore_ok(), never with
+ * cmocka's asserts (it does not run on cmocka's thread).
+ */
+void kit_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                     void (*body)(void *ctx), void *ctx);
+
+/** @brief kit_explore_run() named after the calling test function, failing at its line. */
+#define kit_explore(options, body, ctx) kit_explore_run(__func__, __FILE__, __LINE__, (options), (body), (ctx))
+
+/** @brief Fail the schedule being explored (from any of its threads) and stop it. */
+void kit_explore_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/**
+ * @brief Inside an explored body: go on only once at least @p count threads
+ *        are asleep in a condition wait (and have so given up their mutex).
+ *        A schedule where that never happens is reported as a deadlock.
+ */
+void kit_explore_await_sleepers(int count);
+
+/**
+ * @brief A count that tasks raise and an explored body waits on: "wait until
+ *        3 tasks have run", with no time-out - a task that never runs leaves
+ *        the body asleep, which the explorer reports at once.
+ */
+typedef struct kit_tally {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /**< broadcast on every add */
+    int count;              /**< guarded by lock */
+} kit_tally_t;
+
+/** @brief Set @p tally to 0; fails the schedule if its mutex or condition cannot be made. */
+void kit_tally_init(kit_tally_t *tally);
+/** @brief Add one, and wake whoever waits. */
+void kit_tally_add(kit_tally_t *tally);
+/** @brief Wait until the count reaches @p count. */
+void kit_tally_await(kit_tally_t *tally, int count);
+/** @brief The count now. */
+int kit_tally_count(kit_tally_t *tally);
+/** @brief Free what kit_tally_init() made. */
+void kit_tally_destroy(kit_tally_t *tally);
+
+/** @brief Inside an explored body: fail the schedule unless @p cond holds. */
+#define kit_explore_check(cond, ...)                                                          \
+    do {                                                                                      \
+        if (!(cond))                                                                          \
+            kit_explore_fail(__FILE__, __LINE__, __VA_ARGS__);                                \
+    } while (0)
+
+/** @brief Inside an explored body: fail the schedule unless @p call returns 0. */
+#define explore_ok(call) kit_explore_code((call), 0, #call, __FILE__, __LINE__)
+/** @brief Inside an explored body: fail the schedule unless @p call returns @p code. */
+#define explore_err(call, code) kit_explore_code((call), (code), #call, __FILE__, __LINE__)
+void kit_explore_code(int got, int want, const char *expr, const char *file, int line);
+
+/** @brief What kit_explore_search() found. */
+typedef struct kit_explore_result {
+    bool failed;          /**< some schedule failed */
+    bool deadlocked;      /**< ... because no thread could go on */
+    long schedules;       /**< schedules run */
+    long long virtual_ns; /**< the last schedule's virtual time at its end */
+    char message[2048];   /**< why it failed */
+    char token[8192];     /**< the failing schedule's replay token (without "replay:") */
+} kit_explore_result_t;
+
+/**
+ * @brief kit_explore_run() that reports instead of failing the test: true if
+ *        every schedule passed. The report of a failure is still printed.
+ */
+bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
+                        kit_explore_result_t *result);
+
+/* ---- Hooks for the link-time wrappers (kit_wrap.c) --------------------------
+ * True on a thread the scheduler runs; then the wrapper hands the call over. */
+bool kit_sched_active(void);
+int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where);
+int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where);
+int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
+                        void *where);
+int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where);
+int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+                     void *where);
+
+#endif

@@ -1,0 +1,478 @@
+/**
+ * @file kit_sched_explore.c
+ * @brief The exploration around the scheduler: the strategies that make its
+ *        choices, the loop that runs one schedule after another, and the
+ *        replay token that writes a schedule's choices down.
+ *
+ * A schedule is the list of its choices: each time more than one thread can
+ * go on (or a signal has more than one waiter to wake), the strategy picks
+ * alternative i of n, and i is recorded. The alternatives are listed in a
+ * fixed order - the running thread first, then the others by creation order
+ * - so the same choices replay the same schedule exactly.
+ */
+#define _GNU_SOURCE
+#include "kit_sched_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_errno.h"
+#include "kit_test.h"
+
+void *__real_malloc(size_t size);
+void __real_free(void *block);
+int __real_pthread_join(pthread_t thread, void **ret);
+struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
+void sched_token(char *out, size_t size);
+void sched_chapter_of(char *out, size_t size);
+
+static long schedules_run;
+static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
+static long steps_run; /* over every schedule of this search */
+
+/* ---- Choosing --------------------------------------------------------------------- */
+
+/* PCT: the highest priority goes; a waiter wakes for nothing one time in eight. */
+static int pct_choice(int n, const struct sched_thread *const *alt, const enum sched_how *how)
+{
+    int best = -1;
+    bool spurious_ok = kit_rng_below(&sched.rng, 8) == 0;
+    for (int i = 0; i < n; i++) {
+        if (how[i] == SPURIOUS && !spurious_ok)
+            continue;
+        if (best < 0 || alt[i]->priority > alt[best]->priority)
+            best = i;
+    }
+    return best < 0 ? 0 : best;
+}
+
+/* PCT's change points: at the k-th, the running thread drops below every other. */
+static void pct_change_priorities(void)
+{
+    for (int k = 0; k < sched.pct_depth - 1; k++) {
+        if (sched.pct_change[k] > 0 && sched.pct_change[k] <= sched.points) {
+            sched.threads[sched.current]->priority = (uint64_t)k;
+            sched.pct_change[k] = 0; /* done (a point with one alternative delays it to the next choice) */
+        }
+    }
+}
+
+int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, const enum sched_how *how)
+{
+    long index = sched.ndecisions;
+    int choice = 0;
+    if (index >= 2 * sched.options.max_steps) {
+        sched_fail("more than %ld choices in one schedule", 2 * sched.options.max_steps);
+        return -1;
+    }
+    if (index < sched.prefix_len) {
+        choice = sched.prefix[index];
+        if (choice >= n) {
+            sched_fail("the replay token does not fit this test (choice %ld is %d of %d)", index + 1, choice, n);
+            return -1;
+        }
+    } else if (sched.strategy == STRAT_RANDOM) {
+        choice = (int)kit_rng_below(&sched.rng, (uint64_t)n);
+    } else if (sched.strategy == STRAT_PCT) {
+        if (how == NULL) {
+            choice = (int)kit_rng_below(&sched.rng, (uint64_t)n);
+        } else {
+            pct_change_priorities();
+            choice = pct_choice(n, alt, how);
+        }
+    }
+    sched.decisions[index] = (struct sched_decision){ (unsigned short)n, (unsigned short)choice, preemptive };
+    sched.ndecisions++;
+    return choice;
+}
+
+/* DFS: the next schedule changes the deepest choice that has an untried
+ * alternative within the preemption bound, and takes choice 0 after it. */
+static bool dfs_next(int bound)
+{
+    long preemptions_before[sched.ndecisions + 1];
+    preemptions_before[0] = 0;
+    for (long i = 0; i < sched.ndecisions; i++) {
+        const struct sched_decision *d = &sched.decisions[i];
+        preemptions_before[i + 1] = preemptions_before[i] + (d->preemptive && d->chosen > 0);
+    }
+    for (long i = sched.ndecisions - 1; i >= 0; i--) {
+        const struct sched_decision *d = &sched.decisions[i];
+        long cost = preemptions_before[i] + (d->preemptive ? 1 : 0);
+        if (d->chosen + 1 < d->n && cost <= bound) {
+            for (long j = 0; j < i; j++)
+                sched.prefix[j] = sched.decisions[j].chosen;
+            sched.prefix[i] = d->chosen + 1;
+            sched.prefix_len = i + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- The replay token ------------------------------------------------------------
+ * One letter a choice (A-Z 0-25, a-z 26-51), a run of the same choice as the
+ * letter and its count ("A12"), a choice above 51 as '_' and two letters. */
+static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+static void put_choice(char *out, size_t size, size_t *at, int choice)
+{
+    if (*at + 4 >= size)
+        return;
+    if (choice >= 52) {
+        out[(*at)++] = '_';
+        out[(*at)++] = letters[(choice / 52) % 52];
+        choice %= 52;
+    }
+    out[(*at)++] = letters[choice];
+    out[*at] = '\0';
+}
+
+void sched_token(char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (long i = 0; i < sched.ndecisions;) {
+        long run = 1;
+        while (i + run < sched.ndecisions && sched.decisions[i + run].chosen == sched.decisions[i].chosen)
+            run++;
+        put_choice(out, size, &at, sched.decisions[i].chosen);
+        if (run > 2 && at + 12 < size)
+            at += (size_t)snprintf(out + at, size - at, "%ld", run);
+        else
+            run = 1;
+        i += run;
+    }
+    if (at == 0 && size > 1)
+        snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
+}
+
+static int letter_value(char c)
+{
+    const char *p = c ? strchr(letters, c) : NULL;
+    return p ? (int)(p - letters) : -1;
+}
+
+/* Decode a token into the prefix; false if it is not one. */
+static bool parse_token(const char *text)
+{
+    sched.prefix_len = 0;
+    long cap = 2 * sched.options.max_steps;
+    if (strcmp(text, ".") == 0)
+        return true;
+    while (*text) {
+        int high = 0;
+        if (*text == '_') {
+            high = letter_value(text[1]) * 52;
+            text++;
+        }
+        int value = letter_value(*text++);
+        if (value < 0 || high < 0)
+            return false;
+        long run = 1;
+        if (*text >= '0' && *text <= '9')
+            run = strtol(text, (char **)&text, 10);
+        for (long i = 0; i < run && sched.prefix_len < cap; i++)
+            sched.prefix[sched.prefix_len++] = (unsigned short)(high + value);
+    }
+    return true;
+}
+
+/* ---- Running one schedule ------------------------------------------------------------ */
+
+struct body_call {
+    void (*body)(void *ctx);
+    void *ctx;
+};
+
+static void *body_main(void *raw)
+{
+    struct body_call *call = raw;
+    call->body(call->ctx); /* on thread 0, named "test" */
+    return NULL;
+}
+
+static void reset_schedule(void)
+{
+    sched.nthreads = 0;
+    sched.current = 0;
+    sched.nobjects = 0;
+    sched.serials[0] = sched.serials[1] = 0;
+    sched.now = 0;
+    sched.wait_seq = 0;
+    sched.spurious_left = sched.options.spurious;
+    sched.points = 0;
+    sched.nsteps = 0;
+    sched.ndecisions = 0;
+    sched.failed = false;
+    sched.deadlocked = false;
+    sched.failer = -1;
+    sched.message[0] = '\0';
+}
+
+/* Every thread of a schedule that ended well has left: join and free them. */
+static void release_threads(void)
+{
+    for (int i = 0; i < sched.nthreads; i++) {
+        struct sched_thread *t = sched.threads[i];
+        if (!t->real_joined && !t->detached)
+            __real_pthread_join(t->real, NULL);
+        sem_destroy(&t->go);
+        __real_free(t);
+    }
+    sched.nthreads = 0;
+}
+
+/* A failed schedule's threads stay parked for good, and their records with
+ * them: kept on a list, they are still reachable (not a leak). */
+static struct sched_thread *graveyard;
+
+static void bury_threads(void)
+{
+    for (int i = 0; i < sched.nthreads; i++) {
+        sched.threads[i]->buried_next = graveyard;
+        graveyard = sched.threads[i];
+    }
+}
+
+/* Run the body once under the scheduler; false if the schedule failed. */
+static bool run_schedule(struct body_call *call)
+{
+    reset_schedule();
+    struct sched_thread *first = sched_new_thread(body_main, call, NULL);
+    if (first == NULL)
+        fail_msg("the explorer could not start a thread");
+    schedules_run++;
+    sem_post(&first->go);
+    while (sem_wait(&sched.done) != 0)
+        ;
+    if (sched.failed) {
+        bury_threads();
+        return false;
+    }
+    steps_run += sched.nsteps;
+    release_threads();
+    return true;
+}
+
+/* ---- Strategies ----------------------------------------------------------------------- */
+
+struct plan {
+    enum sched_strategy strategy;
+    uint64_t seed;
+    int depth;   /* PCT depth, or DFS preemption bound */
+    const char *token;
+};
+
+static bool parse_plan(const char *word, struct plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    unsigned long long seed = 0;
+    int depth = 0;
+    if (strncmp(word, "replay:", 7) == 0) {
+        plan->strategy = STRAT_REPLAY;
+        plan->token = word + 7;
+        return true;
+    }
+    if (sscanf(word, "random:%llu", &seed) == 1) {
+        plan->strategy = STRAT_RANDOM;
+    } else if (sscanf(word, "pct:%llu:%d", &seed, &depth) == 2 && depth >= 1 && depth <= 8) {
+        plan->strategy = STRAT_PCT;
+    } else if (sscanf(word, "dfs:%d", &depth) == 1 && depth >= 0) {
+        plan->strategy = STRAT_DFS;
+    } else {
+        return false;
+    }
+    plan->seed = seed;
+    plan->depth = depth;
+    return true;
+}
+
+/* Set the strategy up for schedule number `index` of its run. */
+static void plan_schedule(const struct plan *plan, long index)
+{
+    sched.strategy = plan->strategy;
+    kit_rng_seed(&sched.rng, plan->seed, (uint64_t)index);
+    if (plan->strategy == STRAT_PCT) {
+        sched.pct_depth = plan->depth;
+        long length = sched.pct_length > 0 ? sched.pct_length : 50;
+        for (int k = 0; k < plan->depth - 1; k++)
+            sched.pct_change[k] = 1 + (long)kit_rng_below(&sched.rng, (uint64_t)length);
+    }
+    if (plan->strategy == STRAT_RANDOM || plan->strategy == STRAT_PCT)
+        sched.prefix_len = 0;
+}
+
+/* Run one strategy for its budget; false at the first failing schedule. */
+static bool explore_plan(const char *test, const char *word, long budget, struct body_call *call)
+{
+    struct plan plan;
+    if (!parse_plan(word, &plan))
+        fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND or replay:TOKEN", word);
+    if (plan.strategy == STRAT_REPLAY) {
+        if (!parse_token(plan.token))
+            fail_msg("KIT_SCHED: \"%s\" is not a replay token", plan.token);
+        budget = 1;
+    } else {
+        sched.prefix_len = 0;
+    }
+    sched.pct_length = 0;
+    for (long index = 0; index < budget; index++) {
+        plan_schedule(&plan, index);
+        if (!run_schedule(call)) {
+            snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
+            if (!sched.options.quiet)
+                sched_report(test, word, index);
+            return false;
+        }
+        if (sched.points > sched.pct_length)
+            sched.pct_length = sched.points;
+        if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth))
+            break; /* every schedule within the bound was run */
+    }
+    return true;
+}
+
+static long number_from_env(const char *name, long fallback)
+{
+    const char *text = getenv(name);
+    long value = text ? atol(text) : 0;
+    return value > 0 ? value : fallback;
+}
+
+/* KIT_EXPLORE_STATS (make explore sets it): how many schedules, how long, how fast. */
+static void print_speed(const char *test, const struct timespec *started)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds = (double)(now.tv_sec - started->tv_sec) + (double)(now.tv_nsec - started->tv_nsec) / 1e9;
+    fprintf(stderr, "[ explore  ] %s: %ld schedules of %.0f steps on average in %.2f s: %.0f schedules/s\n", test,
+            schedules_run, schedules_run ? (double)steps_run / (double)schedules_run : 0.0, seconds,
+            seconds > 0 ? (double)schedules_run / seconds : 0.0);
+}
+
+bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
+                        kit_explore_result_t *result)
+{
+    static const kit_explore_t defaults = { 0 };
+    sched.options = options ? *options : defaults;
+    if (sched.options.max_steps <= 0)
+        sched.options.max_steps = 20000;
+    long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
+    /* Under ThreadSanitizer or valgrind (make tsan, make valgrind) the point is
+     * memory and race errors on the explored paths, not more paths: a fifth. */
+    if (getenv("KIT_SLOW") != NULL && getenv("KIT_SCHEDULES") == NULL)
+        budget = budget / 5 > 20 ? budget / 5 : 20;
+    const char *strategies = getenv("KIT_SCHED");
+    if (strategies == NULL || strategies[0] == '\0')
+        strategies = sched.options.strategy ? sched.options.strategy : "pct:1:3 random:1";
+    long cap = 2 * sched.options.max_steps;
+    sched.steps = __real_malloc((size_t)sched.options.max_steps * sizeof *sched.steps);
+    sched.decisions = __real_malloc((size_t)cap * sizeof *sched.decisions);
+    sched.prefix = __real_malloc((size_t)cap * sizeof *sched.prefix);
+    if (!sched.steps || !sched.decisions || !sched.prefix)
+        fail_msg("the explorer is out of memory");
+    sem_init(&sched.done, 0, 0);
+    schedules_run = 0;
+    steps_run = 0;
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    struct body_call call = { body, ctx };
+    char words[1024];
+    snprintf(words, sizeof words, "%s", strategies);
+    bool passed = true;
+    char *save = NULL;
+    for (char *word = strtok_r(words, " ,", &save); word && passed; word = strtok_r(NULL, " ,", &save))
+        passed = explore_plan(test, word, budget, &call);
+    if (getenv("KIT_EXPLORE_STATS") != NULL)
+        print_speed(test, &started);
+    if (result) {
+        memset(result, 0, sizeof *result);
+        result->failed = !passed;
+        result->deadlocked = !passed && sched.deadlocked;
+        result->schedules = schedules_run;
+        result->virtual_ns = sched.now;
+        snprintf(result->message, sizeof result->message, "%s", passed ? "" : sched.message);
+        if (!passed)
+            sched_token(result->token, sizeof result->token);
+    }
+    /* A failed schedule's threads stay parked on their own semaphores; they
+     * touch nothing here again. */
+    sem_destroy(&sched.done);
+    __real_free(sched.steps);
+    __real_free(sched.decisions);
+    __real_free(sched.prefix);
+    return passed;
+}
+
+void kit_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                     void (*body)(void *ctx), void *ctx)
+{
+    static kit_explore_result_t result;
+    if (kit_explore_search(test, options, body, ctx, &result))
+        return;
+    char chapter[16];
+    sched_chapter_of(chapter, sizeof chapter);
+    /* The first line is what a grade report shows: what failed, and how to see it again. */
+    print_error("%s\n    in %s; its steps are in this test's log; replay it with\n"
+                "    make explore CH=%s TEST=%s REPLAY=%s\n",
+                result.message, failed_schedule, chapter, test, result.token);
+    _fail(file, line);
+}
+
+void kit_explore_code(int got, int want, const char *expr, const char *file, int line)
+{
+    if (got == want)
+        return;
+    if (got == ENOSYS)
+        kit_explore_fail(file, line, "%s returned ENOSYS: not implemented yet", expr);
+    kit_explore_fail(file, line, "%s returned %s (%d), expected %s (%d)", expr, kit_errno_name(got), got,
+                     kit_errno_name(want), want);
+}
+
+/* ---- Tallies ---------------------------------------------------------------------- */
+
+void kit_tally_init(kit_tally_t *tally)
+{
+    tally->count = 0;
+    explore_ok(pthread_mutex_init(&tally->lock, NULL));
+    explore_ok(pthread_cond_init(&tally->changed, NULL));
+}
+
+void kit_tally_add(kit_tally_t *tally)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    tally->count++;
+    pthread_cond_broadcast(&tally->changed); /* waiters may want different counts */
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+}
+
+void kit_tally_await(kit_tally_t *tally, int count)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    while (tally->count < count) /* while: a broadcast for a smaller count, or a spurious wake-up */
+        pthread_cond_wait(&tally->changed, &tally->lock);
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+}
+
+int kit_tally_count(kit_tally_t *tally)
+{
+    sched_set_outer_where(__builtin_return_address(0));
+    pthread_mutex_lock(&tally->lock);
+    int count = tally->count;
+    pthread_mutex_unlock(&tally->lock);
+    sched_set_outer_where(NULL);
+    return count;
+}
+
+void kit_tally_destroy(kit_tally_t *tally)
+{
+    pthread_cond_destroy(&tally->changed);
+    pthread_mutex_destroy(&tally->lock);
+}
