@@ -648,6 +648,10 @@ static void judge_exit(struct test_case *test, int code, bool token_ok, const ch
             failure_lines(log, test->detail, sizeof test->detail, 8);
         if (code == 127 || code == 3)
             last_lines(log ? log : "", test->detail, sizeof test->detail, 3);
+        if (code == 126 && test->detail[0] == '\0') /* enter_sandbox() gave up before the test began */
+            textf(test->detail, sizeof test->detail,
+                  "the grader could not start this test in its sandbox (no process left for its user? "
+                  "another grading run may be using the same SANDBOX_UID)\n");
     }
     if (stacks && test->verdict != V_PASSED)
         explain_stacks(test, stacks, options);
