@@ -340,7 +340,7 @@ SANDBOX_UID ?= 64000
 SANDBOX_CPUS ?= $(JOBS)
 
 .PHONY: grade
-grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
+grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and first failing test
 	@$(MAKE) --no-print-directory grader
 	@echo "Building $(GRADE_IMPL) ..."
 	@mkdir -p $(GRADE_REPORT)
@@ -367,7 +367,7 @@ TEST ?=
 DEBUG_SAN = $(or $(SAN),debug)
 DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/$(DEBUG_SAN)/tests/$(strip $(SELECTED))
 .PHONY: debug
-debug: deps ## run one test under gdb: make debug CH=NN TEST=test_name (stops where it fails, crashes or hangs)
+debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as make grade names it (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
 	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
 	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
@@ -488,15 +488,16 @@ help: ## this list
 help-student:
 	@echo "Concurrency Patterns in C - the student kit"
 	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
-	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
-	@echo "  make debug CH=NN TEST=name   one test under gdb: stops where it fails, crashes or hangs (Ctrl-C)"
+	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter, then where you stand)"
+	@echo "  make debug CH=NN TEST=name   one test under gdb, as make grade names it: stops where it fails,"
+	@echo "                        crashes or hangs (Ctrl-C), on the line of the test or of your code"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"
 	@echo "  make clean            remove build/"
 	@echo
 	@echo "Variables: CH=NN (one chapter)  EARLIER=mine (link your own earlier chapters, not the reference)"
-	@echo "           TIMEOUT=seconds per test  CC=clang"
+	@echo "           TIMEOUT=seconds per test  CC=clang  SAN=tsan (debug: the ThreadSanitizer build)"
 
 help-kit:
 	@echo "Concurrency Patterns in C - make targets"
