@@ -33,7 +33,8 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 # (chNN_uses), its program (chNN_main) and tests (chNN_tests); optionally
 # kit-written sources in chapters/NN-name/ that the program and the tests
 # both link (chNN_support), extra sources in tests/NN-name/ that every test
-# of the chapter links (chNN_test_support), libraries (chNN_libs), and a
+# of the chapter links (chNN_test_support), functions its tests wrap at link
+# time (chNN_test_wraps), libraries (chNN_libs), and a
 # service the chapter needs (chNN_needs: `make run` skips it unless CH says so).
 CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
 include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
@@ -103,9 +104,13 @@ CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
 # test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
+# The gates' and latches' own waits are wrapped too, to be left out of it all;
+# and cmocka's checks, to say in words what failed and from which line of a test.
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
-                malloc calloc realloc free)
+                malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
+                kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy \
+                _fail _assert_true _assert_int_equal _assert_int_not_equal _assert_string_equal _assert_in_range)
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
 # through its log, and never exits), and what the programs and tests add on
@@ -115,9 +120,9 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c
+SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
-               tests/support/grader/grader_report.c
+               tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c
 GRADER := build/tools/kit-grade
 
 KITLIB := $(COMMON)/libkit.a
@@ -198,7 +203,7 @@ endef
 define chapter_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
@@ -250,7 +255,8 @@ deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen,
 chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
-              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS)))
+              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS))) \
+              $(FEEDBACK_SRCS)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
@@ -398,6 +404,21 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 	$(INSTRUCTOR_ONLY)
 	@tools/hardening
 
+# make feedback: what the grader says about a crash, a hang (the test's own
+# check and the runner's time-out), a misused pthread call and a race, on the
+# deliberately wrong code of tests/feedback, checked against its expect.txt.
+FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
+$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+
+.PHONY: feedback
+feedback: $(if $(HAVE_SOLUTIONS),deps) ## check the grader's words for a crash, a hang, a race, a misused call (tests/feedback)
+	$(INSTRUCTOR_ONLY)
+	@$(MAKE) --no-print-directory -j$(JOBS) grader build/tests/feedback/test_feedback
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan build/tsan/tests/feedback/test_feedback
+	@tests/support/feedback.sh "$(TSAN_WRAPPER)"
+
 print-%:
 	@echo $($*)
 
@@ -506,7 +527,7 @@ help-kit:
 	@$(call help_lines,run grade debug docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep hardening feedback dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)

@@ -117,12 +117,12 @@ int main(int argc, char **argv)
     }
     kit_log("main", "%ld producers, %ld consumer(s), capacity %ld, %ld message(s) each", producers, consumers,
             capacity, items);
-    pthread_t *consumer_threads = kit_run_start_threads((size_t)consumers, "consumer", consume);
-    pthread_t *producer_threads = kit_run_start_threads((size_t)producers, "producer", produce);
-    kit_run_join_threads(producer_threads, (size_t)producers);
+    pthread_t *consumer_threads = kit_run_start_group((size_t)consumers, "consumer", consume);
+    pthread_t *producer_threads = kit_run_start_group((size_t)producers, "producer", produce);
+    kit_run_join_group(producer_threads, (size_t)producers);
     kit_log("main", "all producers done: closing the queue");
     msgq_close(queue); /* consumers take what is left, then get ECANCELED */
-    kit_run_join_threads(consumer_threads, (size_t)consumers);
+    kit_run_join_group(consumer_threads, (size_t)consumers);
     msgq_destroy(queue);
     int failed = kit_run_end(&run);
 

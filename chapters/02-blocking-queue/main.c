@@ -298,9 +298,9 @@ static bool replay(struct choice choice)
     policy_kind = choice.kind;
     policy = policy_for(choice);
     kit_log("main", "=== policy %s: %s", label, policy_stories[choice.kind]);
-    pthread_t *consumer_threads = kit_run_start_threads((size_t)consumers, "consumer", consume);
-    pthread_t *producer_threads = kit_run_start_threads((size_t)producers, "producer", produce);
-    kit_run_join_threads(producer_threads, (size_t)producers);
+    pthread_t *consumer_threads = kit_run_start_group((size_t)consumers, "consumer", consume);
+    pthread_t *producer_threads = kit_run_start_group((size_t)producers, "producer", produce);
+    kit_run_join_group(producer_threads, (size_t)producers);
     kit_log("main", "all producers done: closing the queue");
     err = bq_close(queue); /* consumers take what is left, then get ECANCELED */
     if (err != 0) {
@@ -308,7 +308,7 @@ static bool replay(struct choice choice)
                 err == ENOSYS ? ENOSYS_HINT : " - the consumers would wait forever");
         exit(1);
     }
-    kit_run_join_threads(consumer_threads, (size_t)consumers);
+    kit_run_join_group(consumer_threads, (size_t)consumers);
     bq_stats_t stats = { 0 };
     err = bq_stats(queue, &stats);
     note_error("bq_stats", err);
@@ -328,7 +328,8 @@ int main(int argc, char **argv)
         if (policy_text && kind != (int)only.kind)
             continue;
         struct choice choice = policy_text ? only : (struct choice){ (enum policy_kind)kind, DEFAULT_TIMEOUT_MS };
-        unbalanced += !replay(choice);
+        if (!replay(choice))
+            unbalanced++;
         replays++;
     }
     int trace_failed = kit_run_end(&run);

@@ -23,9 +23,12 @@
  * thread, concurrently with each other - tpool_execute() and the shutdowns
  * also from the pool's own tasks; tpool_await_termination() from a task of
  * the same pool returns EDEADLK. tpool_destroy() must be the last call on
- * the pool and may not run concurrently with any other. tpool_task_fail(),
- * tpool_block_begin() and tpool_block_end() are for the pool's own workers
- * (tpool_current() tells whether the caller is one).
+ * the pool and may not run concurrently with any other. tpool_task_fail()
+ * is for the pool's own workers (tpool_current() tells whether the caller
+ * is one).
+ *
+ * Chapter 04's starvation detector reaches a little further in, through
+ * tpool_internal.h; nothing else needs to.
  *
  * **Ownership.** tpool_execute() returning 0 means the pool took the task: it
  * will run `fn(arg)` exactly once, or - if a discard policy or
@@ -182,25 +185,6 @@ void tpool_task_fail(int error);
 
 /** @brief The pool whose worker is calling, or NULL on any other thread. */
 tpool_t *tpool_current(void);
-
-/**
- * @brief Called by a worker of @p p before it blocks waiting for work that
- *        only @p p's workers can do: a task still queued in @p p, or one
- *        running on another worker of @p p (chapter 04's future_get()).
- *
- * If every other worker of @p p is already blocked that way and the pool
- * cannot start another, nobody is left to do that work: the wait would last
- * forever, so this returns EDEADLK and counts nothing. Otherwise it returns
- * 0 and counts the caller as blocked - also when it had to start a new
- * worker to keep one free, which it does when every other worker is blocked
- * and the pool may still grow. After a 0 the caller must call
- * tpool_block_end() when its wait is over.
- * @return 0, EDEADLK, or EINVAL (NULL @p p).
- */
-int tpool_block_begin(tpool_t *p);
-
-/** @brief The wait announced by tpool_block_begin() is over. */
-void tpool_block_end(tpool_t *p);
 
 /** @} */
 

@@ -1,5 +1,5 @@
 # Chapter 04 - the files that make it up (read by the top-level Makefile).
-ch04_impl    := future.c sizing.c
+ch04_impl    := future.c starvation.c sizing.c
 ch04_uses    := 02-blocking-queue 03-thread-pool
 ch04_main    := main.c
 ch04_program := ch04-starvation

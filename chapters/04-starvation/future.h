@@ -118,6 +118,34 @@ void future_release(future_t *f);
  */
 void future_fail(int error);
 
+/** @name The starvation detector (starvation.c), on chapter 03's pool
+ *  @{ */
+
+/**
+ * @brief Called by a worker of @p p before it blocks waiting for work that
+ *        only @p p's workers can do: a task still queued in @p p, or one
+ *        running on another worker of @p p (future_get() calls it).
+ *
+ * If every other worker of @p p is already blocked that way and the pool
+ * cannot start another, nobody is left to do that work: the wait would last
+ * forever, so this returns EDEADLK and counts nothing. Otherwise it returns
+ * 0 and counts the caller as blocked - also when it had to start a new
+ * worker to keep one free, which it does when every other worker is blocked
+ * and the pool may still grow. After a 0 the caller must call
+ * tpool_block_end() when its wait is over.
+ * @return 0, EDEADLK, or EINVAL (NULL @p p).
+ * @par Thread safety
+ * For the pool's own workers (tpool_current() == @p p), concurrently with
+ * every pool function but tpool_destroy(). Takes the pool's lock, so a
+ * caller may hold a future's lock, never the pool's.
+ */
+int tpool_block_begin(tpool_t *p);
+
+/** @brief The wait announced by tpool_block_begin() is over. NULL is a no-op. */
+void tpool_block_end(tpool_t *p);
+
+/** @} */
+
 /** @name Building blocks for other executors (chapter 06)
  *  @{ */
 

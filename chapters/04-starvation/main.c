@@ -180,7 +180,8 @@ static int serve_orders(tpool_t *front, size_t front_threads, tpool_t *kitchen, 
         list[submitted] = (struct order){ .id = (int)submitted + 1, .kitchen = kitchen, .rush = rush,
                                           .ask_after_ms = ask_after, .patience_ms = patience, .err = -1 };
         err = tpool_submit(front, take_order, &list[submitted], &taken[submitted]);
-        submitted += err == 0;
+        if (err == 0)
+            submitted++;
     }
     if (gate_ready) { /* two customers arrive at the same time: every waiter takes an order first */
         kit_gate_await_arrivals(rush, (size_t)submitted < front_threads ? (size_t)submitted : front_threads,
@@ -421,12 +422,17 @@ static int run_sizing(void)
     double cpu_ms[12], mixed_ms[12];
     for (int i = 0; i < plan.count; i++) {
         long size = plan.sizes[i];
+        const char *note = "";
+        if (size == plan.cpu_formula)
+            note = "<- cores + 1";
+        else if (size == plan.mixed_formula)
+            note = "<- the formula";
         double cpu_busy = 0, mixed_busy = 0;
         cpu_ms[i] = run_batch(size, plan.tasks, &cpu, &cpu_busy);
         mixed_ms[i] = run_batch(size, plan.tasks, &mixed, &mixed_busy);
         printf("  %7ld | %6.0f ms  %7.1fx  %8.0f%% | %4.0f ms  %7.1fx  %8.0f%%  %s\n", size, cpu_ms[i],
                cpu_ms[0] / cpu_ms[i], cpu_busy * 100, mixed_ms[i], mixed_ms[0] / mixed_ms[i], mixed_busy * 100,
-               size == plan.cpu_formula ? "<- cores + 1" : size == plan.mixed_formula ? "<- the formula" : "");
+               note);
         fflush(stdout);
     }
     printf("\nenough threads (within 10%% of the fastest): CPU-bound %ld (formula %ld), waiting %ld (formula %ld)\n",

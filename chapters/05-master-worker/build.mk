@@ -1,5 +1,5 @@
 # Chapter 05 - the files that make it up (read by the top-level Makefile).
-ch05_impl    := mw.c
+ch05_impl    := mw_core.c mw_extensions.c
 ch05_uses    := 02-blocking-queue 03-thread-pool
 ch05_main    := main.c measure.c
 ch05_program := ch05-master-worker

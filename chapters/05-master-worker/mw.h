@@ -329,7 +329,9 @@ int mw_consumer_end(mw_t *mw);
  * @brief Has mw_stop() passed its deadline? A running task should then
  *        finish early (return non-zero, say ECANCELED).
  * @param[in] mw the component.
- * @return true once the stop was requested; false before, and for NULL.
+ * @return true once the stop was requested, and also once the work is over
+ *         (mw_await() or mw_stop() has told the workers to leave: no task
+ *         runs any more); false before, and for NULL.
  * @par Thread safety
  * Any thread, typically a process function. Does not block for long.
  */

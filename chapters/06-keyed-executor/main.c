@@ -162,8 +162,8 @@ static int start_executor(void)
 
 static void run_tellers(void)
 {
-    pthread_t *threads = kit_run_start_threads((size_t)tellers, "teller", teller);
-    kit_run_join_threads(threads, (size_t)tellers);
+    pthread_t *threads = kit_run_start_group((size_t)tellers, "teller", teller);
+    kit_run_join_group(threads, (size_t)tellers);
 }
 
 /* Every accepted deposit has run once the executor (or the pool) has terminated. */

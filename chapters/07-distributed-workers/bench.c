@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dmw_master.h"
 #include "dmw_redis.h"
 #include "kit_errno.h"
 #include "kit_thread.h"

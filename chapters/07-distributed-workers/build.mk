@@ -3,17 +3,22 @@ ch07_impl    := dmw_worker.c dmw_reaper.c  # what students write: the worker loo
 ch07_uses    := 02-blocking-queue 05-master-worker  # --bench compares with chapter 05's master-worker
 ch07_main    := main.c demo.c pool.c bench.c
 ch07_program := ch07-distributed-workers
-# Kit-written plumbing linked into the program and the tests: the Redis
-# connection (reconnects with backoff), records and scripts, the heartbeat,
-# the master, and the private redis-server.
-ch07_support := dmw_redis.c dmw_record.c dmw_scripts.c dmw_heartbeat.c dmw_master.c dmw_server.c
+# Kit-written plumbing, in kit/, linked into the program and the tests: the
+# Redis connection (reconnects with backoff), records and scripts, the
+# heartbeat, the master, and the private redis-server.
+ch07_support := kit/dmw_redis.c kit/dmw_record.c kit/dmw_scripts.c kit/dmw_heartbeat.c \
+                kit/dmw_master.c kit/dmw_server.c
 ch07_tests   := test_dmw
 ch07_test_support := dmw_fixture.c
+# The fixture's crash points see every Redis reply (tests/07-distributed-workers/dmw_fixture.c).
+ch07_test_wraps := redisvCommand
 ch07_smoke   := --workers 2 --tasks 8 --task-ms 5 --always-fail 1 --max-attempts 2 --quiet
 # Needs redis-server and hiredis (tools/bootstrap installs both): `make run`,
 # `make test` and `make grade` leave the chapter out while they are missing.
 ch07_needs   := redis
-# hiredis's headers as system headers (no -Wpedantic noise from them), where
-# pkg-config puts them outside the compiler's own search path.
-ch07_cflags  := $(addprefix -isystem ,$(filter-out /usr/include /usr/local/include,$(patsubst %/hiredis,%,$(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags hiredis 2>/dev/null))))))
+# kit/'s headers (the master, the connection, the server) for the program,
+# the solutions and the tests; hiredis's headers as system headers (no
+# -Wpedantic noise from them), where pkg-config puts them outside the
+# compiler's own search path.
+ch07_cflags  := -Ichapters/07-distributed-workers/kit $(addprefix -isystem ,$(filter-out /usr/include /usr/local/include,$(patsubst %/hiredis,%,$(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags hiredis 2>/dev/null))))))
 ch07_libs    := $(or $(shell pkg-config --libs hiredis 2>/dev/null),-lhiredis)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "dmw_master.h"
 #include "dmw_redis.h"
 #include "dmw_server.h"
 #include "kit_log.h"

@@ -34,7 +34,18 @@ int results_create(results_t **out, size_t capacity_hint)
      *   caller never sees garbage after a failure.
      * - calloc the struct, then the records array (if capacity_hint > 0),
      *   then pthread_mutex_init. If any step fails, undo the earlier ones
-     *   and return ENOMEM (or the pthread error).
+     *   and return ENOMEM (or the pthread error). Undo the kit's one way,
+     *   a goto ladder (HINTS.md shows it): a failed step jumps to a label
+     *   below the `return 0;`, and the labels free in reverse order, each
+     *   falling through to the next:
+     *       if ((err = pthread_mutex_init(&list->lock, NULL)) != 0)
+     *           goto free_records;
+     *       ...
+     *   free_records:
+     *       free(list->records);
+     *   free_list:
+     *       free(list);
+     *       return err;
      */
     (void)out;
     (void)capacity_hint;

@@ -35,7 +35,10 @@ int msgq_create(msgq_t **out, size_t capacity)
     /* TODO: EINVAL for NULL out (set *out = NULL otherwise), capacity 0, or a
      * capacity whose ring would overflow size_t (a ring that fits but cannot
      * be allocated is ENOMEM). Allocate, initialise the mutex and the
-     * condvar, undo everything on failure. */
+     * condvar, undo everything on failure - with a goto ladder, the kit's
+     * one way (exercises/00-shared-results/HINTS.md, hint 3): a failed step
+     * jumps to the label that undoes the step before it, and the labels
+     * fall through in reverse order (destroy_lock, free_ring, free_q). */
     (void)out;
     (void)capacity;
     return ENOSYS;

@@ -43,7 +43,11 @@ int bq_create(bq_t **out, size_t capacity)
     /* TODO: EINVAL for NULL out (otherwise set *out = NULL first), capacity
      * 0, or a capacity whose ring would overflow size_t. Allocate the queue
      * and its ring, initialise the mutex and both condvars; if any step
-     * fails, undo the earlier ones and return its error. */
+     * fails, undo the earlier ones and return its error. Undo with a goto
+     * ladder, the kit's one way (exercises/00-shared-results/HINTS.md,
+     * hint 3): each failed step jumps to the label that undoes the step
+     * before it; the labels, below the `return 0;`, fall through in
+     * reverse order (destroy_not_full, destroy_lock, free_ring, free_q). */
     (void)out;
     (void)capacity;
     return ENOSYS;

@@ -31,6 +31,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tpool.h"
+#include "tpool_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -51,8 +52,11 @@ struct tpool {
      * "drop the task record" for every other policy), and the name.
      * Then a mutex and a condition variable "terminated" (kit_cond_init: it
      * is waited on with a deadline). Guarded by the mutex: the list of
-     * workers not yet joined, how many were ever started (for names), the
-     * shutdown flag, and a tpool_stats_t. */
+     * workers not yet joined, how many workers are alive (started and not
+     * yet left: every decision reads this count), how many were ever
+     * started (for names), the shutdown flag, and a tpool_stats_t that is
+     * only reported, never decided on - tpool_stats() fills in its
+     * `threads` from the alive count and its `queued` from the queue. */
     int placeholder; /* delete me */
 };
 
@@ -68,7 +72,11 @@ int tpool_create(tpool_t **out, const tpool_config_t *config)
      * config->reject.reject == NULL, or a name longer than TPOOL_NAME_MAX
      * (refused, never cut). Allocate, copy the config and the name
      * ("pool" if NULL), bq_create() the queue, init the mutex and the
-     * condvar; undo everything on failure. Start no thread yet. */
+     * condvar; undo everything on failure with a goto ladder, the kit's one
+     * way (exercises/00-shared-results/HINTS.md, hint 3): each failed step
+     * jumps to the label that undoes the step before it, and the labels
+     * fall through in reverse order (destroy_lock, destroy_queue, free_p).
+     * Start no thread yet. */
     (void)out;
     (void)config;
     return ENOSYS;
@@ -89,7 +97,7 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
      * count it in submitted; join-list the workers that have exited (join
      * them after unlocking); ECANCELED if shut down; below core_threads,
      * start a worker named "<name>-<n>" (kit_thread_start) with the task
-     * as its first one, and count it in threads and largest
+     * as its first one, and count it in alive (and in largest)
      * (kit_log("tpool", "new worker %s", name) shows it in the program).
      * If starting fails but a worker is alive, queue the task instead.
      * Unlocked: bq_try_put(queue, task, &policy) - it may block, run the
@@ -163,7 +171,7 @@ void tpool_destroy(tpool_t *p)
  *   bq_poll(queue, &item, keep_alive_ms) == 0 -> run it;
  *   otherwise retire: under the pool lock, leave only if the poll said
  *   ECANCELED or the queue is EMPTY (someone may have queued a task since
- *   the poll gave up - PAGE: idle-exit-race); when leaving: threads--,
+ *   the poll gave up - PAGE: idle-exit-race); when leaving: alive--,
  *   retired++ (for ETIMEDOUT), mark yourself exited, broadcast "terminated"
  *   if that completes termination.
  * run_task: active++ under the lock; run the task with NO lock held;
@@ -183,16 +191,51 @@ tpool_t *tpool_current(void)
     return NULL;
 }
 
-int tpool_block_begin(tpool_t *p)
+/* ---- for chapter 04's starvation detector (tpool_internal.h) ----------------------
+ * Chapter 04's tpool_block_begin() decides, under the pool's own lock,
+ * whether a waiting worker leaves anyone to run the queue. Grading chapter
+ * 04 links the reference pool, so these matter only when you link your own
+ * (EARLIER=mine): each is a line or two. */
+
+void tpool_lock(tpool_t *p)
 {
-    /* Chapter 04 (futures) uses this; for chapter 03 it may stay as is.
-     * TODO in chapter 04: see tpool.h. */
+    /* TODO: lock the pool's mutex. */
+    (void)p;
+}
+
+void tpool_unlock(tpool_t *p)
+{
+    /* TODO: unlock it. */
+    (void)p;
+}
+
+size_t tpool_alive_locked(tpool_t *p)
+{
+    /* TODO: the workers alive now (called with the lock held). */
+    (void)p;
+    return 0;
+}
+
+int tpool_add_worker_locked(tpool_t *p)
+{
+    /* TODO: EAGAIN if shut down or core_threads workers are alive; otherwise
+     * start a worker with no first task (it polls the queue) and return
+     * what starting it returned. Called with the lock held. */
     (void)p;
     return ENOSYS;
 }
 
-void tpool_block_end(tpool_t *p)
+size_t tpool_blocked_locked(tpool_t *p)
 {
-    /* Chapter 04: see tpool_block_begin(). */
+    /* TODO: a size_t field of your pool (0 after create) that only chapter
+     * 04's detector reads and writes, through these two functions. */
     (void)p;
+    return 0;
+}
+
+void tpool_set_blocked_locked(tpool_t *p, size_t blocked)
+{
+    /* TODO: store it. */
+    (void)p;
+    (void)blocked;
 }

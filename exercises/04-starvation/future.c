@@ -21,8 +21,9 @@
  *
  * The pool you build on is chapter 03's (tpool.h): tpool_execute_or_drop()
  * to run a task and hear about it if the pool drops it, tpool_current() to
- * know which pool's worker you are, and tpool_block_begin()/tpool_block_end()
- * to ask the pool whether waiting is safe (see "How the detector decides").
+ * know which pool's worker you are. To ask the pool whether waiting is
+ * safe, call tpool_block_begin()/tpool_block_end() - the detector you write
+ * in starvation.c (see "How the detector decides" below).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "future.h"
@@ -50,8 +51,11 @@ struct future {
 int future_create(future_t **out)
 {
     /* TODO: EINVAL for NULL out (set *out = NULL otherwise). Allocate,
-     * initialise the mutex and the condvar (undo everything on failure),
-     * state PENDING, one reference. */
+     * initialise the mutex and the condvar, state PENDING, one reference.
+     * Undo everything on failure with a goto ladder, the kit's one way
+     * (exercises/00-shared-results/HINTS.md, hint 3): each failed step
+     * jumps to the label that undoes the step before it, and the labels
+     * fall through in reverse order (destroy_lock, free_f). */
     (void)out;
     return ENOSYS;
 }
@@ -174,7 +178,8 @@ int tpool_submit(tpool_t *p, void *(*fn)(void *), void *arg, future_t **out)
      * - drop(record): the pool will never run it - future_cancel (waiters
      *   wake with ECANCELED), release, free.
      * If tpool_execute_or_drop fails, nothing will ever run: release both
-     * references, free the record, return its error. */
+     * references, free the record, return its error - the same goto ladder
+     * as in create (release_future, free_job). */
     (void)p;
     (void)fn;
     (void)arg;

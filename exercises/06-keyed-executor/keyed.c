@@ -71,7 +71,10 @@ int keyed_create(keyed_t **out, tpool_t *pool)
     /* TODO: EINVAL for NULL out (set *out = NULL otherwise) or NULL pool.
      * Allocate, create the map, initialise the mutex and the condvar (with
      * kit_cond_init: await uses a CLOCK_MONOTONIC deadline); undo everything
-     * on failure. */
+     * on failure - with a goto ladder, the kit's one way
+     * (exercises/00-shared-results/HINTS.md, hint 3): a failed step jumps to
+     * the label that undoes the step before it, and the labels fall through
+     * in reverse order (destroy_lock, destroy_map, free_kx). */
     (void)out;
     (void)pool;
     return ENOSYS;
@@ -85,9 +88,11 @@ int keyed_submit(keyed_t *kx, const char *key, void *(*fn)(void *), void *arg, f
      * new key -> new lane, insert, append, schedule its drain with
      * tpool_execute_or_drop(); on failure (ECANCELED from a shut-down
      * pool, EAGAIN from a full one) remove the key again (rollback) and
-     * free the lane. A key already in the map just appends, even after the
-     * pool's shutdown: its drain is still there to run it. Unlock. On error release both references and free
-     * the task. Remember: once unlocked, the task may already have run. */
+     * free the lane - the same goto ladder as create. A key already in the
+     * map just appends, even after the pool's shutdown: its drain is still
+     * there to run it. Unlock. On error release both references and free
+     * the task. Remember: once unlocked, the task may already have run.
+     * Plain statements: an if per decision, a loop whose header only tests. */
     (void)kx;
     (void)key;
     (void)fn;

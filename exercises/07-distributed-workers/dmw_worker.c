@@ -6,7 +6,7 @@
  * write dmw_worker_run() below (and dmw_reap() in dmw_reaper.c); `make
  * grade CH=07` scores them. It returns ENOSYS until you do.
  *
- * What the kit gives you (dmw_redis.h):
+ * What the kit gives you (chapters/07-distributed-workers/kit/dmw_redis.h):
  * - dmw_redis_open() / dmw_redis_close(): a connection to the run;
  *   dmw_redis_call(r, &reply, "HSETNX %s %ld %s", key, id, text) sends one
  *   command and reconnects by itself when the connection drops;
@@ -84,7 +84,10 @@ int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker
      * TODO 3 - leave: dmw_heartbeat_stop(heartbeat, true) (a goodbye: the
      * worker leaves the run if its processing list is empty), set
      * stats->reconnects from dmw_redis_reconnects(), close the connection,
-     * and return 0 - or the error that ended the loop. */
+     * and return 0 - or the error that ended the loop. A step of TODO 1
+     * that fails undoes the ones before it with a goto ladder, the kit's
+     * one way (exercises/00-shared-results/HINTS.md, hint 3): e.g. a failed
+     * heartbeat jumps to a close_redis label just before the close. */
     (void)config;
     (void)worker;
     (void)stats;

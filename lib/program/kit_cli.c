@@ -167,7 +167,7 @@ void kit_cli_parse(const kit_cli_t *cli, int argc, char **argv)
     }
 }
 
-pthread_t *kit_run_start_threads(size_t count, const char *role, void *(*fn)(void *))
+pthread_t *kit_run_start_group(size_t count, const char *role, void *(*fn)(void *))
 {
     pthread_t *threads = calloc(count ? count : 1, sizeof *threads);
     int err = threads ? kit_thread_start_group(threads, count, role, fn, NULL, 0) : ENOMEM;
@@ -178,7 +178,7 @@ pthread_t *kit_run_start_threads(size_t count, const char *role, void *(*fn)(voi
     return threads;
 }
 
-void kit_run_join_threads(pthread_t *threads, size_t count)
+void kit_run_join_group(pthread_t *threads, size_t count)
 {
     kit_thread_join_group(threads, count);
     free(threads);

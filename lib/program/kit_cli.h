@@ -109,12 +109,12 @@ typedef struct kit_run {
  * @brief For programs: start @p count threads named `<role>-0`, `<role>-1`,
  *        ..., thread i running `fn((void *)(intptr_t)i)`. A demo cannot go
  *        on without its threads: on failure this prints why and exits 1.
- * @return the threads' handles, for kit_run_join_threads().
+ * @return the threads' handles, for kit_run_join_group().
  */
-pthread_t *kit_run_start_threads(size_t count, const char *role, void *(*fn)(void *));
+pthread_t *kit_run_start_group(size_t count, const char *role, void *(*fn)(void *));
 
-/** @brief Join the threads of kit_run_start_threads() and free their handles. */
-void kit_run_join_threads(pthread_t *threads, size_t count);
+/** @brief Join the threads of kit_run_start_group() and free their handles. */
+void kit_run_join_group(pthread_t *threads, size_t count);
 
 /**
  * @brief Start a program run: name the main thread "main", switch the log

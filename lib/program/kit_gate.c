@@ -9,8 +9,6 @@
 
 #include "kit_time.h"
 
-_Thread_local int kit_harness_waiting;
-
 int kit_gate_init(kit_gate_t *gate)
 {
     int err = pthread_mutex_init(&gate->lock, NULL);
@@ -30,10 +28,8 @@ int kit_gate_init(kit_gate_t *gate)
 void kit_gate_destroy(kit_gate_t *gate)
 {
     pthread_mutex_lock(&gate->lock);
-    kit_harness_waiting++;
     while (gate->inside > 0) /* released threads still leaving the wait: it is their memory too */
         pthread_cond_wait(&gate->changed, &gate->lock);
-    kit_harness_waiting--;
     pthread_mutex_unlock(&gate->lock);
     pthread_cond_destroy(&gate->changed);
     pthread_mutex_destroy(&gate->lock);
@@ -47,11 +43,9 @@ void kit_gate_wait(kit_gate_t *gate)
      * "open" for the others), so every change is a broadcast. */
     pthread_cond_broadcast(&gate->changed);
     /* while, not if: wake-ups can be spurious, and arrivals wake us too. */
-    kit_harness_waiting++;
     gate->inside++;
     while (!gate->open)
         pthread_cond_wait(&gate->changed, &gate->lock);
-    kit_harness_waiting--;
     if (--gate->inside == 0)
         pthread_cond_broadcast(&gate->changed); /* a destroy may be waiting for us to leave */
     pthread_mutex_unlock(&gate->lock);
@@ -65,11 +59,9 @@ int kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms)
         return err;
     pthread_mutex_lock(&gate->lock);
     /* Loop on the same deadline: spurious wake-ups do not extend the wait. */
-    kit_harness_waiting++;
     gate->inside++;
     while (gate->arrived < count && err == 0)
         err = pthread_cond_timedwait(&gate->changed, &gate->lock, &deadline);
-    kit_harness_waiting--;
     if (--gate->inside == 0)
         pthread_cond_broadcast(&gate->changed);
     err = gate->arrived >= count ? 0 : ETIMEDOUT;
@@ -103,10 +95,8 @@ int kit_latch_init(kit_latch_t *latch, size_t count)
 void kit_latch_destroy(kit_latch_t *latch)
 {
     pthread_mutex_lock(&latch->lock);
-    kit_harness_waiting++;
     while (latch->inside > 0) /* a released waiter still leaving: the latch is its memory too */
         pthread_cond_wait(&latch->reached_zero, &latch->lock);
-    kit_harness_waiting--;
     pthread_mutex_unlock(&latch->lock);
     pthread_cond_destroy(&latch->reached_zero);
     pthread_mutex_destroy(&latch->lock);
@@ -127,11 +117,9 @@ int kit_latch_wait(kit_latch_t *latch, long timeout_ms)
     if (err != 0)
         return err;
     pthread_mutex_lock(&latch->lock);
-    kit_harness_waiting++;
     latch->inside++;
     while (latch->count > 0 && err == 0)
         err = pthread_cond_timedwait(&latch->reached_zero, &latch->lock, &deadline);
-    kit_harness_waiting--;
     if (--latch->inside == 0)
         pthread_cond_broadcast(&latch->reached_zero); /* a destroy may be waiting for us to leave */
     err = latch->count == 0 ? 0 : ETIMEDOUT;

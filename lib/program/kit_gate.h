@@ -80,15 +80,5 @@ void kit_latch_count_down(kit_latch_t *latch);
  */
 int kit_latch_wait(kit_latch_t *latch, long timeout_ms);
 
-/**
- * @brief Non-zero while the calling thread waits inside a gate or a latch.
- *
- * Gates and latches are test and program scaffolding, not the code under
- * study: the test build's instrumented waits (tests/support/kit_wrap.c)
- * read this to leave them out of their counts and never wake them
- * spuriously.
- */
-extern _Thread_local int kit_harness_waiting;
-
 /** @} */
 #endif

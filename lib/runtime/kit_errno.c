@@ -6,25 +6,39 @@
 #include "kit_errno.h"
 
 #include <errno.h>
+#include <stddef.h>
+
+/* Every code a pthread call, an allocation, a file or a socket - and so
+ * the kit or a student's code - can return, by the name a man page uses. */
+static const struct {
+    int code;
+    const char *name;
+} names[] = {
+    { EINVAL, "EINVAL" }, { ETIMEDOUT, "ETIMEDOUT" }, { ECANCELED, "ECANCELED" }, { EAGAIN, "EAGAIN" },
+    { ENOMEM, "ENOMEM" }, { EDEADLK, "EDEADLK" }, { ENOSYS, "ENOSYS" }, { EBUSY, "EBUSY" }, { EIO, "EIO" },
+    { ENOENT, "ENOENT" }, { EEXIST, "EEXIST" }, { EPERM, "EPERM" }, { ERANGE, "ERANGE" },
+    { ECONNREFUSED, "ECONNREFUSED" }, { EFAULT, "EFAULT" }, { EINTR, "EINTR" }, { EBADF, "EBADF" },
+    { ESRCH, "ESRCH" }, { EACCES, "EACCES" }, { ENOSPC, "ENOSPC" }, { EMFILE, "EMFILE" }, { ENFILE, "ENFILE" },
+    { EPIPE, "EPIPE" }, { EOVERFLOW, "EOVERFLOW" }, { ENOTSUP, "ENOTSUP" }, { EALREADY, "EALREADY" },
+    { EINPROGRESS, "EINPROGRESS" }, { ECONNRESET, "ECONNRESET" }, { ENOTCONN, "ENOTCONN" },
+    { EHOSTUNREACH, "EHOSTUNREACH" }, { ENETUNREACH, "ENETUNREACH" }, { EADDRINUSE, "EADDRINUSE" },
+    { EPROTO, "EPROTO" }, { EMSGSIZE, "EMSGSIZE" }, { ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" },
+    { ENAMETOOLONG, "ENAMETOOLONG" }, { ENOTEMPTY, "ENOTEMPTY" }, { EROFS, "EROFS" }, { EFBIG, "EFBIG" },
+    { ECHILD, "ECHILD" }, { E2BIG, "E2BIG" }, { ENOEXEC, "ENOEXEC" }, { EDOM, "EDOM" }, { ENOLCK, "ENOLCK" },
+    { EOWNERDEAD, "EOWNERDEAD" }, { ENOTRECOVERABLE, "ENOTRECOVERABLE" }, { ENOTSOCK, "ENOTSOCK" },
+    { ESPIPE, "ESPIPE" }, { ENXIO, "ENXIO" }, { ENODEV, "ENODEV" }, { EXDEV, "EXDEV" }, { ETXTBSY, "ETXTBSY" },
+    { EMLINK, "EMLINK" }, { ENOBUFS, "ENOBUFS" }, { EADDRNOTAVAIL, "EADDRNOTAVAIL" }, { ELOOP, "ELOOP" },
+    { ENOTTY, "ENOTTY" }, { EILSEQ, "EILSEQ" }, { EBADMSG, "EBADMSG" }, { EIDRM, "EIDRM" },
+};
 
 const char *kit_errno_name(int code)
 {
-    switch (code) {
-    case 0: return "0";
-    case EINVAL: return "EINVAL";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case ECANCELED: return "ECANCELED";
-    case EAGAIN: return "EAGAIN";
-    case ENOMEM: return "ENOMEM";
-    case EDEADLK: return "EDEADLK";
-    case ENOSYS: return "ENOSYS";
-    case EBUSY: return "EBUSY";
-    case EIO: return "EIO";
-    case ENOENT: return "ENOENT";
-    case EEXIST: return "EEXIST";
-    case EPERM: return "EPERM";
-    case ERANGE: return "ERANGE";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    default: return "E?";
-    }
+    if (code == 0)
+        return "0";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == code)
+            return names[i].name;
+    if (code < 0)
+        return "a negative number (error codes are positive: return EINVAL, not -EINVAL)";
+    return "an error number no errno.h name has";
 }

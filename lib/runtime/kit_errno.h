@@ -10,9 +10,10 @@
  *  @{ */
 
 /**
- * @brief "EINVAL", "ETIMEDOUT", ... for the codes the kit uses, "0" for
- *        success, "E?" otherwise. Handy in messages: students see the name
- *        the header documents, not a number.
+ * @brief "EINVAL", "ETIMEDOUT", ... for every code errno.h names that a
+ *        pthread call, an allocation, a file or a socket can return, "0" for
+ *        success, and a phrase in words for anything else. Handy in
+ *        messages: students see the name the header documents, not a number.
  */
 const char *kit_errno_name(int code);
 

@@ -32,25 +32,27 @@ int results_create(results_t **out, size_t capacity_hint)
     if (out == NULL)
         return EINVAL;
     *out = NULL;
+    int err = ENOMEM;
     results_t *list = calloc(1, sizeof *list);
     if (list == NULL)
         return ENOMEM;
     if (capacity_hint > 0) {
         list->records = calloc(capacity_hint, sizeof *list->records);
-        if (list->records == NULL) {
-            free(list);
-            return ENOMEM;
-        }
+        if (list->records == NULL)
+            goto free_list;
         list->capacity = capacity_hint;
     }
-    int err = pthread_mutex_init(&list->lock, NULL);
-    if (err != 0) {
-        free(list->records);
-        free(list);
-        return err;
-    }
+    if ((err = pthread_mutex_init(&list->lock, NULL)) != 0)
+        goto free_records;
     *out = list;
     return 0;
+
+    /* Undo in reverse order: each label frees what was made before the failed step. */
+free_records:
+    free(list->records);
+free_list:
+    free(list);
+    return err;
 }
 
 /* Doubles the array. Called with lock held; on failure nothing changes. */

@@ -43,28 +43,29 @@ int msgq_create(msgq_t **out, size_t capacity)
     *out = NULL;
     if (capacity == 0 || capacity > SIZE_MAX / sizeof(msg_t))
         return EINVAL;
+    int err = ENOMEM;
     msgq_t *q = calloc(1, sizeof *q);
     if (q == NULL)
         return ENOMEM;
-    q->ring = calloc(capacity, sizeof *q->ring);
-    if (q->ring == NULL) {
-        free(q);
-        return ENOMEM;
-    }
     q->capacity = capacity;
-    int err = pthread_mutex_init(&q->lock, NULL);
-    if (err == 0) {
-        err = pthread_cond_init(&q->changed, NULL);
-        if (err != 0)
-            pthread_mutex_destroy(&q->lock);
-    }
-    if (err != 0) {
-        free(q->ring);
-        free(q);
-        return err;
-    }
+    q->ring = calloc(capacity, sizeof *q->ring);
+    if (q->ring == NULL)
+        goto free_q;
+    if ((err = pthread_mutex_init(&q->lock, NULL)) != 0)
+        goto free_ring;
+    if ((err = pthread_cond_init(&q->changed, NULL)) != 0)
+        goto destroy_lock;
     *out = q;
     return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+destroy_lock:
+    pthread_mutex_destroy(&q->lock);
+free_ring:
+    free(q->ring);
+free_q:
+    free(q);
+    return err;
 }
 
 /* Called with lock held when a thread leaves put/take's wait loop. A

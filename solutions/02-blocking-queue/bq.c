@@ -47,20 +47,28 @@ struct bq {
     bq_stats_t stats;
 };
 
+/* The lock and the three condvars; on failure, none of them is left initialised. */
 static int init_sync(bq_t *q)
 {
     int err = pthread_mutex_init(&q->lock, NULL);
     if (err != 0)
         return err;
-    err = kit_cond_init(&q->not_full); /* CLOCK_MONOTONIC: deadlines are monotonic */
-    if (err == 0 && (err = kit_cond_init(&q->not_empty)) != 0)
-        pthread_cond_destroy(&q->not_full);
-    if (err == 0 && (err = pthread_cond_init(&q->all_awake, NULL)) != 0) {
-        pthread_cond_destroy(&q->not_empty);
-        pthread_cond_destroy(&q->not_full);
-    }
-    if (err != 0)
-        pthread_mutex_destroy(&q->lock);
+    /* CLOCK_MONOTONIC: the timed waits' deadlines are monotonic. */
+    if ((err = kit_cond_init(&q->not_full)) != 0)
+        goto destroy_lock;
+    if ((err = kit_cond_init(&q->not_empty)) != 0)
+        goto destroy_not_full;
+    if ((err = pthread_cond_init(&q->all_awake, NULL)) != 0)
+        goto destroy_not_empty;
+    return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+destroy_not_empty:
+    pthread_cond_destroy(&q->not_empty);
+destroy_not_full:
+    pthread_cond_destroy(&q->not_full);
+destroy_lock:
+    pthread_mutex_destroy(&q->lock);
     return err;
 }
 
@@ -71,19 +79,24 @@ int bq_create(bq_t **out, size_t capacity)
     *out = NULL;
     if (capacity == 0 || capacity > SIZE_MAX / sizeof(void *))
         return EINVAL;
+    int err = ENOMEM;
     bq_t *q = calloc(1, sizeof *q);
     if (q == NULL)
         return ENOMEM;
-    q->ring = calloc(capacity, sizeof *q->ring);
-    int err = q->ring ? init_sync(q) : ENOMEM;
-    if (err != 0) {
-        free(q->ring);
-        free(q);
-        return err;
-    }
     q->capacity = capacity;
+    q->ring = calloc(capacity, sizeof *q->ring);
+    if (q->ring == NULL)
+        goto free_q;
+    if ((err = init_sync(q)) != 0)
+        goto free_ring;
     *out = q;
     return 0;
+
+free_ring:
+    free(q->ring);
+free_q:
+    free(q);
+    return err;
 }
 
 /* Called with lock held and room in the ring. Wakes one consumer, if any sleeps. */
@@ -187,7 +200,9 @@ static int dequeue(bq_t *q, void **out, const struct timespec *deadline)
 
 int bq_put(bq_t *q, void *item)
 {
-    return q ? enqueue(q, item, NULL) : EINVAL;
+    if (q == NULL)
+        return EINVAL;
+    return enqueue(q, item, NULL);
 }
 
 int bq_offer(bq_t *q, void *item, long timeout_ms)
@@ -200,7 +215,9 @@ int bq_offer(bq_t *q, void *item, long timeout_ms)
 
 int bq_take(bq_t *q, void **out)
 {
-    return q && out ? dequeue(q, out, NULL) : EINVAL;
+    if (q == NULL || out == NULL)
+        return EINVAL;
+    return dequeue(q, out, NULL);
 }
 
 int bq_poll(bq_t *q, void **out, long timeout_ms)
@@ -224,10 +241,14 @@ int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
      * queue happens to be full: refuse it now, not on the first busy day. */
     if (q == NULL || policy == NULL || policy->reject == NULL)
         return EINVAL;
+    int err = 0;
+    bool full = false;
     pthread_mutex_lock(&q->lock);
-    bool full = !q->closed && q->count == q->capacity;
-    int err = q->closed ? ECANCELED : 0;
-    if (!q->closed && !full)
+    if (q->closed)
+        err = ECANCELED;
+    else if (q->count == q->capacity)
+        full = true;
+    else
         push_locked(q, item);
     pthread_mutex_unlock(&q->lock);
     /* PAGE: reject-outside-lock. The policy may wait, call bq_put, or run

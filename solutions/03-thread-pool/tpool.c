@@ -19,9 +19,16 @@
  *
  * Workers are joinable, never detached: a worker that leaves marks itself
  * `exited`; the next execute, await or destroy joins it.
+ *
+ * Chapter 04's starvation detector (its starvation.c) works under `lock`
+ * too, through the few functions at the end of this file
+ * (tpool_internal.h): it reads `alive`, may start a worker, and keeps its
+ * count of blocked workers in `blocked`. A future's lock may be held when
+ * it takes `lock`; the pool never calls into a future holding it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tpool.h"
+#include "tpool_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -63,10 +70,11 @@ struct tpool {
     pthread_cond_t terminated; /* broadcast when shut down and the last worker left */
     /* Guarded by lock: */
     struct worker *workers;    /* started and not yet joined */
+    size_t alive;              /* workers started and not yet left */
     size_t started;            /* workers ever started: numbers thread names */
-    size_t blocked;            /* workers waiting on a task still queued here (chapter 04) */
+    size_t blocked;            /* kept for chapter 04's detector, never read here (tpool_internal.h) */
     bool shutdown;
-    tpool_stats_t stats;       /* `queued` is filled in when read */
+    tpool_stats_t stats;       /* only reported, never decided on: `threads` and `queued` are filled in when read */
 };
 
 static _Thread_local tpool_t *current_pool; /* the pool this thread works for */
@@ -91,9 +99,9 @@ static int start_worker_locked(tpool_t *p, struct task *first)
         return err;
     }
     p->workers = w;
-    p->stats.threads++;
-    if (p->stats.threads > p->stats.largest)
-        p->stats.largest = p->stats.threads;
+    p->alive++;
+    if (p->alive > p->stats.largest)
+        p->stats.largest = p->alive;
     kit_log("tpool", "new worker %s", name);
     return 0;
 }
@@ -127,7 +135,7 @@ static void join_workers(struct worker *exited)
 
 static bool terminated_locked(tpool_t *p)
 {
-    return p->shutdown && p->stats.threads == 0 && bq_size(p->queue) == 0;
+    return p->shutdown && p->alive == 0 && bq_size(p->queue) == 0;
 }
 
 /* The worker's poll gave up: ETIMEDOUT (idle for keep_alive_ms) or ECANCELED
@@ -140,7 +148,7 @@ static bool retire(tpool_t *p, struct worker *self, int why)
      * left now: execute() counted us as alive when it chose to queue. */
     bool leave = why == ECANCELED || bq_size(p->queue) == 0;
     if (leave) {
-        p->stats.threads--;
+        p->alive--;
         if (why == ETIMEDOUT)
             p->stats.retired++;
         self->exited = true;
@@ -148,9 +156,13 @@ static bool retire(tpool_t *p, struct worker *self, int why)
             pthread_cond_broadcast(&p->terminated);
     }
     pthread_mutex_unlock(&p->lock);
-    if (leave)
-        kit_log("tpool", why == ETIMEDOUT ? "idle for %ld ms: retiring" : "shut down: leaving", p->keep_alive_ms);
-    return leave;
+    if (!leave)
+        return false;
+    if (why == ETIMEDOUT)
+        kit_log("tpool", "idle for %ld ms: retiring", p->keep_alive_ms);
+    else
+        kit_log("tpool", "shut down: leaving");
+    return true;
 }
 
 static void run_task(tpool_t *p, struct task *task, bool on_caller)
@@ -198,8 +210,13 @@ static void *worker_main(void *raw)
     struct worker *self = raw;
     tpool_t *p = self->pool;
     current_pool = p;
-    for (struct task *task = self->first; task || (task = next_task(p, self)); task = NULL)
+    struct task *task = self->first; /* NULL for a worker started to drain the queue */
+    if (task == NULL)
+        task = next_task(p, self);
+    while (task != NULL) {
         run_task(p, task, false);
+        task = next_task(p, self);
+    }
     return NULL;
 }
 
@@ -225,35 +242,58 @@ static void run_task_on_caller(void *item)
 
 /* ---- the public functions ------------------------------------------------------ */
 
+static bool config_is_valid(const tpool_config_t *config)
+{
+    if (config == NULL || config->core_threads == 0 || config->queue_capacity == 0 ||
+        config->keep_alive_ms < 0 || config->reject.reject == NULL)
+        return false;
+    /* A name too long is refused, not cut: two pools would get the same thread names. */
+    return config->name == NULL || strlen(config->name) <= TPOOL_NAME_MAX;
+}
+
+/* Copies the configuration. The queue holds task records, so the policy's
+ * item function becomes the pool's own: run the record, or drop it. */
+static void copy_config(tpool_t *p, const tpool_config_t *config)
+{
+    p->core_threads = config->core_threads;
+    p->keep_alive_ms = config->keep_alive_ms;
+    p->policy = config->reject;
+    if (config->reject.reject == bq_policy_caller_runs(NULL).reject)
+        p->policy.item_fn = run_task_on_caller;
+    else
+        p->policy.item_fn = drop_task;
+    snprintf(p->name, sizeof p->name, "%s", config->name ? config->name : "pool");
+}
+
 int tpool_create(tpool_t **out, const tpool_config_t *config)
 {
     if (out == NULL)
         return EINVAL;
     *out = NULL;
-    if (config == NULL || config->core_threads == 0 || config->queue_capacity == 0 ||
-        config->keep_alive_ms < 0 || config->reject.reject == NULL)
+    if (!config_is_valid(config))
         return EINVAL;
-    if (config->name != NULL && strlen(config->name) > TPOOL_NAME_MAX)
-        return EINVAL; /* refused, not cut: two pools would get the same thread names */
     tpool_t *p = calloc(1, sizeof *p);
     if (p == NULL)
         return ENOMEM;
-    *p = (tpool_t){ .core_threads = config->core_threads, .keep_alive_ms = config->keep_alive_ms,
-                    .policy = config->reject };
-    bool caller_runs = config->reject.reject == bq_policy_caller_runs(NULL).reject;
-    p->policy.item_fn = caller_runs ? run_task_on_caller : drop_task;
-    snprintf(p->name, sizeof p->name, "%s", config->name ? config->name : "pool");
+    copy_config(p, config);
     int err = bq_create(&p->queue, config->queue_capacity);
-    if (err == 0 && (err = pthread_mutex_init(&p->lock, NULL)) == 0 &&
-        (err = kit_cond_init(&p->terminated)) != 0)
-        pthread_mutex_destroy(&p->lock);
-    if (err != 0) {
-        bq_destroy(p->queue);
-        free(p);
-        return err;
-    }
+    if (err != 0)
+        goto free_p;
+    if ((err = pthread_mutex_init(&p->lock, NULL)) != 0)
+        goto destroy_queue;
+    if ((err = kit_cond_init(&p->terminated)) != 0) /* CLOCK_MONOTONIC: await's deadline */
+        goto destroy_lock;
     *out = p;
     return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+destroy_lock:
+    pthread_mutex_destroy(&p->lock);
+destroy_queue:
+    bq_destroy(p->queue);
+free_p:
+    free(p);
+    return err;
 }
 
 static void count_rejection(tpool_t *p, struct task *task)
@@ -274,10 +314,29 @@ static int enqueue(tpool_t *p, struct task *task)
     /* PAGE: idle-exit-race (execute side). When we chose to queue, a worker
      * was alive; it may have retired since (it re-checked the queue before we
      * put the task in). Under the lock that retiring takes: is anyone left? */
-    if (p->stats.threads == 0) /* if even this start fails, the task still counts as accepted (tpool.h): */
+    if (p->alive == 0) /* if even this start fails, the task still counts as accepted (tpool.h): */
         start_worker_locked(p, NULL); /* the next execute or tpool_shutdown() starts one */
     pthread_mutex_unlock(&p->lock);
     return 0;
+}
+
+/* Called with lock held. Below core size the task goes straight to a new
+ * worker (*handed_over); otherwise it is to be queued. */
+static int hand_over_locked(tpool_t *p, struct task *task, bool *handed_over)
+{
+    *handed_over = false;
+    if (p->shutdown)
+        return ECANCELED;
+    if (p->alive >= p->core_threads)
+        return 0;
+    int err = start_worker_locked(p, task);
+    if (err == 0) {
+        *handed_over = true;
+        return 0;
+    }
+    if (p->alive > 0)
+        return 0; /* no new thread, but the live ones can take it from the queue */
+    return err;
 }
 
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
@@ -288,17 +347,11 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
     if (task == NULL)
         return ENOMEM;
     *task = (struct task){ fn, drop, arg, p };
+    bool handed_over;
     pthread_mutex_lock(&p->lock);
     p->stats.submitted++;
     struct worker *exited = take_exited_locked(p);
-    int err = p->shutdown ? ECANCELED : 0;
-    bool handed_over = false;
-    if (err == 0 && p->stats.threads < p->core_threads) {
-        err = start_worker_locked(p, task); /* below core size: straight to a new worker */
-        handed_over = err == 0;
-        if (err != 0 && p->stats.threads > 0)
-            err = 0; /* no new thread, but the live ones can take it from the queue */
-    }
+    int err = hand_over_locked(p, task, &handed_over);
     pthread_mutex_unlock(&p->lock);
     join_workers(exited);
     if (err == 0 && !handed_over)
@@ -321,7 +374,7 @@ int tpool_shutdown(tpool_t *p)
     p->shutdown = true;
     /* Queued tasks still run - also one queued when no worker could be
      * started for it (see enqueue()): no later execute will start one now. */
-    if (p->stats.threads == 0 && bq_size(p->queue) > 0)
+    if (p->alive == 0 && bq_size(p->queue) > 0)
         start_worker_locked(p, NULL);
     if (terminated_locked(p)) /* nothing was running: wake anyone in await */
         pthread_cond_broadcast(&p->terminated);
@@ -333,16 +386,16 @@ int tpool_shutdown(tpool_t *p)
 int tpool_shutdown_now(tpool_t *p)
 {
     int err = tpool_shutdown(p);
+    if (err != 0)
+        return err;
     void *item;
-    while (err == 0 && bq_poll(p->queue, &item, 0) == 0)
+    while (bq_poll(p->queue, &item, 0) == 0)
         drop_task(item);
-    if (err == 0) { /* the queue may just have become empty: that can complete termination */
-        pthread_mutex_lock(&p->lock);
-        if (terminated_locked(p))
-            pthread_cond_broadcast(&p->terminated);
-        pthread_mutex_unlock(&p->lock);
-    }
-    return err;
+    pthread_mutex_lock(&p->lock);
+    if (terminated_locked(p)) /* the queue just became empty: that can complete termination */
+        pthread_cond_broadcast(&p->terminated);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
 }
 
 int tpool_await_termination(tpool_t *p, long timeout_ms)
@@ -370,6 +423,7 @@ int tpool_stats(tpool_t *p, tpool_stats_t *out)
         return EINVAL;
     pthread_mutex_lock(&p->lock);
     *out = p->stats;
+    out->threads = p->alive;
     out->queued = bq_size(p->queue);
     pthread_mutex_unlock(&p->lock);
     return 0;
@@ -381,10 +435,12 @@ int tpool_stats(tpool_t *p, tpool_stats_t *out)
 static void drop_unrunnable(tpool_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    bool nobody = p->stats.threads == 0;
+    bool nobody = p->alive == 0;
     pthread_mutex_unlock(&p->lock);
+    if (!nobody)
+        return;
     void *item;
-    while (nobody && bq_poll(p->queue, &item, 0) == 0)
+    while (bq_poll(p->queue, &item, 0) == 0)
         drop_task(item);
 }
 
@@ -413,31 +469,36 @@ tpool_t *tpool_current(void)
     return current_pool;
 }
 
-int tpool_block_begin(tpool_t *p)
+/* ---- for chapter 04's starvation detector (tpool_internal.h) ------------------ */
+
+void tpool_lock(tpool_t *p)
 {
-    if (p == NULL)
-        return EINVAL;
-    int err = 0;
     pthread_mutex_lock(&p->lock);
-    /* PAGE: starvation-detector. Queued tasks run only on this pool's workers.
-     * If every other worker already waits for a queued task, the caller is
-     * the last one who could run them - and it is about to wait too. */
-    if (p->blocked + 1 >= p->stats.threads) {
-        bool can_grow = p->stats.threads < p->core_threads && !p->shutdown;
-        if (!can_grow || start_worker_locked(p, NULL) != 0)
-            err = EDEADLK;
-    }
-    if (err == 0)
-        p->blocked++; /* also after starting a worker: the caller still waits */
-    pthread_mutex_unlock(&p->lock);
-    return err;
 }
 
-void tpool_block_end(tpool_t *p)
+void tpool_unlock(tpool_t *p)
 {
-    if (p == NULL)
-        return;
-    pthread_mutex_lock(&p->lock);
-    p->blocked--;
     pthread_mutex_unlock(&p->lock);
+}
+
+size_t tpool_alive_locked(tpool_t *p)
+{
+    return p->alive;
+}
+
+int tpool_add_worker_locked(tpool_t *p)
+{
+    if (p->shutdown || p->alive >= p->core_threads)
+        return EAGAIN;
+    return start_worker_locked(p, NULL);
+}
+
+size_t tpool_blocked_locked(tpool_t *p)
+{
+    return p->blocked;
+}
+
+void tpool_set_blocked_locked(tpool_t *p, size_t blocked)
+{
+    p->blocked = blocked;
 }

@@ -55,16 +55,21 @@ int future_create(future_t **out)
     if (f == NULL)
         return ENOMEM;
     int err = pthread_mutex_init(&f->lock, NULL);
-    if (err == 0 && (err = kit_cond_init(&f->finished)) != 0)
-        pthread_mutex_destroy(&f->lock);
-    if (err != 0) {
-        free(f);
-        return err;
-    }
+    if (err != 0)
+        goto free_f;
+    if ((err = kit_cond_init(&f->finished)) != 0) /* CLOCK_MONOTONIC: future_get_timed's deadline */
+        goto destroy_lock;
     f->state = FUTURE_PENDING;
     f->refs = 1;
     *out = f;
     return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+destroy_lock:
+    pthread_mutex_destroy(&f->lock);
+free_f:
+    free(f);
+    return err;
 }
 
 future_t *future_retain(future_t *f)
@@ -82,7 +87,8 @@ void future_release(future_t *f)
     if (f == NULL)
         return;
     pthread_mutex_lock(&f->lock);
-    bool last = --f->refs == 0;
+    f->refs--;
+    bool last = f->refs == 0;
     pthread_mutex_unlock(&f->lock);
     if (!last)
         return;
@@ -104,8 +110,10 @@ static void finish_locked(future_t *f, future_state_t state, void *result, int e
     f->state = state;
     f->result = result;
     f->error = error;
-    for (; f->counted_waiters > 0; f->counted_waiters--)
+    while (f->counted_waiters > 0) {
         tpool_block_end(f->pool); /* their wait is over now, whenever they wake */
+        f->counted_waiters--;
+    }
     pthread_cond_broadcast(&f->finished); /* every waiter, not one: they all wait for this */
 }
 
@@ -130,7 +138,10 @@ int future_run(future_t *f, void *(*fn)(void *), void *arg)
     int failure = task_failure;
     task_failure = outer_failure;
     pthread_mutex_lock(&f->lock);
-    finish_locked(f, failure ? FUTURE_FAILED : FUTURE_DONE, failure ? NULL : result, failure);
+    if (failure != 0)
+        finish_locked(f, FUTURE_FAILED, NULL, failure);
+    else
+        finish_locked(f, FUTURE_DONE, result, 0);
     pthread_mutex_unlock(&f->lock);
     return 0;
 }
@@ -156,7 +167,10 @@ int future_cancel(future_t *f)
 
 bool future_is_done(future_t *f)
 {
-    return f != NULL && future_state(f) != FUTURE_PENDING && future_state(f) != FUTURE_RUNNING;
+    if (f == NULL)
+        return false;
+    future_state_t state = future_state(f);
+    return state != FUTURE_PENDING && state != FUTURE_RUNNING;
 }
 
 future_state_t future_state(future_t *f)
@@ -198,8 +212,10 @@ static int check_deadlock_locked(future_t *f, bool *counted)
     if (!own_pool_work)
         return 0;
     int err = tpool_block_begin(self);
-    *counted = err == 0;
-    f->counted_waiters += *counted;
+    if (err == 0) {
+        *counted = true;
+        f->counted_waiters++;
+    }
     return err;
 }
 
@@ -221,8 +237,10 @@ static int outcome_locked(const future_t *f, void **result)
 static int wait_for(future_t *f, void **result, const struct timespec *deadline)
 {
     bool counted = false;
+    int err = 0;
     pthread_mutex_lock(&f->lock);
-    int err = finished_locked(f) ? 0 : check_deadlock_locked(f, &counted);
+    if (!finished_locked(f))
+        err = check_deadlock_locked(f, &counted);
     if (err == 0 && !finished_locked(f)) {
         kit_log("future", "waiting for a result");
         kit_trace_begin("future", "waiting on a future");
@@ -247,7 +265,9 @@ static int wait_for(future_t *f, void **result, const struct timespec *deadline)
 
 int future_get(future_t *f, void **result)
 {
-    return f ? wait_for(f, result, NULL) : EINVAL;
+    if (f == NULL)
+        return EINVAL;
+    return wait_for(f, result, NULL);
 }
 
 int future_get_timed(future_t *f, void **result, long timeout_ms)
@@ -291,21 +311,25 @@ int tpool_submit(tpool_t *p, void *(*fn)(void *), void *arg, future_t **out)
     if (p == NULL || fn == NULL)
         return EINVAL;
     struct submitted *job = malloc(sizeof *job);
-    future_t *f = NULL;
-    int err = job ? future_create(&f) : ENOMEM;
-    if (err != 0) {
-        free(job);
-        return err;
-    }
+    if (job == NULL)
+        return ENOMEM;
+    future_t *f;
+    int err = future_create(&f);
+    if (err != 0)
+        goto free_job;
     f->pool = p; /* not shared yet: no lock needed */
     *job = (struct submitted){ future_retain(f), fn, arg };
     err = tpool_execute_or_drop(p, run_submitted, drop_submitted, job);
-    if (err != 0) { /* never queued: both references are ours to drop */
-        future_release(f);
-        future_release(f);
-        free(job);
-        return err;
-    }
+    if (err != 0)
+        goto release_future;
     *out = f;
     return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+release_future:
+    future_release(f); /* never queued: both references are ours to drop */
+    future_release(f);
+free_job:
+    free(job);
+    return err;
 }

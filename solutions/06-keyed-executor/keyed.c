@@ -169,8 +169,11 @@ static void run_task(const struct lane *lane, struct task *task)
 static void run_lane(struct lane *lane)
 {
     kit_trace_begin("keyed", "drain %s", lane->key);
-    for (struct task *task; (task = take_next(lane)) != NULL;)
+    struct task *task = take_next(lane);
+    while (task != NULL) {
         run_task(lane, task);
+        task = take_next(lane);
+    }
     kit_trace_end("keyed");
     free(lane);
 }
@@ -182,7 +185,8 @@ static void drop_lane(struct lane *lane)
     keyed_t *kx = lane->kx;
     pthread_mutex_lock(&kx->lock);
     struct task *tasks = lane->head;
-    lane->head = lane->tail = NULL;
+    lane->head = NULL;
+    lane->tail = NULL;
     kit_log("keyed", "%s: the pool dropped the drain - cancelling its queue", lane->key);
     remove_lane_locked(kx, lane);
     pthread_mutex_unlock(&kx->lock);
@@ -254,31 +258,40 @@ static int enqueue_locked(keyed_t *kx, const char *key, struct task *task)
         return 0;
     }
     lane = new_lane(kx, key);
-    int err = lane ? kit_map_insert(kx->lanes, key, lane) : ENOMEM;
-    if (err == 0) {
-        append_locked(lane, task);
-        err = schedule_locked(kx, lane);
-        if (err != 0) /* PAGE: rollback. A lane with no drain would strand every later task of the key. */
-            kit_map_remove(kx->lanes, key, NULL);
-        else
-            kit_log("keyed", "%s: new key - drain scheduled", key);
-    }
-    if (err != 0)
-        free(lane);
+    if (lane == NULL)
+        return ENOMEM;
+    int err;
+    if ((err = kit_map_insert(kx->lanes, key, lane)) != 0)
+        goto free_lane;
+    append_locked(lane, task);
+    if ((err = schedule_locked(kx, lane)) != 0)
+        goto remove_lane;
+    kit_log("keyed", "%s: new key - drain scheduled", key);
+    return 0;
+
+    /* Undo in reverse order: each label undoes what was done before the failed step. */
+remove_lane: /* PAGE: rollback. A lane with no drain would strand every later task of the key. */
+    kit_map_remove(kx->lanes, key, NULL);
+free_lane:
+    free(lane);
     return err;
 }
 
 /* A task with its future: one reference for the executor, one for the caller. */
 static struct task *new_task(void *(*fn)(void *), void *arg)
 {
-    struct task *task = malloc(sizeof *task);
     future_t *future = NULL;
-    if (task == NULL || future_create(&future) != 0) {
-        free(task);
+    struct task *task = malloc(sizeof *task);
+    if (task == NULL)
         return NULL;
-    }
+    if (future_create(&future) != 0)
+        goto free_record;
     *task = (struct task){ NULL, future_retain(future), fn, arg };
     return task;
+
+free_record:
+    free(task);
+    return NULL;
 }
 
 int keyed_submit(keyed_t *kx, const char *key, void *(*fn)(void *), void *arg, future_t **out)
@@ -292,8 +305,10 @@ int keyed_submit(keyed_t *kx, const char *key, void *(*fn)(void *), void *arg, f
     if (task == NULL)
         return ENOMEM;
     future_t *future = task->future; /* once queued, the task may run and be freed at any time */
+    int err = ECANCELED;
     pthread_mutex_lock(&kx->lock);
-    int err = kx->closed ? ECANCELED : enqueue_locked(kx, key, task);
+    if (!kx->closed)
+        err = enqueue_locked(kx, key, task);
     pthread_mutex_unlock(&kx->lock);
     if (calling_pool == 0)
         run_deferred(); /* a drain the pool gave back to this thread: run it now, unlocked */
@@ -319,17 +334,24 @@ int keyed_create(keyed_t **out, tpool_t *pool)
     if (kx == NULL)
         return ENOMEM;
     kx->pool = pool;
-    int err = kit_map_create(&kx->lanes);
-    if (err == 0 && (err = pthread_mutex_init(&kx->lock, NULL)) == 0 &&
-        (err = kit_cond_init(&kx->terminated)) != 0)
-        pthread_mutex_destroy(&kx->lock);
-    if (err != 0) {
-        kit_map_destroy(kx->lanes);
-        free(kx);
-        return err;
-    }
+    int err;
+    if ((err = kit_map_create(&kx->lanes)) != 0)
+        goto free_kx;
+    if ((err = pthread_mutex_init(&kx->lock, NULL)) != 0)
+        goto destroy_map;
+    if ((err = kit_cond_init(&kx->terminated)) != 0)
+        goto destroy_lock;
     *out = kx;
     return 0;
+
+    /* Undo in reverse order: each label undoes what was made before the failed step. */
+destroy_lock:
+    pthread_mutex_destroy(&kx->lock);
+destroy_map:
+    kit_map_destroy(kx->lanes);
+free_kx:
+    free(kx);
+    return err;
 }
 
 int keyed_close(keyed_t *kx)

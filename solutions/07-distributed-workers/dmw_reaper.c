@@ -52,8 +52,10 @@ static int return_task(dmw_redis_t *redis, const char *worker, const char *recor
     if (err == 0) /* PAGE: reap-move */
         err = dmw_redis_move_back(redis, worker, record, requeued, last ? &dead : NULL, &moved);
     if (err == 0 && moved) {
-        tally->returned += !last;
-        tally->dead += last;
+        if (last)
+            tally->dead++;
+        else
+            tally->returned++;
         kit_log("reaper", "%s stopped heartbeating: task %ld (attempt %d of %d) %s", worker, task.id, attempt, max,
                 last ? "dead-lettered" : "back on the queue");
     }

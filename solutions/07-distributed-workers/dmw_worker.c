@@ -52,7 +52,8 @@ static int take(struct worker *w, char *record, size_t size, bool *got)
         if ((err = dmw_redis_call(w->redis, &reply, "LINDEX %s -1", w->processing)) != 0)
             return err;
         w->adopting = reply->type == REDIS_REPLY_STRING;
-        w->stats->adopted += w->adopting;
+        if (w->adopting)
+            w->stats->adopted++;
     }
     if (!w->adopting) {
         freeReplyObject(reply);
@@ -119,8 +120,10 @@ static int finish(struct worker *w, const char *record, const dmw_task_t *task, 
         w->stats->duplicates++;
         kit_log("worker", "task %ld already had an outcome: duplicate delivery, nothing written", task->id);
     } else {
-        w->stats->completed += kind == DMW_DONE;
-        w->stats->failed += kind == DMW_FAILED;
+        if (kind == DMW_DONE)
+            w->stats->completed++;
+        else
+            w->stats->failed++;
         kit_log("worker", "task %ld (attempt %d) %s: %s", task->id, task->attempt,
                 kind == DMW_DONE ? "done" : "failed for good", text);
     }
@@ -140,8 +143,10 @@ static int retry_or_bury(struct worker *w, const char *record, const dmw_task_t 
     if (err == 0)
         err = dmw_redis_move_back(w->redis, w->name, record, requeued, last ? &dead : NULL, &moved);
     if (err == 0 && moved) {
-        w->stats->retried += !last;
-        w->stats->dead_lettered += last;
+        if (last)
+            w->stats->dead_lettered++;
+        else
+            w->stats->retried++;
         kit_log("worker", "task %ld (attempt %d of %d) failed: %s - %s", task->id, task->attempt, max, error,
                 last ? "dead-lettered" : "back on the queue");
     }
@@ -218,19 +223,22 @@ int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *wc, dm
     memset(w.stats, 0, sizeof *w.stats);
     if (!valid(config, wc))
         return EINVAL;
-    knobs.take_timeout_ms = knobs.take_timeout_ms ? knobs.take_timeout_ms : 200;
+    if (knobs.take_timeout_ms == 0)
+        knobs.take_timeout_ms = 200;
     choose_name(wc, w.name, sizeof w.name);
+    dmw_heartbeat_t *heartbeat = NULL;
     int err = dmw_redis_open(&w.redis, config);
     if (err != 0)
         return err;
-    dmw_heartbeat_t *heartbeat = NULL;
-    if ((err = dmw_key_processing(w.redis, w.name, w.processing, sizeof w.processing)) == 0)
-        err = dmw_heartbeat_start(&heartbeat, config, w.name);
-    if (err == 0) {
-        kit_log("worker", "%s ready", w.name);
-        err = serve(&w);
-        dmw_heartbeat_stop(heartbeat, true); /* leaves the run only if it holds no task */
-    }
+    if ((err = dmw_key_processing(w.redis, w.name, w.processing, sizeof w.processing)) != 0)
+        goto close_redis;
+    if ((err = dmw_heartbeat_start(&heartbeat, config, w.name)) != 0)
+        goto close_redis;
+    kit_log("worker", "%s ready", w.name);
+    err = serve(&w);
+    dmw_heartbeat_stop(heartbeat, true); /* leaves the run only if it holds no task */
+
+close_redis:
     w.stats->reconnects = dmw_redis_reconnects(w.redis);
     dmw_redis_close(w.redis);
     return err;

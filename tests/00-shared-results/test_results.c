@@ -171,7 +171,7 @@ static void test_results_stress_concurrent_appends(void **state)
     struct appender jobs[APPENDERS];
     for (int i = 0; i < APPENDERS; i++)
         jobs[i] = (struct appender){ list, (long)i * PER_APPENDER, 0 };
-    kit_run_threads(APPENDERS, "appender", append_range, jobs, sizeof jobs[0]);
+    kit_test_run_group(APPENDERS, "appender", append_range, jobs, sizeof jobs[0]);
     for (int i = 0; i < APPENDERS; i++)
         assert_int_equal(jobs[i].failures, 0);
     unsigned char *seen = calloc(TOTAL, 1);

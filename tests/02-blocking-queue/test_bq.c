@@ -1071,7 +1071,7 @@ static void run_producers_consumers(size_t capacity, bool blocking_only)
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct producer){ .q = q, .index = i, .count = count, .blocking_only = blocking_only,
                                           .seed = seed };
-    kit_run_threads(PRODUCERS, "producer", produce, producers, sizeof producers[0]);
+    kit_test_run_group(PRODUCERS, "producer", produce, producers, sizeof producers[0]);
     assert_ok(bq_close(q)); /* consumers drain the rest, then see ECANCELED */
     for (int i = 0; i < CONSUMERS; i++)
         kit_worker_must_finish(&consumer_threads[i], "consumer after close");
@@ -1176,7 +1176,7 @@ static void test_bq_stress_policies_account_for_every_item(void **state)
     static struct policy_producer producers[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct policy_producer){ q, &items[i * count], count, policies[i], seed, i };
-    kit_run_threads(PRODUCERS, "producer", offer_with_policy, producers, sizeof producers[0]);
+    kit_test_run_group(PRODUCERS, "producer", offer_with_policy, producers, sizeof producers[0]);
     assert_ok(bq_close(q));
     for (int i = 0; i < 2; i++)
         kit_worker_must_finish(&consumers[i], "consumer after close");

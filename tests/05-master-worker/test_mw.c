@@ -383,41 +383,51 @@ static void test_mw_create_undoes_partial_work(void **state)
     assert_true(kit_sweep_allocation_failures("mw_create", create_and_destroy, &config) >= 1);
 }
 
-/* Calls a task must not make on its own component. */
+/* A task calling mw_await, mw_stop or mw_destroy on its own component would
+ * wait for itself. */
 struct reentry {
     atomic_int await_error, stop_error;
 };
 
-static int process_reentering(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+static int process_awaiting(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
 {
     struct reentry *seen = ctx;
     (void)task;
     (void)result;
     atomic_store(&seen->await_error, mw_await(mw, 0));
-    atomic_store(&seen->stop_error, mw_stop(mw, 0));
     mw_destroy(mw); /* must do nothing from inside */
     return 0;
 }
 
-/* mw_await and mw_stop from a task would wait for that task: EDEADLK. */
-static void check_calls_from_inside_a_task(void)
+static int process_stopping(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    struct reentry *seen = ctx;
+    (void)task;
+    (void)result;
+    atomic_store(&seen->stop_error, mw_stop(mw, 0));
+    return 0;
+}
+
+/* Runs one task of `process` to completion and returns what it saw. */
+static const struct reentry *run_one_reentering_task(mw_process_fn process)
 {
     static struct reentry seen; /* static: a failed check leaves the threads using it intact */
-    seen = (struct reentry){ 0 };
+    seen = (struct reentry){ -1, -1 };
     mw_config_t config = basic;
-    config.process = process_reentering;
+    config.process = process;
     config.ctx = &seen;
     mw_t *mw = make_mw(config);
     assert_ok(mw_start(mw));
     assert_ok(mw_submit(mw, 1, NULL, KIT_HANG_MS));
     assert_ok(mw_await(mw, KIT_HANG_MS));
-    assert_int_equal(atomic_load(&seen.await_error), EDEADLK);
-    assert_int_equal(atomic_load(&seen.stop_error), EDEADLK);
     assert_int_equal(stats_of(mw).completed, 1);
     mw_destroy(mw);
+    return &seen;
 }
 
-static void test_mw_bad_arguments(void **state)
+/* The core's functions: a NULL component or out-parameter, a negative
+ * timeout, await before start and a second start give EINVAL, and count nothing. */
+static void test_mw_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     mw_t *mw = make_mw(basic);
@@ -430,8 +440,6 @@ static void test_mw_bad_arguments(void **state)
     assert_err(mw_await(NULL, 0), EINVAL);
     assert_err(mw_await(mw, -1), EINVAL);
     assert_err(mw_await(mw, 0), EINVAL); /* not started */
-    assert_err(mw_stop(NULL, 0), EINVAL);
-    assert_err(mw_stop(mw, -1), EINVAL);
     assert_err(mw_close(NULL), EINVAL);
     assert_err(mw_take_result(NULL, &result, 0), EINVAL);
     assert_err(mw_take_result(mw, NULL, 0), EINVAL);
@@ -443,17 +451,25 @@ static void test_mw_bad_arguments(void **state)
     assert_err(mw_take_rejected(NULL, &failure), EINVAL);
     assert_err(mw_take_rejected(mw, NULL), EINVAL);
     assert_err(mw_take_rejected(mw, &failure), ENOENT);
-    assert_err(mw_consumer_begin(NULL), EINVAL);
-    assert_err(mw_consumer_end(NULL), EINVAL);
-    assert_err(mw_consumer_end(mw), EINVAL); /* none registered */
-    assert_false(mw_stop_requested(NULL));
-    assert_false(mw_stop_requested(mw)); /* no stop yet */
     assert_err(mw_stats(NULL, &stats), EINVAL);
     assert_err(mw_stats(mw, NULL), EINVAL);
     assert_int_equal(stats_of(mw).submitted, 0); /* none of the above counted anything */
-
     assert_ok(mw_start(mw));
     assert_err(mw_start(mw), EINVAL);
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_destroy(mw);
+    mw_destroy(NULL);
+}
+
+/* After mw_await a task is refused - and recorded with its payload, not
+ * lost - and the results have ended. */
+static void test_mw_submit_after_await_is_recorded_as_rejected(void **state)
+{
+    (void)state;
+    mw_t *mw = make_mw(basic);
+    mw_result_t result;
+    mw_failure_t failure;
+    assert_ok(mw_start(mw));
     assert_ok(mw_await(mw, KIT_HANG_MS));
     int payload = 7;
     assert_err(mw_submit(mw, 9, &payload, 0), ECANCELED); /* closed: recorded, not lost */
@@ -463,8 +479,41 @@ static void test_mw_bad_arguments(void **state)
     assert_int_equal(failure.error, ECANCELED);
     assert_err(mw_take_result(mw, &result, 0), ECANCELED); /* the results have ended */
     mw_destroy(mw);
-    mw_destroy(NULL);
-    check_calls_from_inside_a_task();
+}
+
+/* mw_await from a task would wait for that task: EDEADLK; mw_destroy from
+ * a task does nothing. */
+static void test_mw_await_from_a_task_gives_edeadlk(void **state)
+{
+    (void)state;
+    const struct reentry *seen = run_one_reentering_task(process_awaiting);
+    assert_int_equal(atomic_load(&seen->await_error), EDEADLK);
+}
+
+/* The extensions' functions: a NULL component, a negative timeout, or a
+ * consumer ended that was never announced give EINVAL; no stop is
+ * requested before mw_stop(). */
+static void test_mw_extension_calls_with_bad_arguments_give_einval(void **state)
+{
+    (void)state;
+    mw_t *mw = make_mw(basic);
+    assert_err(mw_stop(NULL, 0), EINVAL);
+    assert_err(mw_stop(mw, -1), EINVAL);
+    assert_err(mw_consumer_begin(NULL), EINVAL);
+    assert_err(mw_consumer_end(NULL), EINVAL);
+    assert_err(mw_consumer_end(mw), EINVAL); /* none announced */
+    assert_false(mw_stop_requested(NULL));
+    assert_false(mw_stop_requested(mw)); /* no stop yet */
+    assert_int_equal(stats_of(mw).submitted, 0); /* none of the above counted anything */
+    mw_destroy(mw);
+}
+
+/* mw_stop from a task would wait for that task: EDEADLK. */
+static void test_mw_stop_from_a_task_gives_edeadlk(void **state)
+{
+    (void)state;
+    const struct reentry *seen = run_one_reentering_task(process_stopping);
+    assert_int_equal(atomic_load(&seen->stop_error), EDEADLK);
 }
 
 /* ---- results, failures, rejections ------------------------------------------------------- */
@@ -903,40 +952,70 @@ static void test_mw_take_result_times_out_on_one_deadline(void **state)
     mw_destroy(mw);
 }
 
-/* The document's trap: the master waits for completion before consuming. */
+/* The document's trap: a limit of 3, two workers, 20 tasks, and a master
+ * that waits for completion before consuming: every worker ends up waiting
+ * for room. Returns the component, caught in the trap. */
+enum { TRAP_WORKERS = 2, TRAP_LIMIT = 3, TRAP_TASKS = 20 };
+
+static mw_t *make_trapped_mw(void)
+{
+    mw_t *mw = make_mw((mw_config_t){ .workers = TRAP_WORKERS, .queue_capacity = TRAP_TASKS,
+                                      .process = process_triple, .result_limit = TRAP_LIMIT });
+    assert_ok(mw_start(mw));
+    for (long id = 0; id < TRAP_TASKS; id++)
+        assert_ok(mw_submit(mw, id, NULL, 0));
+    mw_stats_t s = await_blocked_workers(mw, TRAP_WORKERS, TRAP_LIMIT);
+    assert_int_equal(s.workers_blocked, TRAP_WORKERS);
+    return mw;
+}
+
+/* Waiting before consuming is detected: EDEADLK, not a hang, and nothing changed. */
 static void test_mw_await_detects_the_result_limit_trap(void **state)
 {
     (void)state;
-    enum { WORKERS = 2, LIMIT = 3, TASKS = 20 };
-    mw_t *mw = make_mw((mw_config_t){ .workers = WORKERS, .queue_capacity = TASKS, .process = process_triple,
-                                      .result_limit = LIMIT });
+    mw_t *mw = make_mw((mw_config_t){ .workers = TRAP_WORKERS, .queue_capacity = TRAP_TASKS,
+                                      .process = process_triple, .result_limit = TRAP_LIMIT });
     assert_ok(mw_start(mw));
-    for (long id = 0; id < TASKS; id++)
+    for (long id = 0; id < TRAP_TASKS; id++)
         assert_ok(mw_submit(mw, id, NULL, 0));
     assert_err(mw_await(mw, KIT_HANG_MS), EDEADLK); /* detected, not hung */
     mw_stats_t s = stats_of(mw);
-    assert_int_equal(s.workers_blocked, WORKERS);
-    assert_int_equal(s.unconsumed, LIMIT);
-    assert_int_equal(s.pending, TASKS - LIMIT);
+    assert_int_equal(s.workers_blocked, TRAP_WORKERS);
+    assert_int_equal(s.unconsumed, TRAP_LIMIT);
+    assert_int_equal(s.pending, TRAP_TASKS - TRAP_LIMIT);
     assert_conserved(s);
+    mw_destroy(mw);
+}
 
-    /* A registered consumer that is busy elsewhere: await waits (it cannot
-     * know the consumer will not come back) until its timeout. */
+/* A registered consumer that is busy elsewhere: await waits (it cannot know
+ * the consumer will not come back) until its timeout; once the consumer is
+ * gone, the trap is reported again. */
+static void test_mw_await_waits_while_a_consumer_is_announced(void **state)
+{
+    (void)state;
+    mw_t *mw = make_trapped_mw();
     assert_ok(mw_consumer_begin(mw));
     int64_t start = kit_now_ns();
     assert_err(mw_await(mw, 200), ETIMEDOUT);
     assert_true(kit_elapsed_ms(start) >= 200.0);
     assert_ok(mw_consumer_end(mw));
     assert_err(mw_await(mw, KIT_HANG_MS), EDEADLK);
+    mw_destroy(mw);
+}
 
-    /* Nothing was lost: consume, and the same await completes. */
+/* Nothing is lost in the trap: consume, and the same await completes. */
+static void test_mw_await_completes_once_the_trapped_results_are_taken(void **state)
+{
+    (void)state;
+    mw_t *mw = make_trapped_mw();
+    assert_err(mw_await(mw, KIT_HANG_MS), EDEADLK);
     assert_ok(mw_close(mw));
-    int seen[TASKS] = { 0 };
+    int seen[TRAP_TASKS] = { 0 };
     long wrong = 0;
-    assert_int_equal(drain_results(mw, seen, TASKS, &wrong), TASKS);
+    assert_int_equal(drain_results(mw, seen, TRAP_TASKS, &wrong), TRAP_TASKS);
     assert_int_equal(wrong, 0);
     assert_ok(mw_await(mw, KIT_HANG_MS));
-    assert_int_equal(stats_of(mw).completed, TASKS);
+    assert_int_equal(stats_of(mw).completed, TRAP_TASKS);
     mw_destroy(mw);
 }
 
@@ -1327,7 +1406,9 @@ static void test_mw_stop_lifts_the_result_limit(void **state)
 
 /* ---- robustness ---------------------------------------------------------------------- */
 
-static void test_mw_spurious_wakeups_change_nothing(void **state)
+/* Waits loop: spurious wake-ups never let a result past the limit, nor end
+ * a wait early. */
+static void test_mw_result_limit_holds_under_spurious_wakeups(void **state)
 {
     (void)state;
     enum { WORKERS = 3, LIMIT = 2 };
@@ -1553,33 +1634,39 @@ static void test_mw_stress_subtasks_with_lock_delays(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_create_rejects_bad_arguments),
     cmocka_unit_test(test_mw_create_undoes_partial_work),
-    cmocka_unit_test(test_mw_bad_arguments),
+    cmocka_unit_test(test_mw_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_mw_submit_every_result_exactly_once),
     cmocka_unit_test(test_mw_process_failure_does_not_kill_the_worker),
     cmocka_unit_test(test_mw_submit_rejects_when_full_and_records_it),
+    cmocka_unit_test(test_mw_submit_after_await_is_recorded_as_rejected),
+    cmocka_unit_test(test_mw_submit_refused_payload_stays_the_callers),
     cmocka_unit_test(test_mw_await_waits_for_the_last_result),
     cmocka_unit_test(test_mw_submit_counts_subtasks),
+    cmocka_unit_test(test_mw_close_still_accepts_subtasks),
     cmocka_unit_test(test_mw_await_times_out_while_a_task_runs),
     cmocka_unit_test(test_mw_await_joins_every_worker),
-    cmocka_unit_test(test_mw_result_limit_bounds_unconsumed_results),
-    cmocka_unit_test(test_mw_take_result_consuming_master_never_deadlocks),
-    cmocka_unit_test(test_mw_take_result_times_out_on_one_deadline),
-    cmocka_unit_test(test_mw_await_detects_the_result_limit_trap),
-    cmocka_unit_test(test_mw_await_detects_the_trap_with_idle_workers),
-    cmocka_unit_test(test_mw_consumer_end_wakes_a_waiting_master),
-    cmocka_unit_test(test_mw_close_still_accepts_subtasks),
-    cmocka_unit_test(test_mw_submit_refused_payload_stays_the_callers),
     cmocka_unit_test(test_mw_await_wakes_every_waiting_master),
+    cmocka_unit_test(test_mw_await_from_a_task_gives_edeadlk),
+    cmocka_unit_test(test_mw_take_result_times_out_on_one_deadline),
     cmocka_unit_test(test_mw_result_records_its_cost),
-    cmocka_unit_test(test_mw_start_failure_stops_the_started_workers),
-    cmocka_unit_test(test_mw_stop_reports_what_was_not_done),
-    cmocka_unit_test(test_mw_stop_cancels_only_accepted_tasks),
-    cmocka_unit_test(test_mw_stop_lifts_the_result_limit),
-    cmocka_unit_test(test_mw_spurious_wakeups_change_nothing),
-    cmocka_unit_test(test_mw_destroy_frees_everything),
     cmocka_unit_test(test_mw_stress_random_failures_conserve),
     cmocka_unit_test(test_mw_stress_stats_conserve_at_every_instant),
     cmocka_unit_test(test_mw_stress_subtasks_with_lock_delays),
+    cmocka_unit_test(test_mw_result_limit_bounds_unconsumed_results),
+    cmocka_unit_test(test_mw_take_result_consuming_master_never_deadlocks),
+    cmocka_unit_test(test_mw_result_limit_holds_under_spurious_wakeups),
+    cmocka_unit_test(test_mw_await_detects_the_result_limit_trap),
+    cmocka_unit_test(test_mw_await_waits_while_a_consumer_is_announced),
+    cmocka_unit_test(test_mw_await_completes_once_the_trapped_results_are_taken),
+    cmocka_unit_test(test_mw_await_detects_the_trap_with_idle_workers),
+    cmocka_unit_test(test_mw_consumer_end_wakes_a_waiting_master),
+    cmocka_unit_test(test_mw_extension_calls_with_bad_arguments_give_einval),
+    cmocka_unit_test(test_mw_stop_from_a_task_gives_edeadlk),
+    cmocka_unit_test(test_mw_stop_reports_what_was_not_done),
+    cmocka_unit_test(test_mw_stop_cancels_only_accepted_tasks),
+    cmocka_unit_test(test_mw_stop_lifts_the_result_limit),
+    cmocka_unit_test(test_mw_start_failure_stops_the_started_workers),
+    cmocka_unit_test(test_mw_destroy_frees_everything),
 };
 
 KIT_TEST_MAIN(tests)

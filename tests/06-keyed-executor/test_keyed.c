@@ -298,8 +298,8 @@ static void test_keyed_submit_different_keys_run_in_parallel(void **state)
     future_release(a);
     future_release(b);
     shut_down(kx);
+    tpool_destroy(pool); /* before the latches: a task may still be on its way into one */
     kit_latch_destroy(&meeting.both_inside);
-    tpool_destroy(pool);
 }
 
 /* The same meeting for one key: the first task must wait in vain (a strict
@@ -325,8 +325,8 @@ static void test_keyed_submit_same_key_waits_for_the_previous_task(void **state)
     future_release(first);
     future_release(second);
     shut_down(kx);
-    kit_latch_destroy(&meeting.both_inside);
     tpool_destroy(pool);
+    kit_latch_destroy(&meeting.both_inside);
 }
 
 /* ---- failure, cancellation ------------------------------------------------------------ */
@@ -384,8 +384,8 @@ static void test_keyed_submit_cancelled_task_is_skipped(void **state)
     future_release(cancelled);
     future_release(later);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 /* ---- the pool: rejection, caller-runs, discard --------------------------------------------- */
@@ -419,8 +419,8 @@ static void test_keyed_submit_rolls_back_when_the_pool_rejects(void **state)
     future_release(x2);
     future_release(a);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 struct caller_runs {
@@ -491,8 +491,8 @@ static void test_keyed_submit_on_caller_runs_pool_runs_on_the_caller(void **stat
     future_release(job.first);
     future_release(job.second);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 /* A full discarding pool accepts the drain and drops it at once: the key's
@@ -521,8 +521,8 @@ static void test_keyed_submit_dropped_drain_cancels_its_tasks(void **state)
     future_release(dropped);
     future_release(again);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
     kit_latch_destroy(&queue_empty);
 }
 
@@ -587,9 +587,9 @@ static void test_keyed_submit_out_of_memory_changes_nothing(void **state)
     assert_ok(keyed_await_termination(kx, KIT_HANG_MS));
     assert_int_equal(atomic_load(&ran), 3); /* warm-up, fresh, busy's second task: each once */
     shut_down(kx);
+    tpool_destroy(pool);
     kit_latch_destroy(&holder.started);
     kit_latch_destroy(&holder.release);
-    tpool_destroy(pool);
 }
 
 /* ---- the same-key wait -------------------------------------------------------------------- */
@@ -670,8 +670,8 @@ static void test_keyed_close_rejects_new_and_drains_accepted(void **state)
     future_release(held[0]);
     future_release(held[1]);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 struct awaiting {
@@ -715,8 +715,8 @@ static void test_keyed_await_termination_sleeps_until_drained(void **state)
     kit_spurious_wakeups(false);
     future_release(held);
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 /* After the pool's shutdown, a key whose drain is still running accepts a
@@ -748,9 +748,9 @@ static void test_keyed_submit_after_pool_shutdown(void **state)
     future_release(held);
     future_release(late);
     shut_down(kx);
+    tpool_destroy(pool);
     kit_latch_destroy(&holder.started);
     kit_latch_destroy(&holder.release);
-    tpool_destroy(pool);
 }
 
 /* Several threads waiting in keyed_await_termination: all of them wake. */
@@ -778,7 +778,30 @@ static void test_keyed_await_termination_wakes_every_waiter(void **state)
                                                           "keyed_await_termination when the last key drained"), 0);
     future_release(held);
     shut_down(kx);
+    tpool_destroy(pool);
     kit_latch_destroy(&release);
+}
+
+/* An executor with nothing queued terminates the moment it is closed: close
+ * itself must wake a thread already waiting in keyed_await_termination, as
+ * no drain is left to do it. */
+static void test_keyed_close_of_an_idle_executor_wakes_its_awaiter(void **state)
+{
+    (void)state;
+    tpool_t *pool = make_pool(1, 8, bq_policy_abort(), 60000);
+    keyed_t *kx = make_executor(pool);
+    static struct awaiting job; /* static: a failed check leaves the thread still using it intact */
+    static kit_worker_t waiter;
+    job = (struct awaiting){ kx, 2 * KIT_HANG_MS };
+    kit_worker_start(&waiter, "awaiter", await_executor, &job);
+    kit_worker_must_block(&waiter, 200, "keyed_await_termination before close");
+    assert_ok(keyed_close(kx));
+    int err = (int)(intptr_t)kit_worker_must_finish(&waiter, "keyed_await_termination after the close of an "
+                                                             "executor with nothing queued");
+    if (err != 0)
+        fail_msg("keyed_await_termination returned %s after keyed_close of an idle executor; expected 0",
+                 kit_errno_name(err));
+    shut_down(kx);
     tpool_destroy(pool);
 }
 
@@ -813,8 +836,8 @@ static void test_keyed_active_keys_empties_when_idle(void **state)
     assert_ok(keyed_close(kx));
     assert_ok(keyed_await_termination(kx, 0)); /* already terminated: no wait */
     shut_down(kx);
-    kit_latch_destroy(&release);
     tpool_destroy(pool);
+    kit_latch_destroy(&release);
 }
 
 static void *nap_and_count(void *counter)
@@ -952,7 +975,7 @@ static void run_stress(struct stress *run)
     static struct submitter submitters[MAX_SUBMITTERS]; /* static: outlives a failed join */
     for (int i = 0; i < run->submitters; i++)
         submitters[i] = (struct submitter){ run, i };
-    kit_run_threads((size_t)run->submitters, "submitter", submit_many, submitters, sizeof submitters[0]);
+    kit_test_run_group((size_t)run->submitters, "submitter", submit_many, submitters, sizeof submitters[0]);
     assert_ok(keyed_close(run->kx));
     assert_ok(keyed_await_termination(run->kx, KIT_HANG_MS));
     assert_int_equal(keyed_active_keys(run->kx), 0);
@@ -1062,6 +1085,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_await_termination_sleeps_until_drained),
     cmocka_unit_test(test_keyed_submit_after_pool_shutdown),
     cmocka_unit_test(test_keyed_await_termination_wakes_every_waiter),
+    cmocka_unit_test(test_keyed_close_of_an_idle_executor_wakes_its_awaiter),
     cmocka_unit_test(test_keyed_active_keys_empties_when_idle),
     cmocka_unit_test(test_keyed_destroy_frees_everything),
     cmocka_unit_test(test_keyed_stress_fifo_per_key_many_submitters),

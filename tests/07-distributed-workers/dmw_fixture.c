@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "kit_time.h"
 
 static atomic_int runs_made;
+static _Thread_local bool crash_armed;
 
 long fixture_scale(long ms)
 {
@@ -219,4 +221,24 @@ void fixture_await_outcomes(fixture_t *fx, long count)
             fail_msg("fewer than %ld outcomes after %ld ms", count, KIT_HANG_MS);
         kit_sleep_ms(5);
     }
+}
+
+/* ---- crash points ------------------------------------------------------------------ */
+
+void fixture_crash_after_next_call(void)
+{
+    crash_armed = true;
+}
+
+/* Linked in place of hiredis's redisvCommand() (-Wl,--wrap=redisvCommand):
+ * every command of the kit's connection passes here. */
+void *__real_redisvCommand(redisContext *context, const char *format, va_list args);
+void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args);
+
+void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args)
+{
+    void *reply = __real_redisvCommand(context, format, args);
+    if (reply != NULL && crash_armed)
+        raise(SIGKILL); /* a crash point: the reply arrived, then the "machine" died */
+    return reply;
 }

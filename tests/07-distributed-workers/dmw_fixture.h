@@ -9,7 +9,8 @@
  * - a run of its own (`t<pid>-<n>`), a master for it, and a connection for
  *   looking at the run's keys directly;
  * - helpers to fork worker processes, wait for them with a timeout, and
- *   kill, stop or continue them.
+ *   kill, stop or continue them, and crash points that kill a worker at an
+ *   exact step of the protocol (fixture_crash_after_next_call()).
  *
  * fixture_teardown() runs even when the test failed: it kills every worker
  * process still there, purges the run and stops the server. Worker
@@ -24,6 +25,7 @@
 #include <sys/types.h>
 
 #include "dmw.h"
+#include "dmw_master.h"
 #include "dmw_redis.h"
 #include "dmw_server.h"
 
@@ -93,5 +95,19 @@ void fixture_await_outcomes(fixture_t *fx, long count);
 
 /** @brief An integer command's reply (LLEN, HLEN, EXISTS, ...); fails the test on error. */
 long fixture_integer(fixture_t *fx, const char *format, const char *key);
+
+/**
+ * @brief A crash point: arm a crash for the calling thread. Its next Redis
+ *        command gets its reply and then the process kills itself with
+ *        SIGKILL, as if the machine died right there.
+ *
+ * A process function that calls this just before returning makes the worker
+ * die right after the first command it sends for that task - for a correct
+ * worker, the outcome write. The fixture sees every reply through a
+ * link-time wrapper of hiredis's redisvCommand() (chapter 07's build.mk
+ * wraps it for the tests only), the way the harness's wrappers inject
+ * spurious wake-ups: the kit's own code knows nothing of it.
+ */
+void fixture_crash_after_next_call(void);
 
 #endif

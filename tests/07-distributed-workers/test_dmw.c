@@ -24,6 +24,7 @@
 
 #include "dmw.h"
 #include "dmw_fixture.h"
+#include "dmw_master.h"
 #include "dmw_redis.h"
 #include "kit_time.h"
 
@@ -61,7 +62,7 @@ static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
     if (strcmp(task->payload, "fail-quietly") == 0)
         return EPERM;
     if (strcmp(task->payload, "crash-after-outcome") == 0)
-        dmw_redis_crash_after_next_call();
+        fixture_crash_after_next_call();
     snprintf(text, size, "result %ld, call %d", task->id, call);
     return 0;
 }

@@ -105,7 +105,7 @@ static void test_kit_trace_records_balanced_ordered_events(void **state)
 {
     (void)state;
     assert_ok(kit_trace_start());
-    kit_run_threads(4, "tracer", record_spans, NULL, 0);
+    kit_test_run_group(4, "tracer", record_spans, NULL, 0);
     kit_trace_stop();
     kit_trace_event_t *events;
     size_t count;
@@ -160,6 +160,41 @@ static void test_kit_trace_writes_json(void **state)
     assert_non_null(strstr(text, "\"thread_name\""));
 }
 
+/* The harness counts what the code under test allocates through any libc
+ * allocator it may call, so a create that copies a name with strdup and a
+ * destroy that frees it balance out, and a failed allocation is injected in
+ * all of them alike. */
+static char *volatile refused;
+
+static void test_kit_counts_every_libc_allocator(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    char *copy = strdup("pool");
+    char *prefix = strndup("pool-name", 4);
+    void *aligned = aligned_alloc(16, 32);
+    void *memaligned = NULL;
+    assert_int_equal(posix_memalign(&memaligned, 16, 32), 0);
+    assert_non_null(copy);
+    assert_non_null(prefix);
+    assert_non_null(aligned);
+    assert_string_equal(prefix, "pool");
+    if (kit_live_allocations() != before + 4)
+        fail_msg("four blocks from strdup, strndup, aligned_alloc and posix_memalign; the harness counted %ld",
+                 kit_live_allocations() - before);
+    free(copy);
+    free(prefix);
+    free(aligned);
+    free(memaligned);
+    if (kit_live_allocations() != before)
+        fail_msg("after freeing them all the harness still counts %ld block(s)", kit_live_allocations() - before);
+    kit_fail_allocation(1);
+    refused = strdup("pool"); /* kept in a volatile: the compiler may not assume it succeeds */
+    kit_fail_allocation(0);
+    if (refused != NULL)
+        fail_msg("the first allocation was set to fail, yet strdup returned a copy");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kit_deadline_rejects_negative_and_null),
     cmocka_unit_test(test_kit_deadline_is_in_the_future_and_clamped),
@@ -168,6 +203,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kit_trace_records_balanced_ordered_events),
     cmocka_unit_test(test_kit_trace_is_silent_when_off),
     cmocka_unit_test(test_kit_trace_writes_json),
+    cmocka_unit_test(test_kit_counts_every_libc_allocator),
 };
 
 KIT_TEST_MAIN(tests)

@@ -11,6 +11,7 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,36 @@ static void report_success_to_runner(int fd, const char *token)
     int n = snprintf(line, sizeof line, "passed %s\n", token);
     if (n > 0 && write(fd, line, (size_t)n) < 0)
         perror("result pipe");
+}
+
+/* Each test runs through this trampoline, which arms the crash report
+ * first (cmocka installs its own signal handlers just before each test, and
+ * they would only print the signal's number). Tests run in order, one after
+ * another, so the n-th call is the n-th test. */
+static const struct CMUnitTest *running_tests;
+static size_t next_test;
+
+static void run_with_crash_report(void **state)
+{
+    const struct CMUnitTest *test = &running_tests[next_test++];
+    kit_catch_crashes();
+    test->test_func(state);
+}
+
+static int run_armed(const char *group, const struct CMUnitTest *tests, size_t count)
+{
+    struct CMUnitTest *armed = calloc(count, sizeof *armed);
+    if (armed == NULL)
+        return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+    for (size_t i = 0; i < count; i++) {
+        armed[i] = tests[i];
+        armed[i].test_func = run_with_crash_report;
+    }
+    running_tests = tests;
+    next_test = 0;
+    int failed = _cmocka_run_group_tests(group, armed, count, NULL, NULL);
+    free(armed);
+    return failed;
 }
 
 int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count, const char *file)
@@ -72,7 +103,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
             fprintf(stderr, "%s: no test named %s\n", argv[0], argv[2]);
             return 3;
         }
-        int failed = _cmocka_run_group_tests(argv[2], &tests[i], 1, NULL, NULL);
+        int failed = run_armed(argv[2], &tests[i], 1);
         if (failed == 0)
             report_success_to_runner(result_fd, token);
         return failed == 0 ? 0 : 1;
@@ -81,7 +112,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
         fprintf(stderr, "usage: %s [--list | --run TEST_NAME]\n", argv[0]);
         return 2;
     }
-    int failed = _cmocka_run_group_tests(base_name(file), tests, count, NULL, NULL);
+    int failed = run_armed(base_name(file), tests, count);
     if (failed == 0)
         report_success_to_runner(result_fd, token);
     return failed == 0 ? 0 : 1;
@@ -103,6 +134,131 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
         print_error("%s returned %s (%d), expected %s (%d)\n", expr, kit_errno_name(got), got,
                     kit_errno_name(want), want);
     }
+    if (got == ENOSYS)
+        kit_skip_caller_stack(); /* "not written yet" needs no stack */
+    _fail(file, line);
+}
+
+void kit_fail_at(const char *file, int line, const char *format, ...)
+{
+    char message[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    print_error("%s\n", message);
+    _fail(file, line);
+}
+
+/* ---- cmocka's checks, in words ----------------------------------------------
+ * The test binaries are linked with --wrap for cmocka's check functions, so
+ * a failed assert_int_equal() says "got 0, expected 1" instead of cmocka's
+ * "0 != 0x1", and every failure - ours and cmocka's - goes through one
+ * _fail(), which first prints the failing thread's stack: when the check sits
+ * in a test's helper, the stack names the test's own line that called it. */
+void __real__fail(const char *const file, const int line);
+void __wrap__fail(const char *const file, const int line);
+void __wrap__assert_true(const LargestIntegralType result, const char *const expression, const char *const file,
+                         const int line);
+void __wrap__assert_int_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
+                              const int line);
+void __wrap__assert_int_not_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
+                                  const int line);
+void __wrap__assert_string_equal(const char *const a, const char *const b, const char *const file, const int line);
+void __wrap__assert_in_range(const LargestIntegralType value, const LargestIntegralType minimum,
+                             const LargestIntegralType maximum, const char *const file, const int line);
+
+static bool skip_caller_stack;
+
+void kit_skip_caller_stack(void)
+{
+    skip_caller_stack = true;
+}
+
+/* cmocka leaves a failed test by a jump out of its function. While threads
+ * the test started still run, they may be using its local variables - a
+ * struct on its stack, a queue it was about to destroy - and the jump would
+ * hand that memory to whatever runs next ("stack smashing detected", blamed
+ * on the student). The test process then ends here instead, failed. */
+void __wrap__fail(const char *const file, const int line)
+{
+    if (!skip_caller_stack && !kit_stacks_dumped())
+        kit_dump_stacks("the failed check");
+    skip_caller_stack = false;
+    int alive = kit_threads_alive();
+    if (alive > 0) {
+        fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
+        fprintf(stderr, "[  FAILED  ] the test stopped here: %d of its threads still run\n", alive);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(1);
+    }
+    __real__fail(file, line);
+}
+
+/* A value as a student reads it: a number, NULL, or "a pointer" (an address
+ * in decimal or hex tells nothing). */
+static void describe(LargestIntegralType value, char *out, size_t size)
+{
+    long long number = (long long)value;
+    if (value == 0)
+        snprintf(out, size, "0 (or NULL)");
+    else if (number > -(1LL << 40) && number < (1LL << 40))
+        snprintf(out, size, "%lld", number);
+    else
+        snprintf(out, size, "a pointer");
+}
+
+void __wrap__assert_true(const LargestIntegralType result, const char *const expression, const char *const file,
+                         const int line)
+{
+    if (result)
+        return;
+    print_error("this check failed: %s\n", expression);
+    _fail(file, line);
+}
+
+void __wrap__assert_int_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
+                              const int line)
+{
+    if (a == b)
+        return;
+    char got[64], expected[64];
+    describe(a, got, sizeof got);
+    describe(b, expected, sizeof expected);
+    if (strcmp(got, expected) == 0)
+        print_error("got one pointer where the test expected another\n");
+    else
+        print_error("got %s, expected %s\n", got, expected);
+    _fail(file, line);
+}
+
+void __wrap__assert_int_not_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
+                                  const int line)
+{
+    if (a != b)
+        return;
+    char value[64];
+    describe(a, value, sizeof value);
+    print_error("got %s, which the test expected not to see\n", value);
+    _fail(file, line);
+}
+
+void __wrap__assert_string_equal(const char *const a, const char *const b, const char *const file, const int line)
+{
+    if (a && b && strcmp(a, b) == 0)
+        return;
+    print_error("got the text \"%s\", expected \"%s\"\n", a ? a : "(NULL)", b ? b : "(NULL)");
+    _fail(file, line);
+}
+
+void __wrap__assert_in_range(const LargestIntegralType value, const LargestIntegralType minimum,
+                             const LargestIntegralType maximum, const char *const file, const int line)
+{
+    if (value >= minimum && value <= maximum)
+        return;
+    print_error("got %lld, expected a value from %lld to %lld\n", (long long)value, (long long)minimum,
+                (long long)maximum);
     _fail(file, line);
 }
 
@@ -116,13 +272,18 @@ static void *worker_body(void *raw)
     return NULL;
 }
 
-void kit_worker_start(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg)
+void kit_worker_start_at(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg, const char *file,
+                         int line)
 {
     memset(worker, 0, sizeof *worker);
     worker->fn = fn;
     worker->arg = arg;
-    assert_ok(kit_latch_init(&worker->finished, 1));
-    assert_ok(kit_thread_start(&worker->thread, name, worker_body, worker));
+    int err = kit_latch_init(&worker->finished, 1);
+    if (err != 0)
+        kit_fail_at(file, line, "the test could not set up thread %s: %s", name, kit_errno_name(err));
+    err = kit_thread_start(&worker->thread, name, worker_body, worker);
+    if (err != 0)
+        kit_fail_at(file, line, "the test could not start thread %s: %s", name, kit_errno_name(err));
 }
 
 bool kit_worker_done(kit_worker_t *worker)
@@ -147,19 +308,33 @@ int kit_worker_join(kit_worker_t *worker, long timeout_ms, void **result)
     return 0;
 }
 
-void *kit_worker_must_finish(kit_worker_t *worker, const char *what)
+/* KIT_DEBUG=1 (make debug): a hang stays a hang, for the debugger to see. */
+static long hang_limit_ms(void)
+{
+    return getenv("KIT_DEBUG") ? LONG_MAX / 4 : KIT_HANG_MS;
+}
+
+void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const char *file, int line)
 {
     void *result = NULL;
-    if (kit_worker_join(worker, KIT_HANG_MS, &result) != 0)
-        fail_msg("%s: still blocked after %ld ms - a lost wake-up or a deadlock", what, KIT_HANG_MS);
+    long limit = hang_limit_ms();
+    for (long waited = 0; kit_worker_join(worker, KIT_HANG_MS, &result) != 0;) {
+        waited += KIT_HANG_MS;
+        if (waited >= limit) {
+            char message[512];
+            snprintf(message, sizeof message, "%s: still blocked after %ld ms - a lost wake-up or a deadlock", what,
+                     KIT_HANG_MS);
+            kit_stop_test(message, file, line);
+        }
+    }
     return result;
 }
 
-void kit_worker_must_block(kit_worker_t *worker, long ms, const char *what)
+void kit_worker_must_block_at(kit_worker_t *worker, long ms, const char *what, const char *file, int line)
 {
     kit_sleep_ms(ms);
     if (kit_worker_done(worker))
-        fail_msg("%s: returned within %ld ms, but it should still be waiting", what, ms);
+        kit_fail_at(file, line, "%s: returned within %ld ms, but it should still be waiting", what, ms);
 }
 
 /* ---- groups of threads --------------------------------------------------- */
@@ -177,28 +352,30 @@ static void *gated_body(void *raw)
     return gated->fn(gated->arg);
 }
 
-void kit_run_threads(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size)
+void kit_test_run_group_at(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size,
+                           const char *file, int line)
 {
-    kit_gate_t gate;
-    assert_ok(kit_gate_init(&gate));
+    /* On the heap, not on this frame: after a failure the threads may go on using them. */
+    kit_gate_t *gate = calloc(1, sizeof *gate);
     kit_worker_t *workers = calloc(count, sizeof *workers);
     struct gated *gated = calloc(count, sizeof *gated);
-    assert_non_null(workers);
-    assert_non_null(gated);
+    if (gate == NULL || workers == NULL || gated == NULL || kit_gate_init(gate) != 0)
+        kit_fail_at(file, line, "the test could not set up %zu %s threads", count, name);
     for (size_t i = 0; i < count; i++) {
         char thread_name[KIT_THREAD_NAME_MAX];
         snprintf(thread_name, sizeof thread_name, "%s-%zu", name, i);
-        gated[i] = (struct gated){ &gate, fn, (char *)args + i * arg_size };
-        kit_worker_start(&workers[i], thread_name, gated_body, &gated[i]);
+        gated[i] = (struct gated){ gate, fn, (char *)args + i * arg_size };
+        kit_worker_start_at(&workers[i], thread_name, gated_body, &gated[i], file, line);
     }
-    if (kit_gate_await_arrivals(&gate, count, KIT_HANG_MS) != 0)
-        fail_msg("%s: threads did not reach the start gate", name);
-    kit_gate_open(&gate);
+    if (kit_gate_await_arrivals(gate, count, KIT_HANG_MS) != 0)
+        kit_stop_test("threads did not reach the start gate", file, line);
+    kit_gate_open(gate);
     for (size_t i = 0; i < count; i++)
-        kit_worker_must_finish(&workers[i], name);
+        kit_worker_must_finish_at(&workers[i], name, file, line);
+    kit_gate_destroy(gate);
     free(gated);
     free(workers);
-    kit_gate_destroy(&gate);
+    free(gate);
 }
 
 /* ---- stress helpers -------------------------------------------------------- */
@@ -237,7 +414,8 @@ void kit_jitter(kit_rng_t *rng, unsigned max_us)
 
 /* ---- allocation failures ------------------------------------------------------ */
 
-long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx)
+long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx), void *ctx, const char *file,
+                                      int line)
 {
     for (long nth = 1;; nth++) {
         long before = kit_live_allocations();
@@ -248,14 +426,14 @@ long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), 
         long made = kit_allocation_calls() - calls_before;
         if (made < nth) { /* no allocation failed: this was a normal run */
             if (err != 0)
-                fail_msg("%s returned %s with every allocation succeeding", what, kit_errno_name(err));
+                kit_fail_at(file, line, "%s returned %s with every allocation succeeding", what, kit_errno_name(err));
             return made;
         }
         if (err != ENOMEM && err != 0) /* 0: it coped (attempt checked nothing was lost) */
-            fail_msg("%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth, made,
-                     kit_errno_name(err));
+            kit_fail_at(file, line, "%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth,
+                        made, kit_errno_name(err));
         long leaked = kit_live_allocations() - before;
         if (leaked != 0)
-            fail_msg("%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
+            kit_fail_at(file, line, "%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
     }
 }

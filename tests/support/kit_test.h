@@ -10,9 +10,16 @@
  * - kit_worker_*: a thread whose end the main thread can wait for *with a
  *   timeout*, so "this call is blocked forever" becomes a failed assertion
  *   instead of a hung test.
- * - kit_run_threads(): N threads released together by a start gate.
+ * - kit_test_run_group(): N threads released together by a start gate.
  * - kit_test_seed() / kit_jitter(): seeded randomness for stress tests; the
  *   seed is printed, and SEED=N reproduces a failing run.
+ *
+ * - kit_dump_stacks(): every thread's stack into the log (a crash and a hang
+ *   check do it by themselves), which the grading runner shows cut to the
+ *   student's and the tests' frames.
+ *
+ * The helpers report the line of the test that called them, not their own:
+ * each is a macro that passes __FILE__ and __LINE__ on.
  *
  * cmocka is not thread-safe: an assert_* on a worker thread longjmps on the
  * wrong stack and kills the whole run. Workers therefore only *record* what
@@ -55,6 +62,34 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
 
 void kit_assert_code(int got, int want, const char *expr, const char *file, int line);
 
+/** @brief Fail the test at @p file:@p line (the caller's) with a printf-style message. */
+void kit_fail_at(const char *file, int line, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/**
+ * @brief Print every thread's stack to stderr (the test's log) between the
+ *        lines `[ stacks   ] begin: WHY` and `[ stacks   ] end`, by attaching
+ *        gdb to this process. Safe in a signal handler. Under valgrind or a
+ *        debugger it prints one line saying why there are no stacks.
+ */
+void kit_dump_stacks(const char *why);
+/**
+ * @brief End the test process now, failed: print @p message, every thread's
+ *        stack, and the failing line (@p file may be NULL: the stacks show it).
+ *        For failures cmocka cannot unwind: a thread still runs on the test's memory.
+ */
+_Noreturn void kit_stop_test(const char *message, const char *file, int line);
+/** @brief True once kit_dump_stacks() ran in this process. */
+bool kit_stacks_dumped(void);
+/** @brief The next failure needs no stack (say, ENOSYS: the function is not written yet). */
+void kit_skip_caller_stack(void);
+/** @brief On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: say so in words,
+ *         dump the stacks, and die of the signal. Called before each test. */
+void kit_catch_crashes(void);
+
 /** @brief A thread the main thread can wait for with a timeout. */
 typedef struct kit_worker {
     pthread_t thread;
@@ -66,7 +101,9 @@ typedef struct kit_worker {
 } kit_worker_t;
 
 /** @brief Start `fn(arg)` on a thread named @p name. Fails the test on error. */
-void kit_worker_start(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg);
+#define kit_worker_start(worker, name, fn, arg) kit_worker_start_at((worker), (name), (fn), (arg), __FILE__, __LINE__)
+void kit_worker_start_at(kit_worker_t *worker, const char *name, void *(*fn)(void *), void *arg, const char *file,
+                         int line);
 /** @brief True once fn has returned (does not block). */
 bool kit_worker_done(kit_worker_t *worker);
 /**
@@ -74,10 +111,16 @@ bool kit_worker_done(kit_worker_t *worker);
  * @return 0, or ETIMEDOUT: the thread is still running (and is left running).
  */
 int kit_worker_join(kit_worker_t *worker, long timeout_ms, void **result);
-/** @brief kit_worker_join() that fails the test, naming @p what, on a time-out. */
-void *kit_worker_must_finish(kit_worker_t *worker, const char *what);
+/**
+ * @brief kit_worker_join() that fails the test, naming @p what, after
+ *        KIT_HANG_MS: it prints where every thread waits, then ends the test
+ *        process at once (the stuck thread still uses the worker's memory).
+ */
+#define kit_worker_must_finish(worker, what) kit_worker_must_finish_at((worker), (what), __FILE__, __LINE__)
+void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const char *file, int line);
 /** @brief Assert that the worker is still blocked after @p ms (a lower bound: it really waits). */
-void kit_worker_must_block(kit_worker_t *worker, long ms, const char *what);
+#define kit_worker_must_block(worker, ms, what) kit_worker_must_block_at((worker), (ms), (what), __FILE__, __LINE__)
+void kit_worker_must_block_at(kit_worker_t *worker, long ms, const char *what, const char *file, int line);
 
 /**
  * @brief Run `fn(args + i * arg_size)` on @p count threads named
@@ -85,7 +128,10 @@ void kit_worker_must_block(kit_worker_t *worker, long ms, const char *what);
  *        all. Fails the test if any thread is still running after
  *        KIT_HANG_MS once released.
  */
-void kit_run_threads(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size);
+#define kit_test_run_group(count, name, fn, args, arg_size)                                          \
+    kit_test_run_group_at((count), (name), (fn), (args), (arg_size), __FILE__, __LINE__)
+void kit_test_run_group_at(size_t count, const char *name, void *(*fn)(void *), void *args, size_t arg_size,
+                           const char *file, int line);
 
 /** @brief The run's seed: $SEED if set, else from the clock; printed to stderr once. */
 uint64_t kit_test_seed(void);
@@ -107,7 +153,8 @@ int kit_waiting_threads(void);
  *        takes the structure's lock, those threads have really released it and
  *        are asleep. Fails the test after KIT_HANG_MS.
  */
-void kit_await_waiting_threads(int count, const char *what);
+#define kit_await_waiting_threads(count, what) kit_await_waiting_threads_at((count), (what), __FILE__, __LINE__)
+void kit_await_waiting_threads_at(int count, const char *what, const char *file, int line);
 /**
  * @brief Inject spurious wake-ups: while on, every other call to a condition
  *        wait on each thread returns 0 at once (after letting other threads
@@ -139,6 +186,8 @@ void kit_chaos(uint64_t seed);
 bool kit_chaos_from_env(void);
 /** @brief Make the @p nth pthread_create from now fail with EAGAIN; 0 switches it off. */
 void kit_fail_thread_create(long nth);
+/** @brief Threads started through pthread_create (in this binary) that have not ended yet. */
+int kit_threads_alive(void);
 /** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 
@@ -161,7 +210,10 @@ void kit_fail_allocation(long nth);
  *        own success (say, destroys what it created).
  * @return the number of allocations one successful attempt makes.
  */
-long kit_sweep_allocation_failures(const char *what, int (*attempt)(void *ctx), void *ctx);
+#define kit_sweep_allocation_failures(what, attempt, ctx)                                             \
+    kit_sweep_allocation_failures_at((what), (attempt), (ctx), __FILE__, __LINE__)
+long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx), void *ctx, const char *file,
+                                      int line);
 
 /** @brief Assert that everything allocated since @p before was freed. */
 #define assert_no_leak_since(before)                                                          \

@@ -15,9 +15,12 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "kit_errno.h"
 #include "kit_gate.h"
 #include "kit_test.h"
 #include "kit_time.h"
@@ -32,12 +35,68 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline);
 
 static void perturb(void); /* chaos, below */
+static int checked(const char *call, int err); /* results, below */
 
 static atomic_int waiting;
 static atomic_bool spurious_on;
 static atomic_long wake_every_ms; /* 0 = off */
 static atomic_long spurious_total;
 static _Thread_local unsigned long waits_on_this_thread;
+
+/* ---- The harness's own waits ------------------------------------------------
+ * Gates and latches (lib/program/kit_gate.c) are the tests' scaffolding, not
+ * the code under study: while a thread is inside one of their waiting calls
+ * (wrapped too, see TEST_WRAPS in the Makefile), its waits are not counted,
+ * never woken spuriously and never perturbed. */
+static _Thread_local int harness_waiting;
+
+void __real_kit_gate_wait(kit_gate_t *gate);
+int __real_kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms);
+void __real_kit_gate_destroy(kit_gate_t *gate);
+int __real_kit_latch_wait(kit_latch_t *latch, long timeout_ms);
+void __real_kit_latch_destroy(kit_latch_t *latch);
+void __wrap_kit_gate_wait(kit_gate_t *gate);
+int __wrap_kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms);
+void __wrap_kit_gate_destroy(kit_gate_t *gate);
+int __wrap_kit_latch_wait(kit_latch_t *latch, long timeout_ms);
+void __wrap_kit_latch_destroy(kit_latch_t *latch);
+
+void __wrap_kit_gate_wait(kit_gate_t *gate)
+{
+    harness_waiting++;
+    __real_kit_gate_wait(gate);
+    harness_waiting--;
+}
+
+int __wrap_kit_gate_await_arrivals(kit_gate_t *gate, size_t count, long timeout_ms)
+{
+    harness_waiting++;
+    int err = __real_kit_gate_await_arrivals(gate, count, timeout_ms);
+    harness_waiting--;
+    return err;
+}
+
+void __wrap_kit_gate_destroy(kit_gate_t *gate)
+{
+    harness_waiting++;
+    __real_kit_gate_destroy(gate);
+    harness_waiting--;
+}
+
+int __wrap_kit_latch_wait(kit_latch_t *latch, long timeout_ms)
+{
+    harness_waiting++;
+    int err = __real_kit_latch_wait(latch, timeout_ms);
+    harness_waiting--;
+    return err;
+}
+
+void __wrap_kit_latch_destroy(kit_latch_t *latch)
+{
+    harness_waiting++;
+    __real_kit_latch_destroy(latch);
+    harness_waiting--;
+}
 
 int kit_waiting_threads(void)
 {
@@ -59,13 +118,15 @@ void kit_wakeups_every(long ms)
     atomic_store(&wake_every_ms, ms > 0 ? ms : 0);
 }
 
-void kit_await_waiting_threads(int count, const char *what)
+void kit_await_waiting_threads_at(int count, const char *what, const char *file, int line)
 {
     int64_t start = kit_now_ns();
     while (atomic_load(&waiting) < count) {
-        if (kit_elapsed_ms(start) > KIT_HANG_MS)
-            fail_msg("%s: expected %d threads asleep in a condition wait, saw %d", what, count,
-                     atomic_load(&waiting));
+        if (kit_elapsed_ms(start) > KIT_HANG_MS) {
+            kit_dump_stacks("fewer threads asleep than expected");
+            kit_fail_at(file, line, "%s: expected %d threads asleep in a condition wait, saw %d", what, count,
+                        atomic_load(&waiting));
+        }
         kit_sleep_ms(1);
     }
 }
@@ -87,15 +148,15 @@ static bool take_spurious_turn(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-    if (kit_harness_waiting)
-        return __real_pthread_cond_wait(cond, mutex);
+    if (harness_waiting)
+        return checked("pthread_cond_wait", __real_pthread_cond_wait(cond, mutex));
     if (take_spurious_turn(mutex))
         return 0;
     atomic_fetch_add(&waiting, 1);
     int err = __real_pthread_cond_wait(cond, mutex);
     atomic_fetch_sub(&waiting, 1);
     perturb();
-    return err;
+    return checked("pthread_cond_wait", err);
 }
 
 /* The clock a deadline was computed on. The wrapper cannot ask the condition
@@ -134,8 +195,8 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
-    if (kit_harness_waiting)
-        return __real_pthread_cond_timedwait(cond, mutex, deadline);
+    if (harness_waiting)
+        return checked("pthread_cond_timedwait", __real_pthread_cond_timedwait(cond, mutex, deadline));
     if (take_spurious_turn(mutex))
         return 0;
     long every_ms = atomic_load(&wake_every_ms);
@@ -144,7 +205,7 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                            : __real_pthread_cond_timedwait(cond, mutex, deadline);
     atomic_fetch_sub(&waiting, 1);
     perturb();
-    return err;
+    return checked("pthread_cond_timedwait", err);
 }
 
 /* ---- Delays, chaos, and failing thread creation ---------------------------------
@@ -216,7 +277,7 @@ bool kit_chaos_from_env(void)
 /* Chaos: mostly nothing, sometimes a yield, now and then a short sleep. */
 static void perturb(void)
 {
-    if (!atomic_load_explicit(&chaos_on, memory_order_relaxed) || kit_harness_waiting)
+    if (!atomic_load_explicit(&chaos_on, memory_order_relaxed) || harness_waiting)
         return;
     uint64_t roll = kit_rng_below(my_rng(), 100);
     if (roll < 15)
@@ -228,29 +289,61 @@ static void perturb(void)
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
-    if (max_us > 0 && !kit_harness_waiting)
+    if (max_us > 0 && !harness_waiting)
         kit_sleep_us((long)kit_rng_below(my_rng(), (uint64_t)max_us + 1));
     perturb();
-    return __real_pthread_mutex_lock(mutex);
+    return checked("pthread_mutex_lock", __real_pthread_mutex_lock(mutex));
 }
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
-    return err;
+    return checked("pthread_mutex_unlock", err);
 }
 
 int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 {
     perturb();
-    return __real_pthread_cond_signal(cond);
+    return checked("pthread_cond_signal", __real_pthread_cond_signal(cond));
 }
 
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
 {
     perturb();
-    return __real_pthread_cond_broadcast(cond);
+    return checked("pthread_cond_broadcast", __real_pthread_cond_broadcast(cond));
+}
+
+/* ---- Results -----------------------------------------------------------------
+ * Lock, unlock, wait, signal and broadcast on a live, initialised object
+ * fail only on misuse - so the teaching code does not check them, and the
+ * harness does: any result but 0 (or a timed wait's ETIMEDOUT) ends the test
+ * in words, with the stack that shows the student's line. */
+static const char *misuse(int err)
+{
+    switch (err) {
+    case EPERM: return "the calling thread does not hold the mutex (unlocked twice, or by a thread that never locked it?)";
+    case EDEADLK: return "the calling thread already holds this mutex: it would wait for itself forever";
+    case EINVAL: return "the mutex or condition variable is not initialised, already destroyed, or waited on with two different mutexes";
+    case EBUSY: return "the object is in use";
+    case EAGAIN: return "a recursive mutex was locked too many times";
+    case EOWNERDEAD: return "the thread that held the mutex ended without unlocking it";
+    case ENOTRECOVERABLE: return "the mutex is not recoverable: a thread ended while holding it";
+    default: return "a misuse of the object";
+    }
+}
+
+static int checked(const char *call, int err)
+{
+    if (err == 0 || (err == ETIMEDOUT && strcmp(call, "pthread_cond_timedwait") == 0))
+        return err;
+    char message[512];
+    bool deadline = err == EINVAL && strcmp(call, "pthread_cond_timedwait") == 0;
+    snprintf(message, sizeof message, "%s returned %s: %s", call, kit_errno_name(err),
+             deadline ? "the deadline is not a valid time (tv_nsec must stay below 1000000000), or the condition "
+                        "variable or mutex is not initialised"
+                      : misuse(err));
+    kit_stop_test(message, NULL, 0);
 }
 
 void kit_fail_thread_create(long nth)
@@ -264,12 +357,30 @@ struct numbered_start {
     unsigned serial;
 };
 
+/* Threads started and not yet ended (pthread_exit included). */
+static atomic_int threads_alive;
+
+int kit_threads_alive(void)
+{
+    return atomic_load(&threads_alive);
+}
+
+static void thread_ended(void *unused)
+{
+    (void)unused;
+    atomic_fetch_sub(&threads_alive, 1);
+}
+
 static void *numbered_body(void *raw)
 {
     struct numbered_start start = *(struct numbered_start *)raw;
     __real_free(raw);
     thread_serial = start.serial;
-    return start.fn(start.arg);
+    void *result;
+    pthread_cleanup_push(thread_ended, NULL);
+    result = start.fn(start.arg);
+    pthread_cleanup_pop(1);
+    return result;
 }
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -281,9 +392,12 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (start == NULL)
         return EAGAIN;
     *start = (struct numbered_start){ fn, arg, atomic_fetch_add(&threads_created, 1) + 1 };
+    atomic_fetch_add(&threads_alive, 1);
     int err = __real_pthread_create(thread, attr, numbered_body, start);
-    if (err != 0)
+    if (err != 0) {
+        atomic_fetch_sub(&threads_alive, 1);
         __real_free(start);
+    }
     perturb();
     return err;
 }
@@ -293,9 +407,13 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
  * check that destroy gives back everything create took (live count before
  * == live count after), and can make the Nth allocation fail. Only calls
  * made from the test binary's own objects are counted - allocations inside
- * libc or cmocka are not. */
+ * libc or cmocka are not. libc's other allocators that the code under test
+ * may call directly (strdup, strndup, aligned_alloc, posix_memalign) are
+ * wrapped too: their blocks come back through the wrapped free, and a pool
+ * that copies its name with strdup must not read as -1 blocks not freed. */
 
 #include <stdlib.h>
+#include <string.h>
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t count, size_t size);
@@ -332,24 +450,26 @@ static bool this_call_fails(void)
     return target != 0 && call == target;
 }
 
+/* A block handed to the code under test: one more to give back. */
+static void *counted(void *block)
+{
+    if (block)
+        atomic_fetch_add(&live_blocks, 1);
+    return block;
+}
+
 void *__wrap_malloc(size_t size)
 {
     if (this_call_fails())
         return NULL;
-    void *block = __real_malloc(size);
-    if (block)
-        atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return counted(__real_malloc(size));
 }
 
 void *__wrap_calloc(size_t count, size_t size)
 {
     if (this_call_fails())
         return NULL;
-    void *block = __real_calloc(count, size);
-    if (block)
-        atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return counted(__real_calloc(count, size));
 }
 
 void *__wrap_realloc(void *old, size_t size)
@@ -367,4 +487,44 @@ void __wrap_free(void *block)
     if (block)
         atomic_fetch_sub(&live_blocks, 1);
     __real_free(block);
+}
+
+char *__real_strdup(const char *text);
+char *__real_strndup(const char *text, size_t most);
+void *__real_aligned_alloc(size_t alignment, size_t size);
+int __real_posix_memalign(void **out, size_t alignment, size_t size);
+char *__wrap_strdup(const char *text);
+char *__wrap_strndup(const char *text, size_t most);
+void *__wrap_aligned_alloc(size_t alignment, size_t size);
+int __wrap_posix_memalign(void **out, size_t alignment, size_t size);
+
+char *__wrap_strdup(const char *text)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_strdup(text));
+}
+
+char *__wrap_strndup(const char *text, size_t most)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_strndup(text, most));
+}
+
+void *__wrap_aligned_alloc(size_t alignment, size_t size)
+{
+    if (this_call_fails())
+        return NULL;
+    return counted(__real_aligned_alloc(alignment, size));
+}
+
+int __wrap_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (this_call_fails())
+        return ENOMEM;
+    int err = __real_posix_memalign(out, alignment, size);
+    if (err == 0)
+        counted(*out);
+    return err;
 }

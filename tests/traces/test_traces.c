@@ -187,7 +187,7 @@ static void test_traces_queue_never_hands_out_before_the_put(void **state)
         kit_worker_start(&takers[i], "taker", take_traced, &consumer);
     for (int i = 0; i < PRODUCERS; i++)
         producers[i] = (struct courier){ q, i * PER, PER };
-    kit_run_threads(PRODUCERS, "putter", put_traced, producers, sizeof producers[0]);
+    kit_test_run_group(PRODUCERS, "putter", put_traced, producers, sizeof producers[0]);
     assert_ok(msgq_close(q));
     for (int i = 0; i < 2; i++)
         kit_worker_must_finish(&takers[i], "taker");

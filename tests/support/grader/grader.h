@@ -52,6 +52,7 @@ struct run_options {
     const char *wrapper;     /* command prefix, e.g. "valgrind --error-exitcode=99 ..." */
     const char *log_dir;     /* one log file per test */
     const char *source_root; /* for cutting backtraces to the kit's own frames */
+    const char *student_root; /* a submission graded from outside the kit: its frames are the student's */
     bool diagnose_timeouts;  /* attach gdb to a stuck test */
 };
 
@@ -67,6 +68,16 @@ void textf(char *dst, size_t size, const char *fmt, ...)
 void run_test_case(struct test_case *test, const struct run_options *options);
 int list_tests(const char *binary, char names[][128], int max_names);
 const char *verdict_text(enum verdict verdict);
+
+/* grader_stacks.c */
+enum stacks_view {
+    ALL_THREADS,      /* a hang: where every thread waits */
+    CRASHED_THREAD,   /* a crash: the faulting thread, from the fault down */
+    REPORTING_THREAD, /* a failed check: the line of the test that called it */
+};
+void summarise_threads(const char *gdb_output, const struct run_options *options, enum stacks_view view,
+                       char *detail, size_t size);
+void summarise_race(const char *log, const struct run_options *options, char *detail, size_t size);
 
 /* grader_report.c */
 int load_rubric(const char *path, struct test_case *tests, int max_tests, char *error, size_t error_size);

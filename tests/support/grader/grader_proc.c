@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,53 @@ static void mount_scratch(const char *path)
     mount("kit-scratch", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,nr_inodes=4096,mode=1777");
 }
 
+/* mkdir -p, for the kit's path inside a fresh tmpfs. */
+static void make_path(const char *path)
+{
+    char partial[PATH_MAX];
+    for (const char *slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+        size_t length = slash ? (size_t)(slash - path) : strlen(path);
+        if (length >= sizeof partial)
+            return;
+        memcpy(partial, path, length);
+        partial[length] = '\0';
+        mkdir(partial, 0755);
+        if (slash == NULL)
+            return;
+    }
+}
+
+/* A kit that lives under /tmp (say, a student kit unpacked there) would
+ * vanish under the scratch tmpfs: the test still runs, from its working
+ * directory, but gdb - the hang and crash diagnoses - finds no program
+ * file at the path the kernel gives it. Mount the kit back at its own path,
+ * read-only. `kit` is an O_PATH descriptor of the kit, opened before. */
+static void keep_kit_visible(int kit, const char *path)
+{
+    if (kit < 0)
+        return;
+    char source[64];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", kit);
+    make_path(path);
+    if (mount(source, path, NULL, MS_BIND | MS_REC, NULL) == 0)
+        mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    close(kit);
+    if (chdir(path) != 0)
+        _exit(126);
+}
+
+/* The kit's folder, open, if a scratch mount is about to hide it; else -1. */
+static int open_hidden_kit(char *path, size_t size)
+{
+    static const char *const scratch[] = { "/tmp/", "/var/tmp/", "/dev/shm/" };
+    if (getcwd(path, size) == NULL)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (strncmp(path, scratch[i], strlen(scratch[i])) == 0)
+            return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return -1;
+}
+
 /* In the child, when the runner is root: the test gets a sandbox of its own.
  * - A PID namespace: when its process 1 (a reaper we fork) exits, the kernel
  *   kills everything left inside, so a fork bomb dies with its test.
@@ -103,9 +151,14 @@ static void enter_sandbox(uid_t uid)
         leave_like(reaper, false);
     if (reaper < 0)
         _exit(126);
+    char kit_path[PATH_MAX];
+    int kit = open_hidden_kit(kit_path, sizeof kit_path);
+    /* Its own /proc: the test's gdb (kit_stacks.c) looks itself up by its pid in this namespace. */
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     mount_scratch("/tmp");
     mount_scratch("/var/tmp");
     mount_scratch("/dev/shm");
+    keep_kit_visible(kit, kit_path);
     pid_t test = fork();
     if (test > 0)
         leave_like(test, true);
@@ -404,8 +457,8 @@ static void report_lines(const char *log, const char *headline, const char *root
 static const char *signal_name(int sig)
 {
     switch (sig) {
-    case SIGSEGV: return "SIGSEGV (invalid memory access)";
-    case SIGABRT: return "SIGABRT (abort: an assert() or a double free?)";
+    case SIGSEGV: return "SIGSEGV (invalid memory access: a NULL, freed or out-of-range pointer)";
+    case SIGABRT: return "SIGABRT (abort: a failed assert(), or the C library found a double free or a corrupted heap or stack)";
     case SIGBUS: return "SIGBUS (bad memory access)";
     case SIGFPE: return "SIGFPE (arithmetic error)";
     case SIGILL: return "SIGILL (illegal instruction)";
@@ -425,92 +478,6 @@ struct diagnosis {
     size_t size;
 };
 
-/* The blocking call a frame is in, by its plain name: glibc's
- * "___pthread_cond_wait", "__pthread_cond_wait_common" and our
- * "__wrap_pthread_cond_wait" are all "pthread_cond_wait". NULL if none. */
-static const char *blocking_call(const char *function)
-{
-    static const char *const calls[] = { "pthread_cond_timedwait", "pthread_cond_wait", "pthread_mutex_lock",
-                                         "pthread_join", "clock_nanosleep", "nanosleep", "sem_wait",
-                                         "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", NULL };
-    while (*function == '_')
-        function++;
-    for (const char *prefix = "wrap_"; strncmp(function, prefix, strlen(prefix)) == 0;)
-        function += strlen(prefix);
-    if (strncmp(function, "GI_", 3) == 0)
-        function += 3;
-    while (*function == '_')
-        function++;
-    for (int i = 0; calls[i]; i++)
-        if (strncmp(function, calls[i], strlen(calls[i])) == 0)
-            return calls[i];
-    return NULL;
-}
-
-/* One gdb frame line "#2  0x... in msgq_put (q=...) at /root/solutions/x.c:41"
- * becomes "msgq_put (solutions/x.c:41)", if it is one of ours. */
-static bool kit_frame(const char *line, const char *root, char *out, size_t size, char *function, size_t fsize)
-{
-    const char *name = strstr(line, " in ");
-    name = name ? name + 4 : strchr(line, ' ');
-    while (name && *name == ' ')
-        name++;
-    if (name == NULL)
-        return false;
-    size_t nlen = strcspn(name, " (");
-    snprintf(function, fsize, "%.*s", (int)nlen, name);
-    const char *at = strstr(line, " at ");
-    if (at == NULL)
-        return false;
-    const char *file = at + 4;
-    if (root && strncmp(file, root, strlen(root)) == 0)
-        file += strlen(root);       /* absolute path inside the kit: cut to relative */
-    else if (file[0] == '/' || file[0] == '.')
-        return false;               /* libc and other system code */
-    if (strstr(file, "tests/support/") || strstr(file, "lib/runtime/") || strstr(file, "lib/program/"))
-        return false; /* the harness's frames only hide the student's */
-    snprintf(out, size, "%s (%.*s)", function, (int)strcspn(file, "\n"), file);
-    return true;
-}
-
-static void summarise_backtraces(FILE *in, const char *root, char *detail, size_t size)
-{
-    char line[1024], thread[160] = "", chain[900] = "", blocking[64] = "";
-    int threads = 0;
-    bool more = true;
-    while (more) {
-        more = fgets(line, sizeof line, in) != NULL;
-        bool new_thread = more && strncmp(line, "Thread ", 7) == 0;
-        if ((new_thread || !more) && thread[0]) { /* flush the previous thread */
-            char summary[1200];
-            snprintf(summary, sizeof summary, "  %s: %s%s%s", thread, blocking[0] ? blocking : "running",
-                     chain[0] ? " <- " : "", chain);
-            append_line(detail, size, summary, strlen(summary));
-            threads++;
-            thread[0] = chain[0] = blocking[0] = '\0';
-        }
-        if (new_thread) {
-            const char *quote = strchr(line, '"');
-            const char *number_end = strchr(line + 7, ' ');
-            snprintf(thread, sizeof thread, "thread %.*s [%.*s]", (int)(number_end ? number_end - line - 7 : 1),
-                     line + 7, quote ? (int)strcspn(quote + 1, "\"") : 1, quote ? quote + 1 : "?");
-        } else if (more && line[0] == '#' && thread[0]) {
-            char frame[600], function[128];
-            bool ours = kit_frame(line, root, frame, sizeof frame, function, sizeof function);
-            const char *call = blocking_call(function);
-            if (!blocking[0] && !chain[0] && call)
-                textf(blocking, sizeof blocking, "%s", call);
-            if (ours && strlen(chain) + strlen(frame) + 8 < sizeof chain) {
-                if (chain[0])
-                    strcat(chain, " <- ");
-                strcat(chain, frame);
-            }
-        }
-    }
-    if (threads == 0)
-        append_line(detail, size, "  (gdb could not read the threads)", 34);
-}
-
 static void diagnose_with_gdb(pid_t pid, void *raw)
 {
     struct diagnosis *diagnosis = raw;
@@ -524,7 +491,7 @@ static void diagnose_with_gdb(pid_t pid, void *raw)
     char pid_text[32];
     snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
     char *argv[] = { "gdb", "-q", "-batch", "-nx", "-p", pid_text, "-ex", "set pagination off",
-                     "-ex", "thread apply all bt 30", NULL };
+                     "-ex", "set print frame-arguments none", "-ex", "thread apply all bt 40", NULL };
     struct limits limits = { 20, 20, 0, 64, 0, 0, 0 };
     struct outcome outcome;
     int err = run_process(argv, log, &limits, 20, NULL, NULL, &outcome);
@@ -534,11 +501,9 @@ static void diagnose_with_gdb(pid_t pid, void *raw)
         append_line(diagnosis->detail, diagnosis->size, "  (gdb could not read the threads in time)", 42);
     } else {
         append_line(diagnosis->detail, diagnosis->size, "where each thread was when the time ran out:", 44);
-        FILE *in = fopen(log, "r");
-        if (in) {
-            summarise_backtraces(in, diagnosis->options->source_root, diagnosis->detail, diagnosis->size);
-            fclose(in);
-        }
+        char *text = read_log(log);
+        summarise_threads(text ? text : "", diagnosis->options, ALL_THREADS, diagnosis->detail, diagnosis->size);
+        free(text);
     }
     unlink(log);
 }
@@ -584,31 +549,72 @@ static int build_argv(char **argv, char *wrapper_copy, const struct test_case *t
     return argc;
 }
 
-static void judge(struct test_case *test, const struct outcome *outcome, bool token_ok, const char *log,
-                  const struct run_options *options)
+/* The stacks a test printed itself (kit_dump_stacks(), tests/support/
+ * kit_stacks.c: a crash, a hang check, a failed pthread call) are cut out of
+ * the log, so that the rest reads as the test's own words. */
+static const char STACKS_BEGIN[] = "[ stacks   ] begin";
+static const char STACKS_END[] = "[ stacks   ] end";
+
+static char *cut_stacks(char *log)
 {
-    int status = outcome->status;
-    if (outcome->timed_out) {
-        test->verdict = V_TIMED_OUT;
-        return; /* the diagnosis is already in detail */
+    char *begin = log ? strstr(log, STACKS_BEGIN) : NULL;
+    if (begin == NULL)
+        return NULL;
+    char *end = strstr(begin, STACKS_END);
+    size_t length = end ? (size_t)(end - begin) : strlen(begin);
+    char *stacks = malloc(length + 1);
+    if (stacks) {
+        memcpy(stacks, begin, length);
+        stacks[length] = '\0';
     }
-    if (WIFSIGNALED(status)) {
-        test->verdict = V_CRASHED;
-        snprintf(test->detail, sizeof test->detail, "killed by %s\n", signal_name(WTERMSIG(status)));
-        if (log)
-            last_lines(log, test->detail, sizeof test->detail, 6);
+    const char *rest = end ? end + strlen(STACKS_END) : begin + length;
+    memmove(begin, rest, strlen(rest) + 1);
+    return stacks;
+}
+
+static void judge_crash(struct test_case *test, int sig, const char *log, const char *stacks,
+                        const struct run_options *options)
+{
+    if (stacks == NULL) /* else the test said it itself, in words, below */
+        textf(test->detail, sizeof test->detail, "killed by %s\n", signal_name(sig));
+    if (log)
+        failure_lines(log, test->detail, sizeof test->detail, 4);
+    if (stacks) {
+        append_line(test->detail, sizeof test->detail, "the thread that crashed, at the fault:", 38);
+        summarise_threads(stacks, options, CRASHED_THREAD, test->detail, sizeof test->detail);
+    }
+}
+
+/* A failed check shows the calls that led to it, when it sat in a helper
+ * (one frame is the test's own line, shown already); anything else shows
+ * where every thread was. */
+static void explain_stacks(struct test_case *test, const char *stacks, const struct run_options *options)
+{
+    if (strncmp(stacks, "[ stacks   ] begin: the failed check", 36) == 0) {
+        char chain[1500] = "";
+        summarise_threads(stacks, options, REPORTING_THREAD, chain, sizeof chain);
+        if (strstr(chain, " <- "))
+            append_line(test->detail, sizeof test->detail, chain, strcspn(chain, "\n"));
         return;
     }
-    int code = WEXITSTATUS(status);
+    append_line(test->detail, sizeof test->detail, "where each thread was at that moment:", 37);
+    summarise_threads(stacks, options, ALL_THREADS, test->detail, sizeof test->detail);
+}
+
+static void judge_exit(struct test_case *test, int code, bool token_ok, const char *log, const char *stacks,
+                       const struct run_options *options)
+{
     if (code == 0 && token_ok) {
         test->verdict = V_PASSED;
     } else if (code == 0) {
         test->verdict = V_NO_RESULT;
-        snprintf(test->detail, sizeof test->detail,
-                 "the test process exited with status 0 before the test finished (something called exit?)\n");
+        textf(test->detail, sizeof test->detail,
+              "the test process exited with status 0 before the test finished (something called exit?)\n");
     } else if (code == 66 && log) {
         test->verdict = V_RACE;
-        report_lines(log, "WARNING: ThreadSanitizer", options->source_root, test->detail, sizeof test->detail);
+        summarise_race(log, options, test->detail, sizeof test->detail);
+        if (test->detail[0] == '\0')
+            report_lines(log, "WARNING: ThreadSanitizer", options->source_root, test->detail, sizeof test->detail);
     } else if (code == 99 && log) {
         test->verdict = V_MEMORY;
         report_lines(log, strstr(log, "ERROR: ") ? "ERROR: " : "==", options->source_root, test->detail,
@@ -620,6 +626,24 @@ static void judge(struct test_case *test, const struct outcome *outcome, bool to
         if (code == 127 || code == 3)
             last_lines(log ? log : "", test->detail, sizeof test->detail, 3);
     }
+    if (stacks && test->verdict != V_PASSED)
+        explain_stacks(test, stacks, options);
+}
+
+static void judge(struct test_case *test, const struct outcome *outcome, bool token_ok, char *log,
+                  const struct run_options *options)
+{
+    int status = outcome->status;
+    char *stacks = cut_stacks(log);
+    if (outcome->timed_out)
+        test->verdict = V_TIMED_OUT; /* the diagnosis is already in detail */
+    else if (WIFSIGNALED(status)) {
+        test->verdict = V_CRASHED;
+        judge_crash(test, WTERMSIG(status), log, stacks, options);
+    } else {
+        judge_exit(test, WEXITSTATUS(status), token_ok, log, stacks, options);
+    }
+    free(stacks);
 }
 
 void run_test_case(struct test_case *test, const struct run_options *options)
@@ -665,8 +689,12 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     char *log = read_log(log_path);
     judge(test, &outcome, token_ok, log, options);
     if (outcome.timed_out)
-        snprintf(test->detail, sizeof test->detail,
-                 "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s",
-                 options->limits.wall_seconds, stuck_threads);
+        textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s",
+              options->limits.wall_seconds, stuck_threads);
+    if (test->verdict != V_PASSED) { /* the whole story is in the log: say where */
+        char where[1100];
+        snprintf(where, sizeof where, "full log: %s", log_path);
+        append_line(test->detail, sizeof test->detail, where, strlen(where));
+    }
     free(log);
 }

@@ -1,6 +1,6 @@
 /**
  * @file dmw_redis.h
- * @brief Chapter 07 plumbing: the connection, the run's keys, its records, and
+ * @brief Chapter 07 kit: the connection, the run's keys, its records, and
  *        the few atomic steps the worker and the reaper build on.
  *
  * Kit-written, linked into the program and the tests; the exercise
@@ -21,10 +21,6 @@
  * ATTEMPTS counts the deliveries that already ended without an outcome. An
  * outcome is stored as `KIND WORKER ATTEMPTS TEXT` (KIND is done, failed or
  * dead).
- *
- * **Crash points** (dmw_redis_crash_after_next_call()) let a test kill a
- * worker at an exact step of the protocol, the way the test build's
- * instrumented waits inject spurious wake-ups.
  *
  * @ingroup ch07
  */
@@ -237,19 +233,6 @@ int dmw_heartbeat_start(dmw_heartbeat_t **out, const dmw_config_t *config, const
  *        if its processing list is empty). NULL is a no-op.
  */
 void dmw_heartbeat_stop(dmw_heartbeat_t *heartbeat, bool goodbye);
-
-/* ---- Crash points: a test kills a worker at an exact step ------------------ */
-
-/**
- * @brief Arm a crash for the calling thread: its next dmw_redis_call() or
- *        dmw_redis_block() gets its reply and then the process kills
- *        itself with SIGKILL, as if the machine died right there.
- *
- * A process function that calls this just before returning makes the
- * worker die right after the first command it sends for that task - for a
- * correct worker, the outcome write. For tests; the kit never arms it.
- */
-void dmw_redis_crash_after_next_call(void);
 
 /** @} */
 #endif

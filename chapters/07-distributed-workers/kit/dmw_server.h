@@ -1,6 +1,6 @@
 /**
  * @file dmw_server.h
- * @brief Chapter 07 plumbing: a private redis-server for one test or one program run.
+ * @brief Chapter 07 kit: a private redis-server for one test or one program run.
  *
  * The chapter never touches a Redis the machine already runs. The tests and
  * the program start their own `redis-server` on a free loopback port, in a

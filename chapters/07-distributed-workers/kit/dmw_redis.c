@@ -14,7 +14,6 @@
 #include "dmw_redis.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,8 +43,6 @@ struct dmw_redis {
     bool reconnected;              /* a reconnection not yet reported */
     char error[200];
 };
-
-static _Thread_local bool crash_armed;
 
 /* ---- configuration --------------------------------------------------------- */
 
@@ -300,11 +297,8 @@ static int call(dmw_redis_t *r, long block_ms, redisReply **reply, const char *f
         redisReply *got = redisvCommand(r->context, format, copy);
         int saved = errno;
         va_end(copy);
-        if (got != NULL) {
-            if (crash_armed)
-                raise(SIGKILL); /* a crash point: the reply arrived, then the "machine" died */
+        if (got != NULL)
             return take_reply(r, got, reply);
-        }
         int err = context_errno(r->context, saved);
         if (r->context->err != REDIS_ERR_IO && r->context->err != REDIS_ERR_EOF) {
             connection_lost(r, err); /* hiredis cannot reuse a context after an error */
@@ -345,11 +339,6 @@ long dmw_redis_reconnects(const dmw_redis_t *r) { return r ? r->reconnects : 0; 
 const char *dmw_redis_error(const dmw_redis_t *r) { return r ? r->error : ""; }
 const dmw_keys_t *dmw_redis_keys(const dmw_redis_t *r) { return r ? &r->keys : NULL; }
 const dmw_config_t *dmw_redis_config(const dmw_redis_t *r) { return r ? &r->config : NULL; }
-
-void dmw_redis_crash_after_next_call(void)
-{
-    crash_armed = true;
-}
 
 const char *dmw_errno_name(int code)
 {

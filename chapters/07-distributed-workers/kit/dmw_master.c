@@ -13,7 +13,7 @@
  * truth, the hints only make the master prompt.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "dmw.h"
+#include "dmw_master.h"
 
 #include <errno.h>
 #include <stdint.h>

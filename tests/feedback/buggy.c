@@ -1,0 +1,73 @@
+/**
+ * @file buggy.c
+ * @brief The mistakes of buggy.h, written the way a student would write them.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "buggy.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct counter {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* broadcast when ready is set - which nothing does */
+    /* Guarded by lock: */
+    long value;
+    bool ready;
+};
+
+counter_t *counter_create(void)
+{
+    counter_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->changed, NULL);
+    return c;
+}
+
+void counter_destroy(counter_t *c)
+{
+    pthread_cond_destroy(&c->changed);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+long counter_read(counter_t *c)
+{
+    return c->value; /* BUG: c may be NULL */
+}
+
+void counter_add_unlocked(counter_t *c, long n)
+{
+    c->value += n; /* BUG: not under c->lock */
+}
+
+void counter_wait_ready(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (!c->ready) /* BUG: nothing ever sets ready and broadcasts */
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_increment_forgetting_unlock(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value++; /* BUG: returns with the lock held */
+}
+
+int counter_wait_ms(counter_t *c, long ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += ms * 1000000L; /* BUG: not carried into tv_sec */
+    pthread_mutex_lock(&c->lock);
+    int err = 0;
+    while (!c->ready && err == 0)
+        err = pthread_cond_timedwait(&c->changed, &c->lock, &deadline);
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}

@@ -1,0 +1,27 @@
+/**
+ * @file buggy.h
+ * @brief A deliberately wrong "submission" for `make feedback`: each function
+ *        is a classic mistake, and tests/feedback/test_feedback.c trips it so
+ *        that the grader's words for it can be checked.
+ */
+#ifndef BUGGY_H
+#define BUGGY_H
+
+typedef struct counter counter_t;
+
+/** @brief A counter with a mutex and a condition variable. @return NULL without memory. */
+counter_t *counter_create(void);
+/** @brief Free it. */
+void counter_destroy(counter_t *c);
+/** @brief Reads the value - without checking for NULL, so NULL crashes. */
+long counter_read(counter_t *c);
+/** @brief Adds @p n - without the lock: a data race. */
+void counter_add_unlocked(counter_t *c, long n);
+/** @brief Waits until the counter is ready - which nothing ever makes it: a lost wake-up. */
+void counter_wait_ready(counter_t *c);
+/** @brief Increments under the lock - and returns without unlocking it. */
+void counter_increment_forgetting_unlock(counter_t *c);
+/** @brief Waits up to @p ms - with a deadline whose nanoseconds overflow. */
+int counter_wait_ms(counter_t *c, long ms);
+
+#endif

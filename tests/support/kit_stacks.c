@@ -1,0 +1,202 @@
+/**
+ * @file kit_stacks.c
+ * @brief Where every thread is: the test binary's own stacks, for crashes and hangs.
+ *
+ * When a test crashes, or its own hang check gives up on a thread, the
+ * useful fact is where each thread stands - the student's line it crashed
+ * on or waits at. The test process asks gdb to attach to itself and print
+ * every thread's stack to stderr (the test's log), between two marker
+ * lines; the grading runner cuts that block out of the log and shows, on
+ * screen, the student's and the tests' frames only (grader_stacks.c). Run
+ * by hand, the block is gdb's plain output.
+ *
+ * Everything here may run inside a signal handler: only write(), fork(),
+ * exec, waitpid() and nanosleep(), no stdio and no allocation.
+ */
+#if defined(__linux__)
+#define _GNU_SOURCE /* prctl(PR_GET_NAME) */
+#include <sys/prctl.h>
+#else
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "kit_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Built with a sanitizer: it prints its own stack for a crash. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define KIT_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define KIT_SANITIZED 1
+#endif
+#if !defined(KIT_SANITIZED)
+#define KIT_SANITIZED 0
+#endif
+
+static void say(const char *text)
+{
+    size_t length = strlen(text);
+    while (length > 0) {
+        ssize_t n = write(STDERR_FILENO, text, length);
+        if (n <= 0 && errno != EINTR)
+            return;
+        if (n > 0) {
+            text += n;
+            length -= (size_t)n;
+        }
+    }
+}
+
+/* A decimal number, without stdio. */
+static void number_text(long value, char *out)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value > 0 && n < 23);
+    while (n > 0)
+        *out++ = digits[--n];
+    *out = '\0';
+}
+
+/* Why gdb cannot be asked, or NULL if it can. */
+static const char *no_stacks_reason(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return "under valgrind: its own report shows the stacks";
+    if (getenv("KIT_DEBUG"))
+        return "a debugger runs this test: `thread apply all bt` shows them";
+    return NULL;
+}
+
+/* Waits up to 30 s for gdb; a gdb that hangs is stopped, not waited for. */
+static void wait_for_gdb(pid_t gdb)
+{
+    struct timespec tick = { 0, 50 * 1000 * 1000 };
+    for (int ticks = 0; ticks < 600; ticks++) {
+        int status;
+        pid_t done = waitpid(gdb, &status, WNOHANG);
+        if (done == gdb || (done < 0 && errno != EINTR))
+            return;
+        nanosleep(&tick, NULL);
+    }
+    kill(gdb, SIGKILL);
+    waitpid(gdb, NULL, 0);
+    say("(gdb did not finish reading the stacks in 30 s)\n");
+}
+
+static volatile sig_atomic_t dumped; /* once is enough: later stacks would show the report itself */
+
+bool kit_stacks_dumped(void)
+{
+    return dumped != 0;
+}
+
+void kit_dump_stacks(const char *why)
+{
+    dumped = 1;
+    const char *reason = no_stacks_reason();
+    if (reason) {
+        say("[ stacks   ] not shown: ");
+        say(reason);
+        say("\n");
+        return;
+    }
+    char pid[24];
+    number_text((long)getpid(), pid);
+    say("[ stacks   ] begin: ");
+    say(why);
+    say("\n");
+    pid_t gdb = fork();
+    if (gdb == 0) {
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        execlp("gdb", "gdb", "-q", "-batch", "-nx", "-p", pid, "-ex", "set pagination off", "-ex",
+               "set print frame-arguments none", "-ex", "thread apply all bt 40", (char *)NULL);
+        say("(no stacks: gdb is not installed - install it to see where each thread was)\n");
+        _exit(127);
+    }
+    if (gdb > 0)
+        wait_for_gdb(gdb);
+    else
+        say("(no stacks: could not start gdb)\n");
+    say("[ stacks   ] end\n");
+}
+
+_Noreturn void kit_stop_test(const char *message, const char *file, int line)
+{
+    char where[32] = "";
+    say("[  ERROR   ] --- ");
+    say(message);
+    say("\n");
+    kit_dump_stacks(message);
+    if (file) {
+        number_text(line, where);
+        say("[   LINE   ] --- ");
+        say(file);
+        say(":");
+        say(where);
+        say(": error: Failure!\n");
+    }
+    say("[  FAILED  ] the test stopped here, with its threads still running\n");
+    fflush(stdout);
+    _exit(1);
+}
+
+/* ---- crashes ---------------------------------------------------------------- */
+
+static const char *crash_words(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV: an access to memory that is not there (a NULL, freed or out-of-range pointer)";
+    case SIGBUS: return "SIGBUS: a bad memory access";
+    case SIGFPE: return "SIGFPE: an arithmetic error (a division by zero?)";
+    case SIGILL: return "SIGILL: an illegal instruction";
+    case SIGABRT: return "SIGABRT: abort() - a failed assert(), or the C library found a corrupted heap or stack";
+    default: return "a signal";
+    }
+}
+
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+
+static void on_crash(int sig)
+{
+    char name[32] = "?";
+#if defined(__linux__)
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+#endif
+    say("[  ERROR   ] --- the test crashed on thread ");
+    say(name);
+    say(" with ");
+    say(crash_words(sig));
+    say("\n");
+    kit_dump_stacks("a crash");
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered on return: the process dies of it, for the runner to see */
+}
+
+void kit_catch_crashes(void)
+{
+    if (KIT_SANITIZED || no_stacks_reason() != NULL)
+        return;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_crash;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+        sigaction(crash_signals[i], &action, NULL);
+}
