@@ -364,11 +364,11 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 # or SUBMISSION=dir) under gdb, in the foreground, built unoptimised
 # (SAN=debug; SAN=tsan debugs the ThreadSanitizer build), with the grade's
 # SEED and CHAOS. tests/support/debug.gdb stops it where it fails (a
-# breakpoint on cmocka's _fail, which every check calls), where
-# ThreadSanitizer reports a race, and gdb stops by itself on a crash. There
-# is no time limit: a hang stays a hang until Ctrl-C - but a test that waits
-# for a thread with a bound (KIT_HANG_MS) fails when the bound runs out, and
-# gdb stops there with the stuck thread still stuck.
+# breakpoint on the harness's _fail, which every check calls), where
+# ThreadSanitizer reports a race, and gdb stops by itself on a crash.
+# KIT_DEBUG=1 turns the harness's own hang checks off (its bounded waits
+# wait for ever, its crash handler leaves the stacks to gdb): a hang stays a
+# hang until Ctrl-C, with every thread where it got stuck.
 TEST ?=
 DEBUG_SAN = $(or $(SAN),debug)
 DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/$(DEBUG_SAN)/tests/$(strip $(SELECTED))
@@ -382,7 +382,7 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
-	SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
+	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
