@@ -37,7 +37,7 @@ int ch05_create(mw_t **out, const mw_config_t *config)
     int err = mw_create(out, config);
     if (err != 0)
         fprintf(stderr, "mw_create: %s%s\n", kit_errno_name(err),
-                err == ENOSYS ? " - not implemented yet: write exercises/05-master-worker/mw.c" : "");
+                err == ENOSYS ? " - not implemented yet: write exercises/05-master-worker/mw_core.c" : "");
     return err;
 }
 
