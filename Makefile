@@ -352,7 +352,7 @@ SANDBOX_UID ?= 64000
 SANDBOX_CPUS ?= $(JOBS)
 
 .PHONY: grade
-grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
+grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and first failing test
 	@$(MAKE) --no-print-directory grader
 	@echo "Building $(GRADE_IMPL) ..."
 	@mkdir -p $(GRADE_REPORT)
@@ -370,16 +370,16 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv
 # or SUBMISSION=dir) under gdb, in the foreground, built unoptimised
 # (SAN=debug; SAN=tsan debugs the ThreadSanitizer build), with the grade's
 # SEED and CHAOS. tests/support/debug.gdb stops it where it fails (a
-# breakpoint on cmocka's _fail, which every check calls), where
-# ThreadSanitizer reports a race, and gdb stops by itself on a crash. There
-# is no time limit: a hang stays a hang until Ctrl-C - but a test that waits
-# for a thread with a bound (KIT_HANG_MS) fails when the bound runs out, and
-# gdb stops there with the stuck thread still stuck.
+# breakpoint on the harness's _fail, which every check calls), where
+# ThreadSanitizer reports a race, and gdb stops by itself on a crash.
+# KIT_DEBUG=1 turns the harness's own hang checks off (its bounded waits
+# wait for ever, its crash handler leaves the stacks to gdb): a hang stays a
+# hang until Ctrl-C, with every thread where it got stuck.
 TEST ?=
 DEBUG_SAN = $(or $(SAN),debug)
 DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/$(DEBUG_SAN)/tests/$(strip $(SELECTED))
 .PHONY: debug
-debug: deps ## run one test under gdb: make debug CH=NN TEST=test_name (stops where it fails, crashes or hangs)
+debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as make grade names it (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
 	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
 	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
@@ -388,7 +388,7 @@ debug: deps ## run one test under gdb: make debug CH=NN TEST=test_name (stops wh
 	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
-	SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
+	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
@@ -529,8 +529,9 @@ help: ## this list
 help-student:
 	@echo "Concurrency Patterns in C - the student kit"
 	@echo "  make run CH=NN        build chapter NN's program on your code and run it"
-	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter)"
-	@echo "  make debug CH=NN TEST=name   one test under gdb: stops where it fails, crashes or hangs (Ctrl-C)"
+	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter, then where you stand)"
+	@echo "  make debug CH=NN TEST=name   one test under gdb, as make grade names it: stops where it fails,"
+	@echo "                        crashes or hangs (Ctrl-C), on the line of the test or of your code"
 	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name REPLAY=token replays one)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
@@ -538,7 +539,7 @@ help-student:
 	@echo "  make clean            remove build/"
 	@echo
 	@echo "Variables: CH=NN (one chapter)  EARLIER=mine (link your own earlier chapters, not the reference)"
-	@echo "           TIMEOUT=seconds per test  CC=clang"
+	@echo "           TIMEOUT=seconds per test  CC=clang  SAN=tsan (debug: the ThreadSanitizer build)"
 
 help-kit:
 	@echo "Concurrency Patterns in C - make targets"

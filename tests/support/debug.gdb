@@ -8,8 +8,9 @@ set confirm off
 set print thread-events off
 set breakpoint pending on
 
-# Every check of the tests (assert_*, assert_ok, ...) calls cmocka's _fail.
-break _fail
+# Every check of the tests (assert_*, assert_ok, ...) calls _fail, which the
+# harness wraps (tests/support/kit_test.c).
+break __wrap__fail
 commands
   silent
 end
@@ -45,8 +46,7 @@ def why(event):
     if isinstance(event, gdb.BreakpointEvent):
         if any(b.location == "__tsan_on_report" for b in event.breakpoints):
             return "ThreadSanitizer reported the race printed above"
-        return ("The test failed a check (cmocka prints its message when the "
-                "test ends: continue)")
+        return "The test failed the check printed above"
     if isinstance(event, gdb.SignalEvent):
         if event.stop_signal == "SIGINT":
             return "Stopped by Ctrl-C"
