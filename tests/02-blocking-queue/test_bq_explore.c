@@ -111,7 +111,7 @@ static void two_and_two(void *ctx)
 static void test_bq_explore_two_producers_two_consumers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
     kit_explore(&options, two_and_two, NULL);
 }
 
@@ -145,7 +145,7 @@ static void close_against_both_sides(void *ctx)
 static void test_bq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 200 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100 };
     kit_explore(&options, close_against_both_sides, NULL);
 }
 
@@ -187,7 +187,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 600, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -231,7 +231,7 @@ static void poll_against_stolen_wakeups(void *ctx)
 static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 300, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 120, .spurious = 1 };
     kit_explore(&options, poll_against_stolen_wakeups, NULL);
 }
 

@@ -65,7 +65,7 @@ static void tasks_racing_a_retiring_worker(void *ctx)
 static void test_tpool_explore_idle_exit_race(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 400, .timeouts_race = true };
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .timeouts_race = true };
     kit_explore(&options, tasks_racing_a_retiring_worker, NULL);
 }
 
@@ -105,7 +105,7 @@ static void core_tasks_meet(void *ctx)
 static void test_tpool_explore_core_tasks_run_at_once(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 300, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1 };
     kit_explore(&options, core_tasks_meet, NULL);
 }
 
@@ -150,7 +150,7 @@ static void failed_task_then_another(void *ctx)
 static void test_tpool_explore_failed_task_keeps_its_worker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 300 };
+    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 120 };
     kit_explore(&options, failed_task_then_another, NULL);
 }
 
@@ -181,7 +181,7 @@ static void keep_alive_exactly(void *ctx)
 static void test_tpool_explore_workers_retire_after_keep_alive(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 300 };
+    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 120 };
     kit_explore(&options, keep_alive_exactly, NULL);
 }
 
@@ -207,7 +207,7 @@ static void shutdown_with_idle_workers(void *ctx)
 static void test_tpool_explore_shutdown_wakes_idle_workers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 300 };
+    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 120 };
     kit_explore(&options, shutdown_with_idle_workers, NULL);
 }
 
@@ -251,7 +251,7 @@ static void test_tpool_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     long keep_alive[] = { 10, HOUR_MS };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 200, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 100, .spurious = 1 };
         kit_explore(&options, several_await_termination, &keep_alive[i]);
     }
 }

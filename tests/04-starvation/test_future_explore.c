@@ -80,7 +80,7 @@ static void three_waiters(void *ctx)
 static void test_future_explore_every_waiter_sees_the_result(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
     kit_explore(&options, three_waiters, NULL);
 }
 
@@ -120,7 +120,7 @@ static void cancel_against_start(void *ctx)
 static void test_future_explore_cancel_races_start(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:2:3", .schedules = 400 };
+    kit_explore_t options = { .strategy = "dfs:2 pct:2:3", .schedules = 150 };
     kit_explore(&options, cancel_against_start, NULL);
 }
 
@@ -153,7 +153,7 @@ static void dropped_by_shutdown_now(void *ctx)
 static void test_future_explore_dropped_task_cancels_its_future(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 200 };
+    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 100 };
     kit_explore(&options, dropped_by_shutdown_now, NULL);
 }
 
@@ -202,7 +202,7 @@ static void two_rounds_behind_a_busy_worker(void *ctx)
 static void test_future_explore_wait_behind_a_busy_worker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:4:3 random:4", .schedules = 200 };
+    kit_explore_t options = { .strategy = "pct:4:3 random:4", .schedules = 100 };
     kit_explore(&options, two_rounds_behind_a_busy_worker, NULL);
 }
 

@@ -79,7 +79,7 @@ static void subtasks_failures_and_pills(void *ctx)
 static void test_mw_explore_subtasks_failures_and_poison_pills(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120 };
     kit_explore(&options, subtasks_failures_and_pills, NULL);
 }
 
@@ -113,7 +113,7 @@ static void consume_under_a_limit(void *ctx)
 static void test_mw_explore_result_limit_holds(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 300, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1 };
     kit_explore(&options, consume_under_a_limit, NULL);
 }
 
@@ -142,7 +142,7 @@ static void await_before_consuming(void *ctx)
 static void test_mw_explore_deadlock_trap_is_detected(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 200 };
+    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 100 };
     kit_explore(&options, await_before_consuming, NULL);
 }
 
@@ -208,7 +208,7 @@ static void test_mw_explore_every_waiter_wakes(void **state)
     (void)state;
     bool close_only[] = { false, true };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 300, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 120, .spurious = 1 };
         kit_explore(&options, consumers_and_the_end, &close_only[i]);
     }
 }

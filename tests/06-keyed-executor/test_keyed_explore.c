@@ -119,7 +119,7 @@ static void two_keys_two_submitters(void *ctx)
 static void test_keyed_explore_same_key_serial_in_order(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 300 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120 };
     kit_explore(&options, two_keys_two_submitters, NULL);
 }
 
@@ -162,7 +162,7 @@ static void caller_runs_a_drain(void *ctx)
 static void test_keyed_explore_caller_runs_pool(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:2", .schedules = 200 };
+    kit_explore_t options = { .strategy = "dfs:1 random:2", .schedules = 100 };
     kit_explore(&options, caller_runs_a_drain, NULL);
 }
 
@@ -196,7 +196,7 @@ static void refused_drain_rolls_back(void *ctx)
 static void test_keyed_explore_refused_drain_leaves_no_key(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 200 };
+    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 100 };
     kit_explore(&options, refused_drain_rolls_back, NULL);
 }
 
@@ -250,7 +250,7 @@ static void test_keyed_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     bool drained_first[] = { true, false };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 200, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 100, .spurious = 1 };
         kit_explore(&options, several_await_keyed, &drained_first[i]);
     }
 }
