@@ -319,6 +319,24 @@ static void print_autolab(const struct config *config, const struct test_case *t
     printf("}}\n");
 }
 
+/* Deletes the .svg files a previous run drew in @p dir. */
+static void remove_drawings(const char *dir)
+{
+    DIR *folder = opendir(dir);
+    if (folder == NULL)
+        return;
+    struct dirent *entry = readdir(folder);
+    for (; entry != NULL; entry = readdir(folder)) {
+        size_t length = strlen(entry->d_name);
+        char path[1400];
+        if (length > 4 && strcmp(entry->d_name + length - 4, ".svg") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+            unlink(path);
+        }
+    }
+    closedir(folder);
+}
+
 int main(int argc, char **argv)
 {
     static struct config config = { .mode = "grade", .implementation = "solutions",
@@ -336,7 +354,17 @@ int main(int argc, char **argv)
     config.run.log_dir = log_dir;
     if (config.implementation[0] == '/') /* graded from outside the kit: its files are the student's */
         config.run.student_root = config.implementation;
-    setenv("KIT_EXPLORE_SVG_DIR", log_dir, 1); /* a failed exploration test draws its schedule there */
+    /* A failed exploration test draws its schedule in logs/schedules; the
+     * sandboxed test runs as the sandbox uid, so that folder (and only that
+     * one: the logs are the grader's) is the uid's to write in. */
+    static char schedule_dir[1100];
+    snprintf(schedule_dir, sizeof schedule_dir, "%s/schedules", log_dir);
+    mkdir(schedule_dir, 0755);
+    remove_drawings(schedule_dir); /* an earlier grade's must not pass for this one's */
+    if (config.run.limits.sandbox_uid > 0 && geteuid() == 0 &&
+        chown(schedule_dir, (uid_t)config.run.limits.sandbox_uid, (gid_t)config.run.limits.sandbox_uid) != 0)
+        perror(schedule_dir);
+    setenv("KIT_EXPLORE_SVG_DIR", schedule_dir, 1);
     setenv("TSAN_OPTIONS", "exitcode=66 halt_on_error=1 second_deadlock_stack=1", 0);
     setenv("ASAN_OPTIONS", "exitcode=99 detect_leaks=1 abort_on_error=0", 0);
     setenv("UBSAN_OPTIONS", "exitcode=99 halt_on_error=1 print_stacktrace=1", 0);
