@@ -1412,6 +1412,55 @@ static void test_tpool_destroy_drops_tasks_no_worker_can_run(void **state)
     kit_latch_destroy(&f.hold);
 }
 
+/* Threads already waiting in tpool_await_termination while
+ * tpool_shutdown_now() throws away the last task - one no worker could run -
+ * must all wake: with no worker left, nobody else would tell them. */
+struct termination_wait {
+    tpool_t *p;
+    int err;
+};
+
+static void *await_pool_termination(void *raw)
+{
+    struct termination_wait *wait = raw;
+    wait->err = tpool_await_termination(wait->p, 2 * KIT_HANG_MS);
+    return NULL;
+}
+
+static void test_tpool_shutdown_now_wakes_every_awaiter_when_it_drops_the_last_task(void **state)
+{
+    (void)state;
+    enum { AWAITERS = 2 };
+    static struct full_pool f;
+    static struct staging stage;
+    /* static: the waiting threads outlive a failed check */
+    static struct termination_wait waits[AWAITERS];
+    static kit_worker_t awaiters[AWAITERS];
+    stage_a_stranded_task(&f, &stage);
+    for (int i = 0; i < AWAITERS; i++) {
+        waits[i] = (struct termination_wait){ f.p, -1 };
+        kit_worker_start(&awaiters[i], "awaiter", await_pool_termination, &waits[i]);
+    }
+    for (int i = 0; i < AWAITERS; i++)
+        kit_worker_must_block(&awaiters[i], 100, "tpool_await_termination before any shutdown");
+    kit_fail_thread_create(1); /* no worker can start for the queued task: shutdown_now drops it */
+    assert_ok(tpool_shutdown_now(f.p));
+    kit_fail_thread_create(0);
+    for (int i = 0; i < AWAITERS; i++) {
+        kit_worker_must_finish(&awaiters[i], "one of two threads in tpool_await_termination once "
+                                             "tpool_shutdown_now dropped the last task");
+        if (waits[i].err != 0)
+            fail_msg("tpool_await_termination returned %s after tpool_shutdown_now left no task and no worker; "
+                     "expected 0", kit_errno_name(waits[i].err));
+    }
+    assert_int_equal(atomic_load(&f.c.drops), 1);
+    tpool_destroy(f.p);
+    job_destroy(&f.a);
+    job_destroy(&f.b);
+    job_destroy(&f.c);
+    kit_latch_destroy(&f.hold);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_create_rejects_bad_config),
     cmocka_unit_test(test_tpool_create_undoes_partial_work_without_memory),
@@ -1444,6 +1493,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_execute_reports_a_failed_worker_start),
     cmocka_unit_test(test_tpool_shutdown_runs_a_task_left_without_a_worker),
     cmocka_unit_test(test_tpool_destroy_drops_tasks_no_worker_can_run),
+    cmocka_unit_test(test_tpool_shutdown_now_wakes_every_awaiter_when_it_drops_the_last_task),
 };
 
 KIT_TEST_MAIN(tests)

@@ -987,6 +987,51 @@ static void test_mw_await_detects_the_result_limit_trap(void **state)
     mw_destroy(mw);
 }
 
+/* Two masters already waiting in mw_await when the trap closes: the worker
+ * that completes it must wake both, each with EDEADLK - not one of them,
+ * leaving the other to its time-out. The tasks wait at a latch until both
+ * masters wait, so the trap forms under them. */
+static kit_latch_t trap_release; /* static: the workers may still wait on it if a check fails */
+
+static int process_released_triple(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    (void)mw;
+    (void)ctx;
+    kit_latch_wait(&trap_release, KIT_HANG_MS);
+    *result = as_data(expected_data(task->id));
+    return 0;
+}
+
+static void test_mw_trap_wakes_every_waiting_master(void **state)
+{
+    (void)state;
+    enum { MASTERS = 2 };
+    /* static: should a check fail, the waiting threads find them intact */
+    static struct await_call calls[MASTERS];
+    static kit_worker_t masters[MASTERS];
+    assert_ok(kit_latch_init(&trap_release, 1));
+    mw_t *mw = make_mw((mw_config_t){ .workers = TRAP_WORKERS, .queue_capacity = TRAP_TASKS,
+                                      .process = process_released_triple, .result_limit = TRAP_LIMIT });
+    assert_ok(mw_start(mw));
+    for (long id = 0; id < TRAP_TASKS; id++)
+        assert_ok(mw_submit(mw, id, NULL, 0));
+    for (int i = 0; i < MASTERS; i++) {
+        calls[i] = (struct await_call){ mw, 2 * KIT_HANG_MS, -1, 0 };
+        kit_worker_start(&masters[i], "master", await_on_thread, &calls[i]);
+    }
+    for (int i = 0; i < MASTERS; i++)
+        kit_worker_must_block(&masters[i], 100, "a master in mw_await while the tasks are held");
+    kit_latch_count_down(&trap_release); /* now the results fill up and the workers block */
+    for (int i = 0; i < MASTERS; i++) {
+        kit_worker_must_finish(&masters[i], "one of two masters in mw_await when the result-limit trap closed");
+        if (calls[i].err != EDEADLK)
+            fail_msg("a master's mw_await returned %s when the trap closed under it; expected EDEADLK",
+                     kit_errno_name(calls[i].err));
+    }
+    mw_destroy(mw);
+    kit_latch_destroy(&trap_release);
+}
+
 /* A registered consumer that is busy elsewhere: await waits (it cannot know
  * the consumer will not come back) until its timeout; once the consumer is
  * gone, the trap is reported again. */
@@ -1045,6 +1090,53 @@ static void test_mw_await_detects_the_trap_with_idle_workers(void **state)
     assert_ok(mw_await(mw, KIT_HANG_MS));
     assert_int_equal(stats_of(mw).completed, TASKS);
     mw_destroy(mw);
+}
+
+/* The last task fails, so no result is stored to wake anyone: the end of
+ * the results itself must wake every consumer waiting in mw_take_result(),
+ * each with ECANCELED - not one of them, leaving the rest to their time-out. */
+static kit_latch_t failing_release; /* static: the worker may still be waiting on it if a check fails */
+
+static int process_wait_then_fail(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    (void)mw;
+    (void)task;
+    (void)result;
+    (void)ctx;
+    kit_latch_wait(&failing_release, KIT_HANG_MS);
+    return EIO;
+}
+
+static void test_mw_end_of_results_wakes_every_waiting_consumer(void **state)
+{
+    (void)state;
+    enum { CONSUMERS = 2 };
+    /* static: should a check fail, the waiting threads find them intact */
+    static struct take_call calls[CONSUMERS];
+    static kit_worker_t takers[CONSUMERS];
+    assert_ok(kit_latch_init(&failing_release, 1));
+    mw_config_t config = basic;
+    config.process = process_wait_then_fail;
+    mw_t *mw = make_mw(config);
+    assert_ok(mw_start(mw));
+    assert_ok(mw_submit(mw, 1, NULL, KIT_HANG_MS));
+    assert_ok(mw_close(mw));
+    for (int i = 0; i < CONSUMERS; i++) {
+        calls[i] = (struct take_call){ mw, 2 * KIT_HANG_MS, -1, 0 };
+        kit_worker_start(&takers[i], "consumer", take_on_thread, &calls[i]);
+    }
+    for (int i = 0; i < CONSUMERS; i++)
+        kit_worker_must_block(&takers[i], 100, "a consumer waiting in mw_take_result while the task runs");
+    kit_latch_count_down(&failing_release);
+    for (int i = 0; i < CONSUMERS; i++) {
+        kit_worker_must_finish(&takers[i], "one of two consumers waiting in mw_take_result when the last task failed");
+        if (calls[i].err != ECANCELED)
+            fail_msg("a consumer's mw_take_result returned %s once the last task had failed after mw_close; "
+                     "expected ECANCELED: the results have ended", kit_errno_name(calls[i].err));
+    }
+    assert_ok(mw_await(mw, KIT_HANG_MS));
+    mw_destroy(mw);
+    kit_latch_destroy(&failing_release);
 }
 
 /* The only announced consumer leaves while the master already waits in
@@ -1656,10 +1748,12 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_take_result_consuming_master_never_deadlocks),
     cmocka_unit_test(test_mw_result_limit_holds_under_spurious_wakeups),
     cmocka_unit_test(test_mw_await_detects_the_result_limit_trap),
+    cmocka_unit_test(test_mw_trap_wakes_every_waiting_master),
     cmocka_unit_test(test_mw_await_waits_while_a_consumer_is_announced),
     cmocka_unit_test(test_mw_await_completes_once_the_trapped_results_are_taken),
     cmocka_unit_test(test_mw_await_detects_the_trap_with_idle_workers),
     cmocka_unit_test(test_mw_consumer_end_wakes_a_waiting_master),
+    cmocka_unit_test(test_mw_end_of_results_wakes_every_waiting_consumer),
     cmocka_unit_test(test_mw_extension_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_mw_stop_from_a_task_gives_edeadlk),
     cmocka_unit_test(test_mw_stop_reports_what_was_not_done),
