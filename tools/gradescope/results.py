@@ -1,16 +1,27 @@
 """Turn the kit's grading report into Gradescope's results.json.
 
-Usage: python3 results.py REPORT_JSON GRADE_LOG > results.json
+Usage: python3 results.py REPORT_JSON GRADE_LOG [WORK_DIR] > results.json
 
 REPORT_JSON is build/grade/report.json as `make grade` writes it (it may be
 missing when grading could not run); GRADE_LOG is what `make grade` printed,
-shown to the student as the submission's overall output.
+shown to the student as the submission's overall output. WORK_DIR is the
+scratch folder the submission was graded in: its name is cut from the text
+(exercises/01-monitor-queue/msgq.c, not /tmp/tmp.X/exercises/...), and the
+lines naming log files on the grading machine are left out.
 """
 import json
 import sys
 
 
-def test_entry(number, test):
+def readable(text, work_dir):
+    """The text as the student can use it: their own paths, no log files
+    of the grading machine."""
+    if work_dir:
+        text = text.replace(work_dir.rstrip("/") + "/", "")
+    return "\n".join(line for line in text.split("\n") if not line.strip().startswith("full log:"))
+
+
+def test_entry(number, test, work_dir):
     """One rubric line as a Gradescope test."""
     if test["name"] == "tsan":
         name = "%s: race-free under ThreadSanitizer" % test["chapter"]
@@ -18,7 +29,12 @@ def test_entry(number, test):
         name = "%s: %s" % (test["chapter"], test["name"])
     output = test["description"]
     if test["detail"]:
-        output += "\n\n" + test["detail"]
+        detail = readable(test["detail"], work_dir)
+        # The grader's detail may start with the rubric sentence already.
+        if detail.startswith("what it checks: "):
+            output = detail
+        else:
+            output += "\n\n" + detail
     if test.get("debug"):
         output += "\nDebug it in your kit: " + test["debug"]
     return {
@@ -34,8 +50,9 @@ def test_entry(number, test):
 
 def main():
     report_path, log_path = sys.argv[1], sys.argv[2]
+    work_dir = sys.argv[3] if len(sys.argv) > 3 else ""
     with open(log_path, encoding="utf-8", errors="replace") as log:
-        output = log.read()
+        output = readable(log.read(), work_dir)
     try:
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
@@ -47,7 +64,7 @@ def main():
     for test in report["tests"]:
         chapter = test["chapter"][:2]
         per_chapter[chapter] = per_chapter.get(chapter, 0) + 1
-        tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test))
+        tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test, work_dir))
     results = {
         "score": sum(t["score"] for t in tests),
         "output": output,

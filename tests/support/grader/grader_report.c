@@ -104,12 +104,17 @@ static void debug_command(const struct test_case *test, const char *debug_args, 
 
 /* Where gdb stops, under `make debug`, for each way of not passing. A crash
  * cmocka caught shows as a failed test ("Test failed with exception"), but
- * under gdb it is the crash that stops the test. */
+ * under gdb it is the crash that stops the test; a thread the test waited
+ * for with a bound ("still blocked after") is a hang there (KIT_DEBUG). */
 static const char *debug_stop(const struct test_case *test)
 {
     switch (test->verdict) {
     case V_FAILED:
-        return strstr(test->detail, "failed with exception") ? "gdb stops at the crash" : "gdb stops at the failed check";
+        if (strstr(test->detail, "failed with exception"))
+            return "gdb stops at the crash";
+        if (strstr(test->detail, "still blocked after")) /* a bounded wait: make debug waits for ever */
+            return "it hangs under gdb: press Ctrl-C";
+        return "gdb stops at the failed check";
     case V_CRASHED: return "gdb stops at the crash";
     case V_TIMED_OUT: return "press Ctrl-C in gdb once it hangs";
     case V_RACE: return "gdb stops at the race report";
