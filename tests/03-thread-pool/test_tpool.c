@@ -71,8 +71,10 @@ static int64_t await_threads(tpool_t *p, size_t threads, const char *what)
         int64_t now = kit_now_ns();
         if (s.threads == threads)
             return now;
-        if (kit_elapsed_ms(start) > KIT_HANG_MS)
+        if (kit_elapsed_ms(start) > KIT_HANG_MS) {
+            kit_dump_stacks(what); /* where each worker is */
             fail_msg("%s: still %zu workers after %ld ms, expected %zu", what, s.threads, KIT_HANG_MS, threads);
+        }
         kit_sleep_us(500);
     }
 }
@@ -598,8 +600,10 @@ static void test_tpool_workers_retire_after_keep_alive(void **state)
         s = stats_of(p);
         if (s.retired > 0 && first_retired == 0)
             first_retired = kit_now_ns();
-        if (kit_elapsed_ms(start) > KIT_HANG_MS)
+        if (kit_elapsed_ms(start) > KIT_HANG_MS) {
+            kit_dump_stacks("idle workers that never retired"); /* where each one waits */
             fail_msg("%zu workers still alive %ld ms after their last task", s.threads, KIT_HANG_MS);
+        }
     } while (s.threads > 0);
     int64_t all_retired = kit_now_ns();
     if (ms_between(first_end, first_retired) < KEEP_ALIVE_MS || ms_between(last_end, all_retired) < KEEP_ALIVE_MS)
@@ -742,8 +746,10 @@ static long measure_retirement_us(tpool_t *p, struct race *r, long *ran)
         if (end == 0)
             fail_msg("a task on an idle pool did not run within %ld ms", KIT_HANG_MS);
         while (stats_of(p).retired == retired) {
-            if (kit_elapsed_ms(end) > KIT_HANG_MS)
+            if (kit_elapsed_ms(end) > KIT_HANG_MS) {
+                kit_dump_stacks("an idle worker that never retired");
                 fail_msg("the idle worker did not retire within %ld ms", KIT_HANG_MS);
+            }
             kit_sleep_us(5);
         }
         samples[i] = (long)((kit_now_ns() - end) / 1000);
@@ -1362,7 +1368,12 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
     assert_ok(submit(f->p, &f->b));
     int err = submit(f->p, &f->c);
     kit_fail_thread_create(0);
-    assert_ok(stage->err);
+    if (stage->err == ETIMEDOUT)
+        fail_msg("the pool's only worker, idle with a keep-alive of 5 ms, had not retired after %ld ms: "
+                 "idle workers must leave once keep_alive_ms has passed", KIT_HANG_MS);
+    if (stage->err != 0)
+        fail_msg("tpool_stats returned %s while the test staged a task left without a worker",
+                 kit_errno_name(stage->err));
     assert_ok(err);
     must_run(&f->a, "the first task");
     assert_int_equal(atomic_load(&f->b.drops), 1);
