@@ -188,9 +188,12 @@ $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
 
+# A submission of .c files alone still finds the private header its chapter's
+# exercise ships (chapter 05's mw_internal.h): the kit's exercises/ folder is
+# searched after the submission's own, whose copy always wins.
 $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
 
 $(OUT)/obj/ref/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
