@@ -40,6 +40,15 @@ static int take_id(msgq_t *q)
     return msg.id;
 }
 
+/* Takes one message and checks it is the oldest one, message @p expected. */
+static void take_in_order(msgq_t *q, int expected)
+{
+    int id = take_id(q);
+    if (id != expected)
+        fail_msg("msgq_take gave message %d; expected message %d: messages come out in the order they were "
+                 "put (first in, first out)", id, expected);
+}
+
 /* A thread that puts or takes one message and reports what happened. */
 struct one_call {
     msgq_t *q;
@@ -143,12 +152,14 @@ static void test_msgq_fifo_order(void **state)
     assert_int_equal(msgq_size(q), 3);
     msg_t msg;
     assert_ok(msgq_take(q, &msg));
-    assert_int_equal(msg.id, 1);
+    if (msg.id != 1)
+        fail_msg("msgq_take gave message %d; expected message 1: messages come out in the order they were put "
+                 "(first in, first out)", msg.id);
     assert_ptr_equal(msg.body, &body); /* the body travels untouched */
     put_id(q, 4);
     put_id(q, 5); /* wraps around the ring */
     for (int id = 2; id <= 5; id++)
-        assert_int_equal(take_id(q), id);
+        take_in_order(q, id);
     assert_int_equal(msgq_size(q), 0);
     msgq_destroy(q);
 }
@@ -276,7 +287,9 @@ static void test_msgq_close_drains_then_cancels(void **state)
         if (err != 0)
             fail_msg("msgq_take on a closed queue still holding %d message(s) returned %s: messages put before "
                      "msgq_close() are still delivered (msgq.h)", 3 - id, kit_errno_name(err));
-        assert_int_equal(queued.id, id);
+        if (queued.id != id)
+            fail_msg("msgq_take on a closed queue gave message %d; expected message %d: what is still queued "
+                     "comes out oldest first", queued.id, id);
     }
     msg_t msg = { .id = -7 };
     assert_err(msgq_take(q, &msg), ECANCELED);
