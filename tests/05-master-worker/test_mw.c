@@ -582,7 +582,9 @@ static void test_mw_process_failure_does_not_kill_the_worker(void **state)
     assert_ok(mw_start(mw));
     mw_stats_t s = settle(mw, 1);
     assert_int_equal(s.workers_alive, 1); /* the one worker survived five failures */
-    assert_int_equal(s.pending, 0);
+    if (s.pending != 0)
+        fail_msg("every task has ended (%zu completed, %zu failed), yet pending is %zu: a failed task must be "
+                 "counted as finished too, or mw_await waits for it for ever", s.completed, s.failed, s.pending);
     assert_ok(mw_await(mw, KIT_HANG_MS));
     s = stats_of(mw);
     assert_int_equal(s.completed, TASKS / 2);
