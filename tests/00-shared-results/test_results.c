@@ -120,7 +120,7 @@ static void test_results_append_and_drain_keep_order(void **state)
     results_destroy(list);
 }
 
-static void test_results_bad_arguments(void **state)
+static void test_results_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     results_t *list = make_list(4);
@@ -222,7 +222,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_results_create_undoes_partial_work_without_memory),
     cmocka_unit_test(test_results_append_survives_failed_growth),
     cmocka_unit_test(test_results_append_and_drain_keep_order),
-    cmocka_unit_test(test_results_bad_arguments),
+    cmocka_unit_test(test_results_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_results_destroy_frees_everything),
     cmocka_unit_test(test_results_stress_concurrent_appends),
     cmocka_unit_test(test_results_stress_drain_while_appending),

@@ -127,7 +127,7 @@ static void test_msgq_create_undoes_partial_work_without_memory(void **state)
     assert_true(kit_sweep_allocation_failures("msgq_create", create_and_destroy, &capacity) >= 1);
 }
 
-static void test_msgq_bad_arguments(void **state)
+static void test_msgq_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     msgq_t *q = make_queue(1);
@@ -141,7 +141,7 @@ static void test_msgq_bad_arguments(void **state)
     msgq_destroy(q);
 }
 
-static void test_msgq_fifo_order(void **state)
+static void test_msgq_take_returns_messages_in_put_order(void **state)
 {
     (void)state;
     msgq_t *q = make_queue(4);
@@ -505,8 +505,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_msgq_create_rejects_bad_arguments),
     cmocka_unit_test(test_msgq_create_huge_capacity_is_enomem),
     cmocka_unit_test(test_msgq_create_undoes_partial_work_without_memory),
-    cmocka_unit_test(test_msgq_bad_arguments),
-    cmocka_unit_test(test_msgq_fifo_order),
+    cmocka_unit_test(test_msgq_calls_with_bad_arguments_give_einval),
+    cmocka_unit_test(test_msgq_take_returns_messages_in_put_order),
     cmocka_unit_test(test_msgq_put_blocks_while_full_until_take),
     cmocka_unit_test(test_msgq_take_blocks_while_empty_until_put),
     cmocka_unit_test(test_msgq_spurious_wakeups_do_not_release_waiters),

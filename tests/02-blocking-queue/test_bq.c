@@ -194,7 +194,7 @@ static void test_bq_create_undoes_partial_work_without_memory(void **state)
     assert_true(kit_sweep_allocation_failures("bq_create", create_and_destroy, &capacity) >= 1);
 }
 
-static void test_bq_bad_arguments(void **state)
+static void test_bq_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     bq_t *q = make_queue(2);
@@ -1189,7 +1189,7 @@ static void test_bq_stress_policies_account_for_every_item(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_create_rejects_bad_arguments),
     cmocka_unit_test(test_bq_create_undoes_partial_work_without_memory),
-    cmocka_unit_test(test_bq_bad_arguments),
+    cmocka_unit_test(test_bq_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_bq_fifo_order_across_wrap),
     cmocka_unit_test(test_bq_put_blocks_while_full_until_take),
     cmocka_unit_test(test_bq_take_blocks_while_empty_until_put),

@@ -245,7 +245,7 @@ static void test_tpool_create_undoes_partial_work_without_memory(void **state)
     assert_true(kit_sweep_allocation_failures("tpool_create", create_and_destroy, &config) >= 1);
 }
 
-static void test_tpool_bad_arguments(void **state)
+static void test_tpool_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     tpool_t *p = make_pool(1, 1, 10, bq_policy_block(), "args");
@@ -909,9 +909,6 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
     bool two_one = strcmp(a.thread_name, "crew-2") == 0 && strcmp(b.thread_name, "crew-1") == 0;
     if (!one_two && !two_one)
         fail_msg("workers named \"%s\" and \"%s\", expected crew-1 and crew-2", a.thread_name, b.thread_name);
-    assert_ptr_equal(a.current, p);
-    assert_ptr_equal(b.current, p);
-    assert_null(tpool_current());
     tpool_destroy(p);
 
     p = make_pool(1, 1, 1000, bq_policy_block(), NULL);
@@ -924,6 +921,25 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
     job_destroy(&b);
     job_destroy(&c);
     kit_latch_destroy(&hold);
+}
+
+/* Inside one of its tasks tpool_current() is the pool; on a thread that is
+ * no pool's worker it is NULL. */
+static void test_tpool_current_is_the_pool_inside_its_tasks(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "own");
+    static struct job a; /* static: read by the worker */
+    job_init(&a, NULL);
+    assert_ok(submit(p, &a));
+    must_run(&a, "task a");
+    if (a.current != p)
+        fail_msg("tpool_current() inside a task of the pool returned %p, not the pool %p", (void *)a.current,
+                 (void *)p);
+    if (tpool_current() != NULL)
+        fail_msg("tpool_current() on the test's own thread, which is no pool's worker, did not return NULL");
+    tpool_destroy(p);
+    job_destroy(&a);
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
@@ -1475,7 +1491,7 @@ static void test_tpool_shutdown_now_wakes_every_awaiter_when_it_drops_the_last_t
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_create_rejects_bad_config),
     cmocka_unit_test(test_tpool_create_undoes_partial_work_without_memory),
-    cmocka_unit_test(test_tpool_bad_arguments),
+    cmocka_unit_test(test_tpool_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_tpool_execute_runs_every_task_once),
     cmocka_unit_test(test_tpool_execute_runs_core_threads_at_once),
     cmocka_unit_test(test_tpool_stress_never_more_than_core_threads),
@@ -1492,6 +1508,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_task_fail_counts_and_worker_survives),
     cmocka_unit_test(test_tpool_task_fail_survives_a_nested_caller_runs_task),
     cmocka_unit_test(test_tpool_workers_are_named_after_the_pool),
+    cmocka_unit_test(test_tpool_current_is_the_pool_inside_its_tasks),
     cmocka_unit_test(test_tpool_shutdown_runs_queued_tasks),
     cmocka_unit_test(test_tpool_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_shutdown_now_drops_queued_tasks),

@@ -157,7 +157,7 @@ static void test_keyed_create_out_of_memory_leaks_nothing(void **state)
     tpool_destroy(pool);
 }
 
-static void test_keyed_bad_arguments(void **state)
+static void test_keyed_calls_with_bad_arguments_give_einval(void **state)
 {
     (void)state;
     tpool_t *pool = make_pool(1, 4, bq_policy_abort(), 100);
@@ -1072,7 +1072,7 @@ static void test_keyed_stress_submit_races_leaving_drain(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_create_rejects_bad_arguments),
     cmocka_unit_test(test_keyed_create_out_of_memory_leaks_nothing),
-    cmocka_unit_test(test_keyed_bad_arguments),
+    cmocka_unit_test(test_keyed_calls_with_bad_arguments_give_einval),
     cmocka_unit_test(test_keyed_submit_returns_the_task_result),
     cmocka_unit_test(test_keyed_submit_same_key_runs_in_submission_order),
     cmocka_unit_test(test_keyed_submit_different_keys_run_in_parallel),

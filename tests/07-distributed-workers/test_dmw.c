@@ -176,7 +176,7 @@ static long processing_length(fixture_t *fx, const char *worker)
 
 /* ---- arguments and reachability ---------------------------------------------------- */
 
-static void test_dmw_bad_arguments(void **state)
+static void test_dmw_calls_with_bad_arguments_give_einval(void **state)
 {
     fixture_t *fx = *state;
     dmw_worker_config_t good = worker_named("w", 0), knobs = good;
@@ -791,7 +791,7 @@ static int setup(void **state)
 #define FIXTURE_TEST(test) cmocka_unit_test_setup_teardown(test, setup, fixture_teardown)
 
 static const struct CMUnitTest tests[] = {
-    FIXTURE_TEST(test_dmw_bad_arguments),
+    FIXTURE_TEST(test_dmw_calls_with_bad_arguments_give_einval),
     FIXTURE_TEST(test_dmw_unreachable_server_is_reported),
     FIXTURE_TEST(test_dmw_one_worker_completes_every_task),
     FIXTURE_TEST(test_dmw_worker_waits_for_work_and_leaves_on_shutdown),
