@@ -328,8 +328,8 @@ static int hand_over_locked(tpool_t *p, struct task *task, bool *handed_over)
     if (p->shutdown)
         return ECANCELED;
     if (p->alive >= p->core_threads)
-        return 0;
-    int err = start_worker_locked(p, task);
+        return 0; /* at core size: it queues */
+    int err = start_worker_locked(p, task); /* below: straight to a new worker */
     if (err == 0) {
         *handed_over = true;
         return 0;
