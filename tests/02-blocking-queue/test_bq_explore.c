@@ -191,6 +191,30 @@ static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
+/* One taker asleep, and destroy, whose own wait may wake up for nothing:
+ * woken while the taker has not yet left, it must wait again, or it frees
+ * the queue under the taker's feet. Small enough to search every schedule. */
+static void destroy_against_one_sleeper(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t taker;
+    struct side took;
+    explore_ok(bq_create(&q, 1));
+    start(&taker, take_once, &took, q, 0);
+    kit_explore_await_sleepers(1);
+    bq_destroy(q);
+    explore_ok(pthread_join(taker, NULL));
+    explore_err(took.results[0], ECANCELED);
+}
+
+static void test_bq_explore_destroy_waits_again_after_a_spurious_wakeup(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 2000, .spurious = 1 };
+    kit_explore(&options, destroy_against_one_sleeper, NULL);
+}
+
 /* ---- Deadlines against stolen wake-ups, on virtual time ---------------------------------- */
 
 /* Every 40 ms, put an item and take it straight back: each put wakes the
@@ -239,6 +263,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_two_producers_two_consumers),
     cmocka_unit_test(test_bq_explore_close_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
+    cmocka_unit_test(test_bq_explore_destroy_waits_again_after_a_spurious_wakeup),
     cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
 };
 

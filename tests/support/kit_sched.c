@@ -568,6 +568,14 @@ int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex)
         if (!mutex_free(obj))
             misuse("%s destroys M%d while a thread holds it", kit_thread_name(),
                              sched.objects[obj].serial);
+        /* A thread that wants the mutex (to lock it, or back after a wake-up)
+         * would lock freed memory next. */
+        for (int i = 0; i < sched.nthreads; i++) {
+            const struct sched_thread *t = sched.threads[i];
+            if ((t->state == LOCKING && t->obj == obj) || (t->state == WAITING && t->obj2 == obj))
+                misuse("%s destroys M%d while %s still wants it", kit_thread_name(),
+                       sched.objects[obj].serial, t->name);
+        }
         forget_object(obj);
     }
     return __real_pthread_mutex_destroy(mutex);
