@@ -149,14 +149,17 @@ static int start_executor(void)
 {
     tpool_config_t config = { (size_t)workers, 1024, 1000, bq_policy_abort(), "pool" };
     int err = tpool_create(&pool, &config);
-    if (err == 0 && !no_order && (err = keyed_create(&executor, pool)) != 0) {
+    if (err != 0) {
+        fprintf(stderr, "tpool_create: %s\n", kit_errno_name(err));
+        return err;
+    }
+    if (no_order)
+        return 0;
+    if ((err = keyed_create(&executor, pool)) != 0) {
         fprintf(stderr, "keyed_create: %s%s\n", kit_errno_name(err),
                 err == ENOSYS ? " - not implemented yet: write exercises/06-keyed-executor/keyed.c" : "");
         tpool_destroy(pool);
-        return err;
     }
-    if (err != 0)
-        fprintf(stderr, "tpool_create: %s\n", kit_errno_name(err));
     return err;
 }
 

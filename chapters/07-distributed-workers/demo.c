@@ -135,11 +135,12 @@ static int tally_outcome(const dmw_outcome_t *outcome, void *ctx)
         i++;
     if (i == tally->count && tally->count < CH07_MAX_WORKERS + 2)
         snprintf(tally->names[tally->count++], DMW_NAME_MAX, "%s", outcome->worker);
-    if (i < tally->count) {
-        tally->done[i] += outcome->kind == DMW_DONE;
-        tally->failed[i] += outcome->kind == DMW_FAILED;
-        tally->dead[i] += outcome->kind == DMW_DEAD;
-    }
+    if (i < tally->count && outcome->kind == DMW_DONE)
+        tally->done[i]++;
+    if (i < tally->count && outcome->kind == DMW_FAILED)
+        tally->failed[i]++;
+    if (i < tally->count && outcome->kind == DMW_DEAD)
+        tally->dead[i]++;
     if (outcome->kind == DMW_DEAD)
         printf("  dead letter: task %ld after %d attempt(s): %s\n", outcome->id, outcome->attempts, outcome->text);
     if (outcome->kind == DMW_FAILED)

@@ -115,7 +115,8 @@ int ch07_pool_wait(ch07_pool_t *pool, long timeout_ms)
             waitpid(pool->pids[i], &pool->status[i], 0);
         }
         pool->pids[i] = 0;
-        abnormal += !(WIFEXITED(pool->status[i]) && WEXITSTATUS(pool->status[i]) == 0);
+        if (!WIFEXITED(pool->status[i]) || WEXITSTATUS(pool->status[i]) != 0)
+            abnormal++;
     }
     if (pool->exited_fd >= 0)
         close(pool->exited_fd);

@@ -74,10 +74,13 @@ static void *beat_loop(void *raw)
     return NULL;
 }
 
+/* The lock and the condvar; on failure, neither is left initialised. */
 static int init_sync(dmw_heartbeat_t *hb)
 {
     int err = pthread_mutex_init(&hb->lock, NULL);
-    if (err == 0 && (err = kit_cond_init(&hb->stop_requested)) != 0)
+    if (err != 0)
+        return err;
+    if ((err = kit_cond_init(&hb->stop_requested)) != 0)
         pthread_mutex_destroy(&hb->lock);
     return err;
 }
@@ -92,29 +95,34 @@ int dmw_heartbeat_start(dmw_heartbeat_t **out, const dmw_config_t *config, const
     if (hb == NULL)
         return ENOMEM;
     int err = dmw_redis_open(&hb->redis, config);
-    if (err == 0) {
-        snprintf(hb->worker, sizeof hb->worker, "%s", worker);
-        dmw_key_alive(hb->redis, worker, hb->alive, sizeof hb->alive);
-        hb->ttl_ms = dmw_redis_config(hb->redis)->visibility_ms;
-        hb->interval_ms = hb->ttl_ms / 4 > 0 ? hb->ttl_ms / 4 : 1;
-        err = beat(hb); /* alive and registered before the first take */
-    }
-    if (err == 0 && (err = init_sync(hb)) == 0) {
-        char name[KIT_THREAD_NAME_MAX];
-        snprintf(name, sizeof name, "%.20s-hb", worker);
-        err = kit_thread_start(&hb->thread, name, beat_loop, hb);
-        if (err != 0) {
-            pthread_cond_destroy(&hb->stop_requested);
-            pthread_mutex_destroy(&hb->lock);
-        }
-    }
-    if (err != 0) {
-        dmw_redis_close(hb->redis);
-        free(hb);
-        return err;
-    }
+    if (err != 0)
+        goto free_hb;
+    snprintf(hb->worker, sizeof hb->worker, "%s", worker);
+    dmw_key_alive(hb->redis, worker, hb->alive, sizeof hb->alive);
+    hb->ttl_ms = dmw_redis_config(hb->redis)->visibility_ms;
+    hb->interval_ms = 1;
+    if (hb->ttl_ms / 4 > 0)
+        hb->interval_ms = hb->ttl_ms / 4;
+    if ((err = beat(hb)) != 0) /* alive and registered before the first take */
+        goto close_redis;
+    if ((err = init_sync(hb)) != 0)
+        goto close_redis;
+    char name[KIT_THREAD_NAME_MAX];
+    snprintf(name, sizeof name, "%.20s-hb", worker);
+    if ((err = kit_thread_start(&hb->thread, name, beat_loop, hb)) != 0)
+        goto destroy_sync;
     *out = hb;
     return 0;
+
+    /* Undo in reverse order: each label undoes the step before the one that failed. */
+destroy_sync:
+    pthread_cond_destroy(&hb->stop_requested);
+    pthread_mutex_destroy(&hb->lock);
+close_redis:
+    dmw_redis_close(hb->redis);
+free_hb:
+    free(hb);
+    return err;
 }
 
 void dmw_heartbeat_stop(dmw_heartbeat_t *hb, bool goodbye)
