@@ -53,10 +53,46 @@ def why(event):
         return "The test crashed (%s)" % event.stop_signal
     return None
 
+def is_test_file(frame):
+    return frame.find_sal().symtab.filename.startswith("tests/")
+
+def every_thread_on_interrupt():
+    """After Ctrl-C on a hang: each thread's line in the test or your code,
+    and the first thread that is in your code selected - that is where it
+    waits. Returns that thread's frame, or None."""
+    print("\n*** Every thread, at its line in the test or your code:")
+    interrupted = gdb.selected_thread()
+    chosen = None
+    for thread in sorted(gdb.selected_inferior().threads(), key=lambda t: t.num):
+        thread.switch()
+        frame = kit_frame()
+        if frame is None:
+            where = "(not in the test or your code)"
+        else:
+            sal = frame.find_sal()
+            where = "%s() at %s:%d" % (frame.name(), sal.symtab.filename, sal.line)
+            if chosen is None and not is_test_file(frame):
+                chosen = (thread, frame)
+        print("  thread %d \"%s\": %s" % (thread.num, thread.name or "", where))
+    if chosen is None:
+        interrupted.switch()
+        return None
+    chosen[0].switch()
+    return chosen[1]
+
 def on_stop(event):
     reason = why(event)
     if reason is None:
         return
+    if reason == "Stopped by Ctrl-C":
+        frame = every_thread_on_interrupt()
+        if frame is not None:
+            print("*** Stopped by Ctrl-C. The first thread in your code, where it waits:")
+            frame.select()
+            gdb.execute("frame")
+            print("*** bt: every call; frame N; print x; thread N: another thread; "
+                  "thread apply all bt: every thread; quit")
+            return
     frame = kit_frame()
     if frame is None or frame == gdb.newest_frame():
         print("\n*** %s: at the line above." % reason)
