@@ -168,8 +168,10 @@ typedef struct dmw_worker_stats {
  *        while heartbeating, write its outcome, acknowledge it; repeat.
  *
  * Connects, starts the heartbeat, and loops. A take that finds the queue
- * empty for `take_timeout_ms` checks whether dmw_shutdown() was called: so
- * after a shutdown the worker still drains the queue, then leaves. A lost
+ * empty for `take_timeout_ms` checks whether dmw_shutdown() was called; the
+ * worker leaves only when a take begun after it saw the shutdown finds the
+ * queue empty: so every task submitted before dmw_shutdown() is drained,
+ * then the worker leaves. A lost
  * connection is made again (with bounded backoff) and the loop carries on;
  * after a reconnection the worker first *adopts* what its own processing
  * list holds (a take whose reply was lost). On leaving, the worker stops

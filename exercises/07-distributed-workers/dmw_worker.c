@@ -58,7 +58,10 @@ int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker
      *     Otherwise "BLMOVE %s %s RIGHT LEFT %.3f" (queue, processing,
      *     seconds) with dmw_redis_block(redis, take_timeout_ms, ...).
      *     A nil reply: the queue stayed empty. Then "EXISTS %s" on the
-     *     shutdown key: 1 means the run is over - leave the loop (return 0).
+     *     shutdown key: 1 means the run is over - but tasks submitted
+     *     just before the shutdown may have arrived after your empty
+     *     take, so take once more, and leave (return 0) only when that
+     *     take, begun after you saw the key, finds the queue empty.
      *   work: dmw_record_decode() the record (a record that does not
      *     decode goes to dmw_redis_move_back(r, name, record, record, NULL,
      *     NULL) as it is). The record counts the attempts that already

@@ -176,20 +176,28 @@ static int handle(struct worker *w, const char *record)
     return finish(w, record, &task, DMW_FAILED, text);
 }
 
+/* PAGE: drain-before-leaving. The worker leaves only when a take that
+ * began after it saw the shutdown finds the queue empty. The master submits
+ * before it shuts down, so that take sees every task: a worker that left as
+ * soon as it saw the key could leave behind tasks submitted between its
+ * empty take and its look at the key. */
 static int serve(struct worker *w)
 {
     long handled = 0;
+    bool stopping = false; /* the shutdown key was seen before the last take */
     while (w->config->max_tasks == 0 || handled < w->config->max_tasks) {
         char record[DMW_RECORD_MAX];
-        bool got = false, stop = false;
+        bool got = false;
         int err = take(w, record, sizeof record, &got);
         if (err == 0 && got) {
             err = handle(w, record);
             handled++;
+        } else if (err == 0 && stopping) {
+            return 0; /* empty after the shutdown: drained */
         } else if (err == 0) {
-            err = shutdown_requested(w, &stop); /* the queue was empty: is the run over? */
+            err = shutdown_requested(w, &stopping); /* the queue was empty: is the run over? */
         }
-        if (err != 0 || stop)
+        if (err != 0)
             return err;
     }
     return 0;

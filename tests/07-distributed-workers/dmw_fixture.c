@@ -27,6 +27,11 @@
 
 static atomic_int runs_made;
 static _Thread_local bool crash_armed;
+/* fixture_before_next_shutdown_look(): the call to make, taken (set to NULL)
+ * by the first command that names the key. */
+static void (*_Atomic before_look)(void *ctx);
+static void *before_look_ctx;
+static char shutdown_key[DMW_KEY_MAX];
 
 long fixture_scale(long ms)
 {
@@ -235,8 +240,33 @@ void fixture_crash_after_next_call(void)
 void *__real_redisvCommand(redisContext *context, const char *format, va_list args);
 void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args);
 
+void fixture_before_next_shutdown_look(fixture_t *fx, void (*fn)(void *ctx), void *ctx)
+{
+    snprintf(shutdown_key, sizeof shutdown_key, "%s", dmw_redis_keys(fx->redis)->shutdown);
+    before_look_ctx = ctx;
+    atomic_store(&before_look, fn);
+}
+
+/* Does the command about to be sent name the shutdown key? */
+static bool names_shutdown_key(const char *format, va_list args)
+{
+    char *command = NULL;
+    va_list copy;
+    va_copy(copy, args);
+    int length = redisvFormatCommand(&command, format, copy);
+    va_end(copy);
+    bool names = length > 0 && strstr(command, shutdown_key) != NULL;
+    redisFreeCommand(command);
+    return names;
+}
+
 void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args)
 {
+    if (atomic_load(&before_look) != NULL && names_shutdown_key(format, args)) {
+        void (*fn)(void *ctx) = atomic_exchange(&before_look, NULL);
+        if (fn != NULL)
+            fn(before_look_ctx);
+    }
     void *reply = __real_redisvCommand(context, format, args);
     if (reply != NULL && crash_armed)
         raise(SIGKILL); /* a crash point: the reply arrived, then the "machine" died */

@@ -110,4 +110,16 @@ long fixture_integer(fixture_t *fx, const char *format, const char *key);
  */
 void fixture_crash_after_next_call(void);
 
+/**
+ * @brief A scripted interleaving: the next Redis command, from any thread
+ *        of this process, that names the run's shutdown key first calls
+ *        @p fn(@p ctx), once - on that thread, before the command is sent.
+ *
+ * A worker that has just found the queue empty and now looks at the
+ * shutdown key can so be made to look exactly when tasks and the shutdown
+ * arrive: the window between its empty take and its look, which a loaded
+ * machine opens only now and then, is opened every time.
+ */
+void fixture_before_next_shutdown_look(fixture_t *fx, void (*fn)(void *ctx), void *ctx);
+
 #endif

@@ -317,6 +317,32 @@ static void test_dmw_worker_waits_for_work_and_leaves_on_shutdown(void **state)
     assert_conserved(fx, 4);
 }
 
+/* Tasks submitted, then the shutdown, in the moment between a worker's empty
+ * take and its look at the shutdown key: it must still run them. */
+static void submit_three_then_shut_down(void *ctx)
+{
+    fixture_t *fx = ctx;
+    submit_all(fx, 1, 3, "ok");
+    assert_ok(dmw_shutdown(fx->master));
+}
+
+static void test_dmw_worker_drains_tasks_submitted_just_before_the_shutdown(void **state)
+{
+    fixture_t *fx = *state;
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
+    start_thread_worker(&w, &fx->config, "late", 0);
+    submit_all(fx, 0, 1, "ok");
+    await_all(fx);
+    fixture_before_next_shutdown_look(fx, submit_three_then_shut_down, fx);
+    kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
+    assert_ok(w.rc);
+    if (w.stats.completed != 4)
+        fail_msg("the worker ran %ld of the 4 tasks and left: 3 were submitted, then the shutdown, after its "
+                 "last empty take - a worker leaves only when a take begun after it saw the shutdown finds "
+                 "the queue empty", w.stats.completed);
+    assert_conserved(fx, 4);
+}
+
 /* ---- failures: retries, dead letters, permanent failures ------------------------------ */
 
 static void test_dmw_always_failing_task_is_dead_lettered(void **state)
@@ -795,6 +821,7 @@ static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_unreachable_server_is_reported),
     FIXTURE_TEST(test_dmw_one_worker_completes_every_task),
     FIXTURE_TEST(test_dmw_worker_waits_for_work_and_leaves_on_shutdown),
+    FIXTURE_TEST(test_dmw_worker_drains_tasks_submitted_just_before_the_shutdown),
     FIXTURE_TEST(test_dmw_always_failing_task_is_dead_lettered),
     FIXTURE_TEST(test_dmw_duplicate_delivery_writes_one_result),
     FIXTURE_TEST(test_dmw_reap_returns_orphans_with_attempt_count),
