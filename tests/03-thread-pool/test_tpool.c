@@ -661,6 +661,9 @@ static void test_tpool_pool_grows_again_after_retiring(void **state)
  * moment to hit lies a little before it: the sweep is wide.) */
 
 enum { RACE_KEEP_ALIVE_MS = 1, RACE_SAMPLES = 9, RACE_STEP_US = 10, RACE_SPAN_US = 500, RACE_LOCK_DELAY_US = 40 };
+/* After one full pass, the sweep stops when this budget is spent: a loaded
+ * machine makes each round slower, and fewer rounds - never a time-out. */
+enum { RACE_BUDGET_MS = 8000 };
 
 /* Linux lets a timed wait or sleep end up to 50 us late ("timer slack") to
  * batch wake-ups - more than the window we aim at. Threads inherit the slack
@@ -796,7 +799,10 @@ static void test_tpool_stress_idle_exit_race(void **state)
     long steps = 2 * RACE_SPAN_US / RACE_STEP_US + 1;
     long first_offset = retire_us - RACE_SPAN_US, stranded_at = -1;
     int64_t last_end = race_wait_ran(&r, ran, 0);
+    int64_t budget_end = kit_now_ns() + RACE_BUDGET_MS * 1000000LL;
     for (long round = 0; round < rounds && stranded_at < 0; round++) {
+        if (round >= steps && kit_now_ns() > budget_end)
+            break;
         /* Pass after pass across [retire - span, retire + span]; odd passes
          * shift by half a step, so two passes cover it in 5 us steps. */
         long offset = first_offset + (round % steps) * RACE_STEP_US + (round / steps % 2) * RACE_STEP_US / 2;
