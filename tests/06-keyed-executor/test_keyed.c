@@ -319,6 +319,8 @@ static void test_keyed_submit_same_key_waits_for_the_previous_task(void **state)
     future_t *second = submit(kx, "acct", meet, &jobs[1]);
     must_get(first, "first task");
     must_get(second, "second task");
+    if (meeting.started_ns[1] < meeting.started_ns[0])
+        fail_msg("the second task of a key started before the first: one key's tasks run in submission order");
     if (meeting.waited[0] != ETIMEDOUT)
         fail_msg("the second task of a key started while the first was still running");
     assert_true(meeting.started_ns[1] >= meeting.ended_ns[0]); /* strictly one after the other */

@@ -233,6 +233,70 @@ void __wrap__assert_int_equal(const LargestIntegralType a, const LargestIntegral
     _fail(file, line);
 }
 
+/* The expected side as the test wrote it, with its value where the text is
+ * not the value itself ("3 (FEW)", but "1", "0 (or NULL)"). */
+static void describe_expected(LargestIntegralType value, const char *text, char *out, size_t size)
+{
+    char number[64];
+    describe(value, number, sizeof number);
+    if (value == 0)
+        snprintf(number, sizeof number, "%s", strcmp(text, "NULL") == 0 ? "NULL" : "0");
+    bool plain = strcmp(number, text) == 0 || (value == 0 && (strcmp(text, "0") == 0 || strcmp(text, "NULL") == 0));
+    if (plain)
+        snprintf(out, size, "%s", number);
+    else
+        snprintf(out, size, "%s (%s)", number, text);
+}
+
+void kit_assert_truth(bool value, bool want, const char *expr, const char *file, int line)
+{
+    if (value == want)
+        return;
+    if (want)
+        print_error("this should hold, and does not: %s\n", expr);
+    else
+        print_error("this should not hold, and does: %s\n", expr);
+    _fail(file, line);
+}
+
+void kit_assert_pointer(bool set, bool want_set, const char *expr, const char *file, int line)
+{
+    if (set == want_set)
+        return;
+    if (want_set)
+        print_error("%s is NULL, expected a pointer\n", expr);
+    else
+        print_error("%s is a pointer, expected NULL\n", expr);
+    _fail(file, line);
+}
+
+void kit_assert_values(LargestIntegralType a, LargestIntegralType b, bool want_equal, const char *expr_a,
+                       const char *expr_b, const char *file, int line)
+{
+    if ((a == b) == want_equal)
+        return;
+    char got[64], expected[192];
+    describe(a, got, sizeof got);
+    describe_expected(b, expr_b, expected, sizeof expected);
+    if (a == 0 && b != 0 && strncmp(expected, "a pointer", 9) != 0)
+        snprintf(got, sizeof got, "0"); /* a count, not a pointer: no "(or NULL)" */
+    if (!want_equal)
+        print_error("%s is %s, which the test expected it not to be\n", expr_a, got);
+    else if (strcmp(got, "a pointer") == 0 && strncmp(expected, "a pointer", 9) == 0)
+        print_error("%s is one pointer, expected another (%s)\n", expr_a, expr_b);
+    else
+        print_error("%s is %s, expected %s\n", expr_a, got, expected);
+    _fail(file, line);
+}
+
+void kit_assert_text(const char *a, const char *b, const char *expr, const char *file, int line)
+{
+    if (a && b && strcmp(a, b) == 0)
+        return;
+    print_error("%s is the text \"%s\", expected \"%s\"\n", expr, a ? a : "(NULL)", b ? b : "(NULL)");
+    _fail(file, line);
+}
+
 void __wrap__assert_int_not_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
                                   const int line)
 {

@@ -62,6 +62,41 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
 
 void kit_assert_code(int got, int want, const char *expr, const char *file, int line);
 
+/* cmocka's checks, redefined so that a failure names what the test looked
+ * at, as the test wrote it: "s.rejected is 0, expected 1", "msgq_size(q) is
+ * 4, expected 3", not a bare pair of values. */
+#undef assert_true
+#undef assert_false
+#undef assert_null
+#undef assert_non_null
+#undef assert_int_equal
+#undef assert_int_not_equal
+#undef assert_string_equal
+/** @brief Assert that @p c holds; a failure quotes it. */
+#define assert_true(c) kit_assert_truth(!!(c), true, #c, __FILE__, __LINE__)
+/** @brief Assert that @p c does not hold; a failure quotes it. */
+#define assert_false(c) kit_assert_truth(!!(c), false, #c, __FILE__, __LINE__)
+/** @brief Assert that the pointer @p p is NULL. */
+#define assert_null(p) kit_assert_pointer((p) != NULL, false, #p, __FILE__, __LINE__)
+/** @brief Assert that the pointer @p p is not NULL. */
+#define assert_non_null(p) kit_assert_pointer((p) != NULL, true, #p, __FILE__, __LINE__)
+/** @brief Assert a == b; a failure says "<a as written> is X, expected Y". */
+#define assert_int_equal(a, b)                                                                    \
+    kit_assert_values(cast_to_largest_integral_type(a), cast_to_largest_integral_type(b), true, #a, #b, \
+                      __FILE__, __LINE__)
+/** @brief Assert a != b. */
+#define assert_int_not_equal(a, b)                                                                \
+    kit_assert_values(cast_to_largest_integral_type(a), cast_to_largest_integral_type(b), false, #a, #b, \
+                      __FILE__, __LINE__)
+/** @brief Assert two strings are equal; a failure shows both texts. */
+#define assert_string_equal(a, b) kit_assert_text((a), (b), #a, __FILE__, __LINE__)
+
+void kit_assert_truth(bool value, bool want, const char *expr, const char *file, int line);
+void kit_assert_pointer(bool set, bool want_set, const char *expr, const char *file, int line);
+void kit_assert_values(LargestIntegralType a, LargestIntegralType b, bool want_equal, const char *expr_a,
+                       const char *expr_b, const char *file, int line);
+void kit_assert_text(const char *a, const char *b, const char *expr, const char *file, int line);
+
 /** @brief Fail the test at @p file:@p line (the caller's) with a printf-style message. */
 void kit_fail_at(const char *file, int line, const char *format, ...)
 #if defined(__GNUC__)
