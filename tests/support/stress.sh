@@ -32,7 +32,13 @@ if [ -z "$failures" ]; then
 fi
 echo "stress: tests that failed at least once (count, test, seeds):"
 while read -r count name; do
-    seeds=$(grep -h -o 'SEED=[0-9]*' "$out"/run-*/logs/*."$name".log 2>/dev/null | sort -u | tr '\n' ' ')
+    # the seeds of the runs where this test failed, not of every run
+    seeds=""
+    for log in "$out"/run-*.log; do
+        if grep -q -E "^  $name +(FAILED|CRASHED|TIMED OUT|DATA RACE|MEMORY ERROR|NO RESULT)" "$log"; then
+            seeds+=$(grep -h -o 'SEED=[0-9]*' "${log%.log}"/logs/*."$name".log 2>/dev/null | sort -u | tr '\n' ' ')
+        fi
+    done
     echo "  $count x $name  ${seeds:-(no seed printed)}"
 done <<<"$failures"
 exit 1
