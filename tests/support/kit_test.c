@@ -151,20 +151,15 @@ void kit_fail_at(const char *file, int line, const char *format, ...)
 }
 
 /* ---- cmocka's checks, in words ----------------------------------------------
- * The test binaries are linked with --wrap for cmocka's check functions, so
- * a failed assert_int_equal() says "got 0, expected 1" instead of cmocka's
- * "0 != 0x1", and every failure - ours and cmocka's - goes through one
- * _fail(), which first prints the failing thread's stack: when the check sits
- * in a test's helper, the stack names the test's own line that called it. */
+ * kit_test.h redefines cmocka's checks (assert_int_equal, assert_ptr_equal,
+ * assert_true, ...) as the kit_assert_* functions below, which name the
+ * expression the test wrote; the test binaries are linked with --wrap for
+ * the rest (assert_in_range) and for _fail(), so every failure - ours and
+ * cmocka's - goes through one _fail(), which first prints the failing
+ * thread's stack: when the check sits in a test's helper, the stack names
+ * the test's own line that called it. */
 void __real__fail(const char *const file, const int line);
 void __wrap__fail(const char *const file, const int line);
-void __wrap__assert_true(const LargestIntegralType result, const char *const expression, const char *const file,
-                         const int line);
-void __wrap__assert_int_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
-                              const int line);
-void __wrap__assert_int_not_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
-                                  const int line);
-void __wrap__assert_string_equal(const char *const a, const char *const b, const char *const file, const int line);
 void __wrap__assert_in_range(const LargestIntegralType value, const LargestIntegralType minimum,
                              const LargestIntegralType maximum, const char *const file, const int line);
 
@@ -209,29 +204,7 @@ static void describe(LargestIntegralType value, char *out, size_t size)
         snprintf(out, size, "a pointer");
 }
 
-void __wrap__assert_true(const LargestIntegralType result, const char *const expression, const char *const file,
-                         const int line)
-{
-    if (result)
-        return;
-    print_error("this check failed: %s\n", expression);
-    _fail(file, line);
-}
 
-void __wrap__assert_int_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
-                              const int line)
-{
-    if (a == b)
-        return;
-    char got[64], expected[64];
-    describe(a, got, sizeof got);
-    describe(b, expected, sizeof expected);
-    if (strcmp(got, expected) == 0)
-        print_error("got one pointer where the test expected another\n");
-    else
-        print_error("got %s, expected %s\n", got, expected);
-    _fail(file, line);
-}
 
 /* The expected side as the test wrote it, with its value where the text is
  * not the value itself ("3 (FEW)", but "1", "0 (or NULL)"). */
@@ -297,24 +270,7 @@ void kit_assert_text(const char *a, const char *b, const char *expr, const char 
     _fail(file, line);
 }
 
-void __wrap__assert_int_not_equal(const LargestIntegralType a, const LargestIntegralType b, const char *const file,
-                                  const int line)
-{
-    if (a != b)
-        return;
-    char value[64];
-    describe(a, value, sizeof value);
-    print_error("got %s, which the test expected not to see\n", value);
-    _fail(file, line);
-}
 
-void __wrap__assert_string_equal(const char *const a, const char *const b, const char *const file, const int line)
-{
-    if (a && b && strcmp(a, b) == 0)
-        return;
-    print_error("got the text \"%s\", expected \"%s\"\n", a ? a : "(NULL)", b ? b : "(NULL)");
-    _fail(file, line);
-}
 
 void __wrap__assert_in_range(const LargestIntegralType value, const LargestIntegralType minimum,
                              const LargestIntegralType maximum, const char *const file, const int line)

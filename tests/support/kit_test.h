@@ -72,6 +72,7 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
 #undef assert_int_equal
 #undef assert_int_not_equal
 #undef assert_string_equal
+#undef assert_ptr_equal
 /** @brief Assert that @p c holds; a failure quotes it. */
 #define assert_true(c) kit_assert_truth(!!(c), true, #c, __FILE__, __LINE__)
 /** @brief Assert that @p c does not hold; a failure quotes it. */
@@ -87,6 +88,10 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
 /** @brief Assert a != b. */
 #define assert_int_not_equal(a, b)                                                                \
     kit_assert_values(cast_to_largest_integral_type(a), cast_to_largest_integral_type(b), false, #a, #b, \
+                      __FILE__, __LINE__)
+/** @brief Assert two pointers are equal. */
+#define assert_ptr_equal(a, b)                                                                    \
+    kit_assert_values(cast_ptr_to_largest_integral_type(a), cast_ptr_to_largest_integral_type(b), true, #a, #b, \
                       __FILE__, __LINE__)
 /** @brief Assert two strings are equal; a failure shows both texts. */
 #define assert_string_equal(a, b) kit_assert_text((a), (b), #a, __FILE__, __LINE__)
