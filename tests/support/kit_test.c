@@ -204,8 +204,6 @@ static void describe(LargestIntegralType value, char *out, size_t size)
         snprintf(out, size, "a pointer");
 }
 
-
-
 /* The expected side as the test wrote it, with its value where the text is
  * not the value itself ("3 (FEW)", but "1", "0 (or NULL)"). */
 static void describe_expected(LargestIntegralType value, const char *text, char *out, size_t size)
@@ -269,8 +267,6 @@ void kit_assert_text(const char *a, const char *b, const char *expr, const char 
     print_error("%s is the text \"%s\", expected \"%s\"\n", expr, a ? a : "(NULL)", b ? b : "(NULL)");
     _fail(file, line);
 }
-
-
 
 void __wrap__assert_in_range(const LargestIntegralType value, const LargestIntegralType minimum,
                              const LargestIntegralType maximum, const char *const file, const int line)
