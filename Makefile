@@ -108,13 +108,14 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # and cmocka's checks, to say in words what failed and from which line of a test.
 # The explorer (tests/support/kit_sched.c), which runs the threads one at a
 # time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
-SCHED_WRAPS := pthread_join pthread_detach pthread_mutex_trylock pthread_mutex_destroy pthread_cond_destroy \
-               sched_yield nanosleep clock_gettime
+SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pthread_mutex_timedlock \
+               pthread_mutex_destroy pthread_cond_destroy pthread_cond_clockwait \
+               sched_yield nanosleep clock_nanosleep usleep sleep clock_gettime timespec_get gettimeofday time
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
                 kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy \
-                _fail _assert_in_range \
+                _fail _assert_in_range print_error \
                 $(SCHED_WRAPS))
 
 # lib/ in two layers: the runtime the solutions link (it never prints but
@@ -157,7 +158,7 @@ chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map test_explore
+KIT_TESTS := test_kit test_kit_map test_explore test_schedule
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.
@@ -348,7 +349,7 @@ GRADE_SEED := 20261130
 # What each failing test's `make debug CH=NN TEST=name` hint adds, so that it
 # debugs what was graded (run_autograder empties it: the student debugs at home).
 DEBUG_ARGS ?= $(strip $(if $(SUBMISSION),SUBMISSION=$(SUBMISSION)) $(if $(filter mine,$(EARLIER)),EARLIER=mine) \
-                $(if $(CHAOS),CHAOS=$(CHAOS)))
+                $(if $(CHAOS),CHAOS=$(CHAOS)) $(if $(REAL_THREADS),REAL_THREADS=1))
 # Grading runs untrusted code: when run as root, each test runs sandboxed as
 # this unprivileged uid (0: no sandbox), with this many CPUs at most.
 SANDBOX_UID ?= 64000
@@ -367,12 +368,14 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
-	  --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
+	  $(if $(REAL_THREADS),--real-threads) --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
 
 # make debug CH=NN TEST=name: one test of the code being graded (exercises/,
 # or SUBMISSION=dir) under gdb, in the foreground, built unoptimised
 # (SAN=debug; SAN=tsan debugs the ThreadSanitizer build), with the grade's
-# SEED and CHAOS. tests/support/debug.gdb stops it where it fails (a
+# SEED and CHAOS: a test graded on one schedule runs on the same schedule
+# (the same seed gives the same interleaving, optimised or not; a
+# sanitizer build runs real threads). tests/support/debug.gdb stops it where it fails (a
 # breakpoint on the harness's _fail, which every check calls), where
 # ThreadSanitizer reports a race, and gdb stops by itself on a crash.
 # KIT_DEBUG=1 turns the harness's own hang checks off (its bounded waits
@@ -391,7 +394,8 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
-	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
+	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) \
+	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
@@ -568,7 +572,8 @@ help-kit:
 	@echo "  CHAOS=SEED       grade: perturb every lock, wait and signal, replayably"
 	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"
 	@echo "  HOGS=N           stress: CPU hogs competing with the tests (one per core)"
-	@echo "  SEED=N           replay the data of a stress test (its failure prints it)"
+	@echo "  SEED=N           grade, debug: the seed of the stress tests' data and of every test's schedule"
+	@echo "  REAL_THREADS=1   grade, debug, mutants: run every test on real threads, none on one schedule"
 	@echo "  SAN=tsan|asan    build a sanitizer variant (debug: SAN=tsan debugs the ThreadSanitizer build)"
 	@echo "  CC=clang CFLAGS=...  the compiler and its flags"
 	@echo "  TEST=name        debug: the test to run under gdb; explore: the one test to run"

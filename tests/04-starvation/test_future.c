@@ -205,6 +205,15 @@ static void test_future_functions_reject_bad_arguments(void **state)
 static atomic_int submitted_runs;
 static tpool_t *sweep_pool;
 
+/* future_get returns once the result is stored; the pool lets go of the
+ * task - drops its reference to the future, frees its own record - after
+ * that. An attempt counts what it leaves allocated once the pool's only
+ * worker is idle again, asleep waiting for the next task. */
+static void await_idle_worker(void)
+{
+    kit_await_waiting_threads(1, "the pool's worker, idle again after its task");
+}
+
 static int submit_and_get(void *ctx)
 {
     (void)ctx;
@@ -224,6 +233,7 @@ static int submit_and_get(void *ctx)
         kit_fail_allocation(0); /* the task and the get must not fail for the sweep's sake */
         assert_ok(future_get_timed(f, NULL, KIT_HANG_MS));
         future_release(f);
+        await_idle_worker();
     }
     return err;
 }
@@ -257,6 +267,7 @@ static void test_tpool_submit_undoes_partial_work_without_memory(void **state)
     future_t *first = submit(warm, count_run, &submitted_runs); /* the worker exists before the sweep */
     assert_ok(future_get_timed(first, NULL, KIT_HANG_MS));
     future_release(first);
+    await_idle_worker();
     kit_sweep_allocation_failures("tpool_submit", submit_and_get, NULL);
     tpool_destroy(sweep_pool);
 }

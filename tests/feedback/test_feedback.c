@@ -40,7 +40,7 @@ static void test_feedback_hang_check_shows_every_thread(void **state)
     counter_destroy(c);
 }
 
-static void test_feedback_deadlock_is_diagnosed_at_the_time_out(void **state)
+static void test_feedback_deadlock_shows_where_it_waits(void **state)
 {
     (void)state;
     counter_t *c = make_counter();
@@ -76,7 +76,7 @@ static void test_feedback_race_shows_both_accesses(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_crash_shows_the_faulting_line),
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
-    cmocka_unit_test(test_feedback_deadlock_is_diagnosed_at_the_time_out),
+    cmocka_unit_test(test_feedback_deadlock_shows_where_it_waits),
     cmocka_unit_test(test_feedback_misused_timed_wait_is_named),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
 };

@@ -4,8 +4,10 @@
 # tests/feedback/expect.txt requires: the student's line for a crash, every
 # thread's wait for a hang (the test's own check and the runner's time-out),
 # both accesses of a race, a misused pthread call in words, the rubric
-# sentence and the log file of every failure. As root, the tests run in the
-# grading sandbox, as they do for `make grade`.
+# sentence and the log file of every failure. Three gradings: as `make
+# grade` runs the tests (each on one schedule, "plain"), on real threads
+# (`REAL_THREADS=1`, "real"), and under ThreadSanitizer ("tsan"). As root,
+# the tests run in the grading sandbox, as they do for `make grade`.
 # Usage: tests/support/feedback.sh TSAN_WRAPPER
 set -u
 grader=build/tools/kit-grade
@@ -18,6 +20,8 @@ grep -v race tests/feedback/rubric.tsv >"$out/rubric-plain.tsv"
 grep race tests/feedback/rubric.tsv >"$out/rubric-tsan.tsv"
 "$grader" --mode grade --rubric "$out/rubric-plain.tsv" --bin build/tests --chapter feedback --timeout 12 \
     --report "$out/plain" --source-root "$PWD/" "${sandbox[@]}" >"$out/plain.txt" 2>&1
+"$grader" --mode grade --rubric "$out/rubric-plain.tsv" --bin build/tests --chapter feedback --timeout 12 \
+    --real-threads --report "$out/real" --source-root "$PWD/" "${sandbox[@]}" >"$out/real.txt" 2>&1
 KIT_SLOW=1 "$grader" --mode grade --rubric "$out/rubric-tsan.tsv" --bin build/tsan/tests --chapter feedback \
     --timeout 20 --wrapper "$tsan_wrapper" --report "$out/tsan" --source-root "$PWD/" "${sandbox[@]}" \
     >"$out/tsan.txt" 2>&1
@@ -32,14 +36,14 @@ while IFS=$'\t' read -r run text; do
         fail=1
     fi
 done <tests/feedback/expect.txt
-if grep -qE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/tsan.txt"; then
+if grep -qE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/real.txt" "$out/tsan.txt"; then
     echo "  FAIL  an address or an unnamed error code reached the screen:"
-    grep -hE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/tsan.txt" | head -5
+    grep -hE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/real.txt" "$out/tsan.txt" | head -5
     fail=1
 fi
 if [ $fail -eq 0 ]; then
-    echo "feedback: every failure is shown as expected ($out/plain.txt, $out/tsan.txt)"
+    echo "feedback: every failure is shown as expected ($out/plain.txt, $out/real.txt, $out/tsan.txt)"
 else
-    echo "feedback: FAILED - the screens are in $out/plain.txt and $out/tsan.txt"
+    echo "feedback: FAILED - the screens are in $out/plain.txt, $out/real.txt and $out/tsan.txt"
 fi
 exit $fail

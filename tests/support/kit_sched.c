@@ -17,16 +17,20 @@
 #include "kit_sched_internal.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kit_test.h"
 
 struct sched_world sched;
+atomic_long sched_progress;
 
 /* The thread this is, when the scheduler runs it. */
 static _Thread_local struct sched_thread *me;
@@ -34,7 +38,7 @@ static _Thread_local struct sched_thread *me;
  * that steps name the test's line rather than the helper's. */
 static _Thread_local void *outer_where;
 
-void sched_set_outer_where(void *where)
+void kit_sched_name_steps(void *where)
 {
     outer_where = where;
 }
@@ -84,26 +88,58 @@ static bool expired(const struct sched_thread *t)
     return t->deadline <= sched.now || (sched.options.timeouts_race && t->deadline - sched.now <= RACE_HORIZON_NS);
 }
 
-/* ---- The model's objects ---------------------------------------------------- */
+/* ---- The model's objects ----------------------------------------------------
+ * Found by address through an open-addressing index; a slot is never reused
+ * within a schedule, so a step's object keeps its name (M3) to the end. */
+
+static unsigned index_start(const void *addr, char kind)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)addr ^ (uint64_t)(unsigned char)kind) * 0x9E3779B97F4A7C15ULL;
+    return (unsigned)(h >> 40) & (SCHED_INDEX_SIZE - 1);
+}
+
+/* Give up on the model (a scheduled test) or fail the schedule (an explored one). */
+static void beyond_the_model(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static int object_of(const void *addr, char kind)
 {
-    for (int i = 0; i < sched.nobjects; i++)
-        if (sched.objects[i].addr == addr && sched.objects[i].kind == kind)
-            return i;
-    if (sched.nobjects == SCHED_MAX_OBJECTS) {
-        sched_fail("more than %d mutexes and condition variables in one schedule", SCHED_MAX_OBJECTS);
-        stop_here();
+    unsigned at = index_start(addr, kind);
+    int free_slot = -1;
+    for (;; at = (at + 1) & (SCHED_INDEX_SIZE - 1)) {
+        int entry = sched.index[at];
+        if (entry == 0)
+            break;
+        if (entry < 0) {
+            if (free_slot < 0)
+                free_slot = (int)at; /* a removed object's: reusable, but keep looking */
+            continue;
+        }
+        const struct sched_object *o = &sched.objects[entry - 1];
+        if (o->addr == addr && o->kind == kind)
+            return entry - 1;
     }
+    if (sched.nobjects == SCHED_MAX_OBJECTS)
+        beyond_the_model("more than %d mutexes and condition variables in one schedule", SCHED_MAX_OBJECTS);
+    if (free_slot < 0)
+        free_slot = (int)at;
     int serial = ++sched.serials[kind == 'M' ? 0 : 1];
-    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1 };
+    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot };
+    sched.index[free_slot] = sched.nobjects + 1;
     return sched.nobjects++;
 }
 
-/* Destroyed objects leave the table: their memory may hold another one next. */
+/* Destroyed objects leave the index: their memory may hold another one next. */
 static void forget_object(int obj)
 {
+    sched.index[sched.objects[obj].slot] = -1;
     sched.objects[obj].addr = NULL;
+}
+
+void sched_forget_objects(void)
+{
+    for (int i = 0; i < sched.nobjects; i++)
+        sched.index[sched.objects[i].slot] = 0;
+    sched.nobjects = 0;
 }
 
 static void record_step(struct sched_thread *t, enum sched_op op, int obj, int other)
@@ -121,11 +157,19 @@ static bool mutex_free(int obj)
     return sched.objects[obj].owner < 0;
 }
 
+/* The thread of the i-th live slot. */
+static struct sched_thread *live(int i)
+{
+    return sched.threads[sched.live[i]];
+}
+
+/* Threads asleep in a condition wait of the code under test (the tests'
+ * gates and latches are scaffolding, not counted). */
 static int waiting_threads(void)
 {
     int n = 0;
-    for (int i = 0; i < sched.nthreads; i++)
-        if (sched.threads[i]->state == WAITING)
+    for (int i = 0; i < sched.nlive; i++)
+        if (live(i)->state == WAITING && !live(i)->harness)
             n++;
     return n;
 }
@@ -139,7 +183,10 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
         return 1;
     case LOCKING:
         how[0] = GO;
-        return mutex_free(t->obj) ? 1 : 0;
+        if (mutex_free(t->obj))
+            return 1;
+        how[0] = TIMEOUT; /* pthread_mutex_timedlock at its deadline */
+        return expired(t) ? 1 : 0;
     case JOINING:
         how[0] = GO;
         return sched.threads[t->target]->state == DONE ? 1 : 0;
@@ -148,7 +195,10 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
         return expired(t) ? 1 : 0;
     case AWAITING:
         how[0] = GO;
-        return waiting_threads() >= t->target ? 1 : 0;
+        if (waiting_threads() >= t->target)
+            return 1;
+        how[0] = TIMEOUT;
+        return expired(t) ? 1 : 0;
     case WAITING: {
         int n = 0;
         if (!mutex_free(t->obj2))
@@ -175,12 +225,12 @@ static int list_alternatives(struct sched_thread **alt, enum sched_how *how)
     int k = ways_to_go(running, &how[n]);
     for (int j = 0; j < k; j++)
         alt[n++] = running;
-    for (int i = 0; i < sched.nthreads; i++) {
-        if (i == sched.current)
+    for (int i = 0; i < sched.nlive; i++) {
+        if (sched.live[i] == sched.current)
             continue;
-        k = ways_to_go(sched.threads[i], &how[n]);
+        k = ways_to_go(live(i), &how[n]);
         for (int j = 0; j < k; j++)
-            alt[n++] = sched.threads[i];
+            alt[n++] = live(i);
     }
     return n;
 }
@@ -192,8 +242,10 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     t->result = 0;
     if (how == TIMEOUT && t->deadline > sched.now)
         sched.now = t->deadline; /* time passed while the others were slow */
-    if (t->state == LOCKING)
+    if (t->state == LOCKING && how == GO)
         sched.objects[t->obj].owner = t->id;
+    if (t->state == LOCKING && how == TIMEOUT)
+        t->result = ETIMEDOUT;
     if (t->state == WAITING) {
         sched.objects[t->obj2].owner = t->id;
         if (how == TIMEOUT)
@@ -201,6 +253,8 @@ static void let_go(struct sched_thread *t, enum sched_how how)
         if (how == SPURIOUS)
             sched.spurious_left--;
     }
+    if (t->state == AWAITING && how == TIMEOUT)
+        t->result = ETIMEDOUT;
     t->state = RUNNABLE;
     sched.current = t->id;
 }
@@ -209,9 +263,11 @@ static void let_go(struct sched_thread *t, enum sched_how how)
 static bool advance_time(void)
 {
     int64_t earliest = -1;
-    for (int i = 0; i < sched.nthreads; i++) {
-        const struct sched_thread *t = sched.threads[i];
-        bool timed = (t->state == SLEEPING || (t->state == WAITING && !t->woken)) && t->deadline > sched.now;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = live(i);
+        bool timed = t->state == SLEEPING || t->state == AWAITING || t->state == LOCKING ||
+                     (t->state == WAITING && !t->woken);
+        timed = timed && t->deadline > sched.now;
         if (timed && (earliest < 0 || t->deadline < earliest))
             earliest = t->deadline;
     }
@@ -223,10 +279,7 @@ static bool advance_time(void)
 
 static bool all_done(void)
 {
-    for (int i = 0; i < sched.nthreads; i++)
-        if (sched.threads[i]->state != DONE)
-            return false;
-    return true;
+    return sched.nlive == 0;
 }
 
 /* Choose the next thread and apply its operation; NULL when the schedule ended. */
@@ -235,8 +288,14 @@ static struct sched_thread *choose_next(void)
     struct sched_thread *alt[SCHED_MAX_ALTS];
     enum sched_how how[SCHED_MAX_ALTS];
     sched.points++;
+    atomic_fetch_add_explicit(&sched_progress, 1, memory_order_relaxed);
     if (sched.points > sched.options.max_steps) {
-        sched_fail("more than %ld switch points: a livelock, or a loop that never waits", sched.options.max_steps);
+        if (sched.scheduled_test) {
+            sched.gave_up = true;
+            sched_fail("more than %ld switch points in one run", sched.options.max_steps);
+        } else {
+            sched_fail("more than %ld switch points: a livelock, or a loop that never waits", sched.options.max_steps);
+        }
         return NULL;
     }
     for (;;) {
@@ -283,6 +342,20 @@ static void misuse(const char *fmt, ...)
     vsnprintf(sched.message, sizeof sched.message, fmt, args);
     va_end(args);
     sched.failed = true;
+    stop_here();
+}
+
+/* The code does what the model does not cover (too many threads, a kind of
+ * mutex it does not know): a scheduled test gives up, to run again on real
+ * threads; an explored schedule fails, saying why. */
+static void beyond_the_model(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(sched.message, sizeof sched.message, fmt, args);
+    va_end(args);
+    sched.failed = true;
+    sched.gave_up = sched.scheduled_test;
     stop_here();
 }
 
@@ -345,10 +418,45 @@ static void at(struct sched_thread *t, enum sched_state state, enum sched_op op,
     t->op = op;
     t->obj = obj;
     t->where = outer_where ? outer_where : where;
+    if (state != RUNNABLE && state != DONE) /* it may stay there: a hang report shows this stack */
+        t->depth = backtrace(t->stack, SCHED_STACK_DEPTH);
 }
 
-int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
+/* A check failed, or the harness's hang check gave up, on a scheduled
+ * thread: the schedule so far and every thread's stack, into the log (the
+ * caller then ends the test process). On an explored thread the schedule
+ * fails here instead, and the search reports it with its replay token. */
+void kit_sched_dump_stacks(const char *why, const char *message)
 {
+    const char *text = message && message[0] ? message : why;
+    sched.failer = me->id;
+    if (!sched.scheduled_test) {
+        sched_fail("%s", text);
+        stop_here();
+    }
+    void *stack[SCHED_STACK_DEPTH];
+    int depth = backtrace(stack, SCHED_STACK_DEPTH);
+    snprintf(sched.message, sizeof sched.message, "%s", text);
+    sched_report(sched.test, sched.strategy_word, -1);
+    sched_print_stacks(why, me, stack, depth);
+}
+
+/* The model knows the default mutex: not recursive, not error-checking, not robust. */
+static void check_kind(const pthread_mutex_t *mutex)
+{
+#if defined(__GLIBC__)
+    int kind = mutex->__data.__kind;
+    if ((kind & 3) == PTHREAD_MUTEX_RECURSIVE || (kind & 3) == PTHREAD_MUTEX_ERRORCHECK || (kind & ~3) != 0)
+        beyond_the_model("a recursive, error-checking or robust mutex, which the scheduler does not model");
+#else
+    (void)mutex;
+#endif
+}
+
+/* Lock, or with a deadline (pthread_mutex_timedlock) give up at it. */
+static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
+{
+    check_kind(mutex);
     int obj = object_of(mutex, 'M');
     at(me, LOCKING, OP_LOCK, obj, where);
     if (sched.objects[obj].owner == me->id) {
@@ -356,9 +464,16 @@ int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
         misuse("%s locks M%d, which it already holds: it waits for itself", kit_thread_name(),
                sched.objects[obj].serial);
     }
+    me->deadline = deadline ? virtual_of(deadline) : -1;
     switch_point();
+    me->deadline = -1;
     record_step(me, OP_LOCK, obj, -1);
-    return 0;
+    return me->result;
+}
+
+int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
+{
+    return mutex_lock(mutex, NULL, where);
 }
 
 static int mutex_trylock(pthread_mutex_t *mutex, void *where)
@@ -389,8 +504,10 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 }
 
 int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
-                        void *where)
+                        bool harness, void *where)
 {
+    if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S))
+        return EINVAL; /* as glibc says, before it waits */
     int obj = object_of(cond, 'C');
     int lock = object_of(mutex, 'M');
     if (sched.objects[lock].owner != me->id)
@@ -400,6 +517,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     me->obj2 = lock;
     me->deadline = deadline ? virtual_of(deadline) : -1;
     me->woken = false;
+    me->harness = harness;
     me->wait_seq = ++sched.wait_seq;
     me->how = GO;
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
@@ -414,8 +532,8 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
 static int unwoken_waiters(int obj, struct sched_thread **out)
 {
     int n = 0;
-    for (int i = 0; i < sched.nthreads; i++) {
-        struct sched_thread *t = sched.threads[i];
+    for (int i = 0; i < sched.nlive; i++) {
+        struct sched_thread *t = live(i);
         if (t->state == WAITING && t->obj == obj && !t->woken) {
             int j = n++;
             while (j > 0 && out[j - 1]->wait_seq > t->wait_seq) {
@@ -450,6 +568,24 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
 
 /* ---- Threads ----------------------------------------------------------------------- */
 
+/* Thread t has ended (returned, or called pthread_exit): it leaves the live
+ * list, and the token goes on. Run as the cleanup handler of managed_start. */
+static void thread_ends(void *raw)
+{
+    struct sched_thread *t = raw;
+    at(t, DONE, OP_EXIT, -1, NULL);
+    record_step(t, OP_EXIT, -1, -1);
+    int i = 0;
+    while (i < sched.nlive && sched.live[i] != t->id)
+        i++;
+    if (i < sched.nlive) {
+        memmove(&sched.live[i], &sched.live[i + 1], (size_t)(sched.nlive - i - 1) * sizeof sched.live[0]);
+        sched.nlive--;
+    }
+    switch_point();
+    me = NULL;
+}
+
 static void *managed_start(void *raw)
 {
     struct sched_thread *t = raw;
@@ -457,23 +593,31 @@ static void *managed_start(void *raw)
     while (sem_wait(&t->go) != 0)
         ;
     char name[KIT_THREAD_NAME_MAX];
-    if (t->id == 0)
-        snprintf(name, sizeof name, "test");
+    if (t->id == 0) /* a scheduled test's body is the test's main thread, as on real threads */
+        snprintf(name, sizeof name, "%s", sched.scheduled_test ? "main" : "test");
     else
         snprintf(name, sizeof name, "thread-%d", t->id); /* the same in every schedule */
     kit_thread_set_name(name);
     record_step(t, OP_START, -1, -1);
+    pthread_cleanup_push(thread_ends, t);
     t->ret = t->fn(t->arg);
-    at(t, DONE, OP_EXIT, -1, NULL);
-    record_step(t, OP_EXIT, -1, -1);
-    switch_point();
-    me = NULL;
+    pthread_cleanup_pop(1);
     return NULL;
+}
+
+/* A thread of the code under test leaves early: its value is what a join returns. */
+void __real_pthread_exit(void *value) __attribute__((noreturn));
+void __wrap_pthread_exit(void *value) __attribute__((noreturn));
+void __wrap_pthread_exit(void *value)
+{
+    if (me != NULL)
+        me->ret = value;
+    __real_pthread_exit(value);
 }
 
 struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr)
 {
-    if (sched.nthreads == SCHED_MAX_THREADS)
+    if (sched.nlive == SCHED_MAX_THREADS || sched.nthreads == SCHED_MAX_RECORDS)
         return NULL;
     int detach_state = PTHREAD_CREATE_JOINABLE;
     if (attr != NULL)
@@ -496,6 +640,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
         return NULL;
     }
     sched.threads[sched.nthreads++] = t;
+    sched.live[sched.nlive++] = t->id;
     return t;
 }
 
@@ -503,8 +648,10 @@ int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(
 {
     at(me, RUNNABLE, OP_CREATE, -1, where);
     struct sched_thread *t = sched_new_thread(fn, arg, attr);
-    if (t == NULL && sched.nthreads == SCHED_MAX_THREADS)
-        misuse("more than %d threads in one schedule: the explorer's scenarios are small", SCHED_MAX_THREADS);
+    if (t == NULL && sched.nlive == SCHED_MAX_THREADS)
+        beyond_the_model("more than %d threads at once", SCHED_MAX_THREADS);
+    if (t == NULL && sched.nthreads == SCHED_MAX_RECORDS)
+        beyond_the_model("more than %d threads in one run", SCHED_MAX_RECORDS);
     if (t == NULL)
         return EAGAIN;
     *thread = t->real;
@@ -556,7 +703,19 @@ int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
     if (me == NULL)
         return __real_pthread_mutex_trylock(mutex);
+    check_kind(mutex);
     return mutex_trylock(mutex, __builtin_return_address(0));
+}
+
+int __real_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *deadline);
+int __wrap_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *deadline);
+int __wrap_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *deadline)
+{
+    if (me == NULL)
+        return __real_pthread_mutex_timedlock(mutex, deadline);
+    if (deadline == NULL || deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S)
+        return EINVAL;
+    return mutex_lock(mutex, deadline, __builtin_return_address(0));
 }
 
 /* Destroying a mutex someone holds, or a condition someone waits on, is undefined. */
@@ -570,8 +729,8 @@ int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex)
                              sched.objects[obj].serial);
         /* A thread that wants the mutex (to lock it, or back after a wake-up)
          * would lock freed memory next. */
-        for (int i = 0; i < sched.nthreads; i++) {
-            const struct sched_thread *t = sched.threads[i];
+        for (int i = 0; i < sched.nlive; i++) {
+            const struct sched_thread *t = live(i);
             if ((t->state == LOCKING && t->obj == obj) || (t->state == WAITING && t->obj2 == obj))
                 misuse("%s destroys M%d while %s still wants it", kit_thread_name(),
                        sched.objects[obj].serial, t->name);
@@ -586,10 +745,10 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
 {
     if (me != NULL) {
         int obj = object_of(cond, 'C');
-        for (int i = 0; i < sched.nthreads; i++)
-            if (sched.threads[i]->state == WAITING && sched.threads[i]->obj == obj)
+        for (int i = 0; i < sched.nlive; i++)
+            if (live(i)->state == WAITING && live(i)->obj == obj)
                 misuse("%s destroys C%d while %s still waits on it", kit_thread_name(),
-                                 sched.objects[obj].serial, sched.threads[i]->name);
+                                 sched.objects[obj].serial, live(i)->name);
         forget_object(obj);
     }
     return __real_pthread_cond_destroy(cond);
@@ -606,14 +765,34 @@ int __wrap_sched_yield(void)
     return 0;
 }
 
+int kit_sched_await_sleepers(int count, long timeout_ms, void *where)
+{
+    at(me, AWAITING, OP_AWAIT, -1, where);
+    me->target = count;
+    me->deadline = timeout_ms < 0 ? -1 : sched.now + timeout_ms * (NS_PER_S / 1000);
+    switch_point();
+    me->deadline = -1;
+    record_step(me, OP_AWAIT, -1, count);
+    return me->result;
+}
+
 void kit_explore_await_sleepers(int count)
 {
     if (me == NULL)
         fail_msg("kit_explore_await_sleepers outside an explored body");
-    at(me, AWAITING, OP_AWAIT, -1, __builtin_return_address(0));
-    me->target = count;
+    kit_sched_await_sleepers(count, -1, __builtin_return_address(0));
+}
+
+static bool virtual_clock(clockid_t clock);
+
+/* Sleep until virtual time @p until. */
+static void sleep_until(int64_t until, void *where)
+{
+    at(me, SLEEPING, OP_SLEEP, -1, where);
+    me->deadline = until;
     switch_point();
-    record_step(me, OP_AWAIT, -1, count);
+    me->deadline = -1;
+    record_step(me, OP_SLEEP, -1, -1);
 }
 
 int __wrap_nanosleep(const struct timespec *request, struct timespec *left);
@@ -621,21 +800,125 @@ int __wrap_nanosleep(const struct timespec *request, struct timespec *left)
 {
     if (me == NULL)
         return __real_nanosleep(request, left);
-    at(me, SLEEPING, OP_SLEEP, -1, __builtin_return_address(0));
-    me->deadline = sched.now + (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec;
-    switch_point();
-    me->deadline = -1;
-    record_step(me, OP_SLEEP, -1, -1);
+    if (request->tv_nsec < 0 || request->tv_nsec >= NS_PER_S || request->tv_sec < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    sleep_until(sched.now + (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec, __builtin_return_address(0));
     return 0;
+}
+
+int __real_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left);
+int __wrap_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left);
+int __wrap_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left)
+{
+    if (me == NULL || !virtual_clock(clock))
+        return __real_clock_nanosleep(clock, flags, request, left);
+    if (request->tv_nsec < 0 || request->tv_nsec >= NS_PER_S)
+        return EINVAL;
+    int64_t span = (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec;
+    int64_t until = (flags & TIMER_ABSTIME) ? virtual_of(request) : sched.now + span;
+    sleep_until(until > sched.now ? until : sched.now, __builtin_return_address(0));
+    return 0;
+}
+
+int __real_usleep(useconds_t us);
+int __wrap_usleep(useconds_t us);
+int __wrap_usleep(useconds_t us)
+{
+    if (me == NULL)
+        return __real_usleep(us);
+    sleep_until(sched.now + (int64_t)us * 1000, __builtin_return_address(0));
+    return 0;
+}
+
+unsigned __real_sleep(unsigned seconds);
+unsigned __wrap_sleep(unsigned seconds);
+unsigned __wrap_sleep(unsigned seconds)
+{
+    if (me == NULL)
+        return __real_sleep(seconds);
+    sleep_until(sched.now + (int64_t)seconds * NS_PER_S, __builtin_return_address(0));
+    return 0;
+}
+
+/* Every way to read the time of day or the time since boot reads virtual
+ * time on a scheduled thread: a deadline computed from any of them means
+ * what it says. (A thread's or the process's CPU time stays real.) */
+static bool wall_clock(clockid_t clock)
+{
+    return clock == CLOCK_REALTIME || clock == CLOCK_REALTIME_COARSE;
+}
+
+static bool virtual_clock(clockid_t clock)
+{
+    return wall_clock(clock) || clock == CLOCK_MONOTONIC || clock == CLOCK_MONOTONIC_COARSE ||
+           clock == CLOCK_MONOTONIC_RAW || clock == CLOCK_BOOTTIME;
+}
+
+static void virtual_time(bool wall, struct timespec *now)
+{
+    int64_t ns = sched.now + (wall ? REALTIME_BASE : MONOTONIC_BASE);
+    now->tv_sec = (time_t)(ns / NS_PER_S);
+    now->tv_nsec = (long)(ns % NS_PER_S);
 }
 
 int __wrap_clock_gettime(clockid_t clock, struct timespec *now);
 int __wrap_clock_gettime(clockid_t clock, struct timespec *now)
 {
-    if (me == NULL || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
+    if (me == NULL || !virtual_clock(clock))
         return __real_clock_gettime(clock, now);
-    int64_t ns = sched.now + (clock == CLOCK_REALTIME ? REALTIME_BASE : MONOTONIC_BASE);
-    now->tv_sec = (time_t)(ns / NS_PER_S);
-    now->tv_nsec = (long)(ns % NS_PER_S);
+    virtual_time(wall_clock(clock), now);
     return 0;
+}
+
+int __real_timespec_get(struct timespec *now, int base);
+int __wrap_timespec_get(struct timespec *now, int base);
+int __wrap_timespec_get(struct timespec *now, int base)
+{
+    if (me == NULL || base != TIME_UTC)
+        return __real_timespec_get(now, base);
+    virtual_time(true, now);
+    return base;
+}
+
+int __real_gettimeofday(struct timeval *now, void *zone);
+int __wrap_gettimeofday(struct timeval *now, void *zone);
+int __wrap_gettimeofday(struct timeval *now, void *zone)
+{
+    if (me == NULL || now == NULL)
+        return __real_gettimeofday(now, zone);
+    struct timespec t;
+    virtual_time(true, &t);
+    now->tv_sec = t.tv_sec;
+    now->tv_usec = t.tv_nsec / 1000;
+    return 0;
+}
+
+time_t __real_time(time_t *out);
+time_t __wrap_time(time_t *out);
+time_t __wrap_time(time_t *out)
+{
+    if (me == NULL)
+        return __real_time(out);
+    struct timespec t;
+    virtual_time(true, &t);
+    if (out != NULL)
+        *out = t.tv_sec;
+    return t.tv_sec;
+}
+
+/* glibc's wait on a clock named by the caller. */
+int __real_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline);
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline);
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline)
+{
+    if (me == NULL)
+        return __real_pthread_cond_clockwait(cond, mutex, clock, deadline);
+    if ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S)
+        return EINVAL;
+    return kit_sched_cond_wait(cond, mutex, deadline, false, __builtin_return_address(0));
 }

@@ -45,6 +45,8 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 /** @brief How a test explores; zero fields take the defaults shown. */
@@ -138,13 +140,36 @@ typedef struct kit_explore_result {
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result);
 
+/* ---- Ordinary tests on one schedule (kit_test.c) -----------------------------
+ * In grading, kit_test_main() runs a test function on one schedule, seeded
+ * from @p seed and the test's name, on virtual time. A failed check or a
+ * hang check ends the test process from the thread that saw it (with the
+ * schedule's steps and every thread's stack in the log), as on real
+ * threads; a deadlock or a misuse the model sees ends it from here. Returns
+ * true if the test passed; false if it could not run on the model (a limit,
+ * a call the model does not control), with why in @p reason: then the
+ * test process must run it again on real threads. */
+bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
+                        size_t size);
+/* Until called again with NULL, this thread's steps name @p where instead of
+ * the pthread call's caller: a helper of the harness names its own caller. */
+void kit_sched_name_steps(void *where);
+/* kit_dump_stacks() on a scheduled thread: the steps and the model's stacks. */
+void kit_sched_dump_stacks(const char *why, const char *message);
+/* Called by a wrapper on a thread the scheduler does not run: true if a
+ * schedule is under way, which that thread would now run beside. */
+bool kit_sched_outsider(const char *call);
+
 /* ---- Hooks for the link-time wrappers (kit_wrap.c) --------------------------
  * True on a thread the scheduler runs; then the wrapper hands the call over. */
 bool kit_sched_active(void);
 int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where);
 int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where);
 int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
-                        void *where);
+                        bool harness, void *where);
+/* kit_await_waiting_threads() on a scheduled thread: 0, or ETIMEDOUT after
+ * timeout_ms of virtual time (< 0: no time-out). */
+int kit_sched_await_sleepers(int count, long timeout_ms, void *where);
 int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where);
 int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
                      void *where);

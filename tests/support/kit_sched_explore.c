@@ -24,6 +24,7 @@
 void *__real_malloc(size_t size);
 void __real_free(void *block);
 int __real_pthread_join(pthread_t thread, void **ret);
+int __real_clock_gettime(clockid_t clock, struct timespec *now);
 struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
 void sched_token(char *out, size_t size);
 void sched_chapter_of(char *out, size_t size);
@@ -197,8 +198,9 @@ static void *body_main(void *raw)
 static void reset_schedule(void)
 {
     sched.nthreads = 0;
+    sched.nlive = 0;
     sched.current = 0;
-    sched.nobjects = 0;
+    sched_forget_objects();
     sched.serials[0] = sched.serials[1] = 0;
     sched.now = 0;
     sched.wait_seq = 0;
@@ -208,11 +210,14 @@ static void reset_schedule(void)
     sched.ndecisions = 0;
     sched.failed = false;
     sched.deadlocked = false;
+    sched.gave_up = false;
     sched.failer = -1;
     sched.message[0] = '\0';
 }
 
-/* Every thread of a schedule that ended well has left: join and free them. */
+/* Every thread of a schedule that ended well has left: join and free them.
+ * (A detached one may still be on its way out of managed_start, touching
+ * nothing of its record.) */
 static void release_threads(void)
 {
     for (int i = 0; i < sched.nthreads; i++) {
@@ -237,6 +242,68 @@ static void bury_threads(void)
     }
 }
 
+/* ---- The watchdog ---------------------------------------------------------------
+ * A thread holding the run token comes back to the scheduler at its next
+ * pthread call. One that does not for STALL_SECONDS (real time) blocks in
+ * a call the model does not cover - a semaphore, a read-write lock, C11
+ * threads, a pipe - or spins on a variable without ever waiting; and a
+ * thread the scheduler did not start that calls a wrapped function runs
+ * beside it, uncontrolled. Either way the schedule cannot go on. */
+#define STALL_SECONDS 5
+
+static atomic_bool running;        /* a schedule is under way */
+static atomic_bool foreign_called; /* ... and a thread outside it called a wrapped function */
+static char foreign_call[64];
+
+bool kit_sched_outsider(const char *call)
+{
+    if (!atomic_load_explicit(&running, memory_order_relaxed))
+        return false;
+    if (!atomic_exchange(&foreign_called, true)) {
+        snprintf(foreign_call, sizeof foreign_call, "%s", call);
+        sem_post(&sched.done); /* the controller looks at once */
+    }
+    return true;
+}
+
+/* Wait for the schedule to end; false if it stalled, or an outsider came. */
+static bool await_schedule_end(void)
+{
+    long seen = atomic_load(&sched_progress);
+    bool watch = getenv("KIT_DEBUG") == NULL; /* a debugger may hold the threads as long as it likes */
+    for (;;) {
+        struct timespec until;
+        __real_clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += STALL_SECONDS;
+        int err = sem_timedwait(&sched.done, &until) == 0 ? 0 : errno;
+        if (atomic_load(&foreign_called))
+            return false;
+        if (err == 0)
+            return true;
+        long now = atomic_load(&sched_progress);
+        if (err == ETIMEDOUT && watch && now == seen)
+            return false;
+        seen = now;
+    }
+}
+
+/* Why the schedule could not go on, for the message. */
+static void explain_stall(void)
+{
+    sched.failed = true;
+    sched.gave_up = sched.scheduled_test;
+    const struct sched_thread *holder = sched.threads[sched.current];
+    if (atomic_load(&foreign_called))
+        snprintf(sched.message, sizeof sched.message,
+                 "a thread the scheduler did not start called %s (threads made by thrd_create or by a library "
+                 "are not controlled)", foreign_call);
+    else
+        snprintf(sched.message, sizeof sched.message,
+                 "%s did not come back to the scheduler for %d s: it blocks in a call the scheduler does not "
+                 "control (a semaphore, a read-write lock, C11 threads, a pipe), or spins without ever waiting",
+                 holder->name, STALL_SECONDS);
+}
+
 /* Run the body once under the scheduler; false if the schedule failed. */
 static bool run_schedule(struct body_call *call)
 {
@@ -245,9 +312,12 @@ static bool run_schedule(struct body_call *call)
     if (first == NULL)
         fail_msg("the explorer could not start a thread");
     schedules_run++;
+    atomic_store(&running, true);
     sem_post(&first->go);
-    while (sem_wait(&sched.done) != 0)
-        ;
+    bool ended = await_schedule_end();
+    atomic_store(&running, false);
+    if (!ended)
+        explain_stall();
     if (sched.failed) {
         bury_threads();
         return false;
@@ -353,13 +423,52 @@ static void print_speed(const char *test, const struct timespec *started)
             seconds > 0 ? (double)schedules_run / seconds : 0.0);
 }
 
-bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
-                        kit_explore_result_t *result)
+/* The search's memory, sized by its options, and a clean slate. */
+static void begin_search(const kit_explore_t *options)
 {
     static const kit_explore_t defaults = { 0 };
     sched.options = options ? *options : defaults;
     if (sched.options.max_steps <= 0)
         sched.options.max_steps = 20000;
+    long cap = 2 * sched.options.max_steps;
+    sched.steps = __real_malloc((size_t)sched.options.max_steps * sizeof *sched.steps);
+    sched.decisions = __real_malloc((size_t)cap * sizeof *sched.decisions);
+    sched.prefix = __real_malloc((size_t)cap * sizeof *sched.prefix);
+    if (!sched.steps || !sched.decisions || !sched.prefix)
+        fail_msg("the explorer is out of memory");
+    sem_init(&sched.done, 0, 0);
+    atomic_store(&foreign_called, false);
+    schedules_run = 0;
+    steps_run = 0;
+}
+
+/* A failed schedule's threads stay parked on their own semaphores; they
+ * touch nothing here again. */
+static void end_search(void)
+{
+    sem_destroy(&sched.done);
+    __real_free(sched.steps);
+    __real_free(sched.decisions);
+    __real_free(sched.prefix);
+}
+
+static void fill_result(kit_explore_result_t *result, bool passed)
+{
+    memset(result, 0, sizeof *result);
+    result->failed = !passed;
+    result->deadlocked = !passed && sched.deadlocked;
+    result->schedules = schedules_run;
+    result->virtual_ns = sched.now;
+    snprintf(result->message, sizeof result->message, "%s", passed ? "" : sched.message);
+    if (!passed)
+        sched_token(result->token, sizeof result->token);
+}
+
+bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
+                        kit_explore_result_t *result)
+{
+    begin_search(options);
+    sched.scheduled_test = false;
     long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
     /* Under ThreadSanitizer or valgrind (make tsan, make valgrind) the point is
      * memory and race errors on the explored paths, not more paths: a fifth. */
@@ -368,15 +477,6 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     const char *strategies = getenv("KIT_SCHED");
     if (strategies == NULL || strategies[0] == '\0')
         strategies = sched.options.strategy ? sched.options.strategy : "pct:1:3 random:1";
-    long cap = 2 * sched.options.max_steps;
-    sched.steps = __real_malloc((size_t)sched.options.max_steps * sizeof *sched.steps);
-    sched.decisions = __real_malloc((size_t)cap * sizeof *sched.decisions);
-    sched.prefix = __real_malloc((size_t)cap * sizeof *sched.prefix);
-    if (!sched.steps || !sched.decisions || !sched.prefix)
-        fail_msg("the explorer is out of memory");
-    sem_init(&sched.done, 0, 0);
-    schedules_run = 0;
-    steps_run = 0;
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     struct body_call call = { body, ctx };
@@ -388,22 +488,62 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
         passed = explore_plan(test, word, budget, &call);
     if (getenv("KIT_EXPLORE_STATS") != NULL)
         print_speed(test, &started);
-    if (result) {
-        memset(result, 0, sizeof *result);
-        result->failed = !passed;
-        result->deadlocked = !passed && sched.deadlocked;
-        result->schedules = schedules_run;
-        result->virtual_ns = sched.now;
-        snprintf(result->message, sizeof result->message, "%s", passed ? "" : sched.message);
-        if (!passed)
-            sched_token(result->token, sizeof result->token);
+    if (result)
+        fill_result(result, passed);
+    end_search();
+    return passed;
+}
+
+/* ---- An ordinary test on one schedule ----------------------------------------------
+ * The grader runs each test that is neither an exploration nor a stress
+ * test on one seeded schedule of the scheduler (see kit_test.h), so that a
+ * racy submission is scored the same every time: the same seed, the same
+ * interleaving, the same verdict. */
+
+/* A test's own seed: the grade's seed mixed with the test's name (FNV-1a). */
+static uint64_t test_seed(const char *test, uint64_t seed)
+{
+    uint64_t h = 1469598103934665603ULL ^ seed;
+    for (const char *c = test; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return h % 1000000007ULL + 1;
+}
+
+struct test_call {
+    void (*fn)(void **state);
+    void **state;
+};
+
+static void test_body(void *raw)
+{
+    struct test_call *call = raw;
+    call->fn(call->state);
+}
+
+/* Steps one scheduled test may take before it gives up on the model. */
+#define TEST_MAX_STEPS 300000
+
+bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
+                        size_t size)
+{
+    kit_explore_t options = { .max_steps = TEST_MAX_STEPS };
+    begin_search(&options);
+    sched.scheduled_test = true;
+    struct plan plan = { .strategy = STRAT_RANDOM, .seed = test_seed(test, seed) };
+    snprintf(sched.test, sizeof sched.test, "%s", test);
+    snprintf(sched.strategy_word, sizeof sched.strategy_word, "random:%llu", (unsigned long long)plan.seed);
+    struct test_call call = { fn, state };
+    struct body_call body = { test_body, &call };
+    sched.prefix_len = 0;
+    plan_schedule(&plan, 0);
+    bool passed = run_schedule(&body);
+    if (!passed && !sched.gave_up) { /* the model saw the bug: a deadlock, a misuse */
+        sched_report(test, sched.strategy_word, -1);
+        sched_end_failed_test();
     }
-    /* A failed schedule's threads stay parked on their own semaphores; they
-     * touch nothing here again. */
-    sem_destroy(&sched.done);
-    __real_free(sched.steps);
-    __real_free(sched.decisions);
-    __real_free(sched.prefix);
+    if (!passed)
+        snprintf(reason, size, "%s", sched.message);
+    end_search();
     return passed;
 }
 
@@ -443,31 +583,31 @@ void kit_tally_init(kit_tally_t *tally)
 
 void kit_tally_add(kit_tally_t *tally)
 {
-    sched_set_outer_where(__builtin_return_address(0));
+    kit_sched_name_steps(__builtin_return_address(0));
     pthread_mutex_lock(&tally->lock);
     tally->count++;
     pthread_cond_broadcast(&tally->changed); /* waiters may want different counts */
     pthread_mutex_unlock(&tally->lock);
-    sched_set_outer_where(NULL);
+    kit_sched_name_steps(NULL);
 }
 
 void kit_tally_await(kit_tally_t *tally, int count)
 {
-    sched_set_outer_where(__builtin_return_address(0));
+    kit_sched_name_steps(__builtin_return_address(0));
     pthread_mutex_lock(&tally->lock);
     while (tally->count < count) /* while: a broadcast for a smaller count, or a spurious wake-up */
         pthread_cond_wait(&tally->changed, &tally->lock);
     pthread_mutex_unlock(&tally->lock);
-    sched_set_outer_where(NULL);
+    kit_sched_name_steps(NULL);
 }
 
 int kit_tally_count(kit_tally_t *tally)
 {
-    sched_set_outer_where(__builtin_return_address(0));
+    kit_sched_name_steps(__builtin_return_address(0));
     pthread_mutex_lock(&tally->lock);
     int count = tally->count;
     pthread_mutex_unlock(&tally->lock);
-    sched_set_outer_where(NULL);
+    kit_sched_name_steps(NULL);
     return count;
 }
 

@@ -13,15 +13,25 @@
 #define KIT_SCHED_INTERNAL_H
 
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "kit_rand.h"
 #include "kit_sched.h"
 #include "kit_thread.h"
 
-#define SCHED_MAX_THREADS 32
-#define SCHED_MAX_OBJECTS 512
+/* Threads that have not ended, at once; threads in one schedule, in all. */
+#define SCHED_MAX_THREADS 64
+#define SCHED_MAX_RECORDS 4096
+/* Mutexes and condition variables in one schedule (a destroyed one's memory
+ * may hold the next: each gets a slot of its own); the index that finds
+ * them by address has twice as many slots, so probes stay short. */
+#define SCHED_MAX_OBJECTS 16384
+#define SCHED_INDEX_SIZE (2 * SCHED_MAX_OBJECTS)
+/* A waiter can go on in two ways at most (signalled; or timed out, or spuriously). */
 #define SCHED_MAX_ALTS (SCHED_MAX_THREADS * 2)
+/* Frames kept of the stack a thread had when it last blocked. */
+#define SCHED_STACK_DEPTH 16
 
 /** What a thread does at a switch point, as the steps list names it. */
 enum sched_op {
@@ -60,10 +70,13 @@ struct sched_thread {
     void *where;                      /* the call's return address */
     int64_t deadline;                 /* virtual ns, or -1 */
     bool woken;                       /* WAITING: a signal chose it */
+    bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     unsigned long wait_seq;           /* WAITING: arrival order, for FIFO listing */
     enum sched_how how;               /* how it was last let go */
     int result;                       /* the blocked call's return value */
     uint64_t priority;                /* PCT */
+    void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
+    int depth;
     struct sched_thread *buried_next; /* kept after a failed schedule */
 };
 
@@ -72,6 +85,7 @@ struct sched_object {
     char kind;                        /* 'M' mutex, 'C' condition variable */
     int serial;                       /* M1, M2, C1 ... in order of first use */
     int owner;                        /* mutex: owning thread id, or -1 */
+    int slot;                         /* its entry in sched.index */
 };
 
 struct sched_step {
@@ -95,11 +109,14 @@ enum sched_strategy { STRAT_RANDOM, STRAT_PCT, STRAT_DFS, STRAT_REPLAY };
 struct sched_world {
     kit_explore_t options;
     /* The schedule: */
-    struct sched_thread *threads[SCHED_MAX_THREADS];
+    struct sched_thread *threads[SCHED_MAX_RECORDS]; /* by id: every thread of the schedule */
     int nthreads;
+    int live[SCHED_MAX_THREADS];      /* ids of the threads not ended, in creation order */
+    int nlive;
     int current;                      /* the token holder */
     struct sched_object objects[SCHED_MAX_OBJECTS];
     int nobjects;
+    int index[SCHED_INDEX_SIZE];      /* open addressing by address: object + 1, 0 empty, -1 removed */
     int serials[2];                   /* last serial given to a mutex, a condition */
     int64_t now;                      /* virtual ns since the schedule began */
     unsigned long wait_seq;
@@ -111,6 +128,10 @@ struct sched_world {
     long ndecisions;
     bool failed;
     bool deadlocked;
+    bool scheduled_test;              /* an ordinary test on one schedule (kit_sched_run_test), not an exploration */
+    char test[128];                   /* ... its name, */
+    char strategy_word[64];           /* ... and its strategy, "random:SEED" */
+    bool gave_up;                     /* ... which met a limit of the model, not a bug of the code */
     int failer;                       /* the thread that failed a check, or -1 */
     char message[2048];
     sem_t done;                       /* posted when the schedule ends, well or not */
@@ -125,17 +146,21 @@ struct sched_world {
 };
 
 extern struct sched_world sched;
+/* Switch points passed, read by the controller's watchdog while a thread runs. */
+extern atomic_long sched_progress;
 
-/* kit_sched.c: steps name @p where (non-NULL) instead of the pthread call's caller. */
-void sched_set_outer_where(void *where);
 
 /* kit_sched_explore.c: the choices. */
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_threads,
                  const enum sched_how *alt_how);
 void sched_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* kit_sched_report.c: telling what happened. */
+/* kit_sched_report.c: telling what happened. A schedule < 0 is a scheduled
+ * test's one schedule. */
 void sched_report(const char *test, const char *strategy, long schedule);
+void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth);
+void sched_end_failed_test(void) __attribute__((noreturn));
+void sched_forget_objects(void);
 const char *sched_op_name(enum sched_op op);
 
 #endif

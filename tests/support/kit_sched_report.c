@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
 
+#include "kit_test.h"
+
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
@@ -15,10 +17,12 @@
 #include <unistd.h>
 
 void sched_token(char *out, size_t size);
+void *__real_malloc(size_t size);
+void __real_free(void *block);
 int sched_draw_svg(const char *path, const char *title, const char *why, long first);
 
 #define SHOWN_STEPS 30
-#define MAX_PLACES (SHOWN_STEPS + SCHED_MAX_THREADS)
+#define MAX_PLACES (SHOWN_STEPS + SCHED_MAX_THREADS * (SCHED_STACK_DEPTH + 1))
 
 static const char *const op_names[] = {
     [OP_START] = "starts",       [OP_LOCK] = "locks",      [OP_TRYLOCK] = "trylocks", [OP_UNLOCK] = "unlocks",
@@ -36,7 +40,9 @@ const char *sched_op_name(enum sched_op op)
 
 struct place {
     void *addr;
-    char text[96];
+    char text[96];      /* "msgq.c:98" */
+    char function[96];  /* "msgq_take" */
+    char path[512];     /* the file as compiled, and its line: "/kit/solutions/01-monitor-queue/msgq.c:98" */
 };
 
 static struct place places[MAX_PLACES];
@@ -63,7 +69,8 @@ static void short_place(const char *line, char *out, size_t size)
         snprintf(out, size, "?");
 }
 
-/* Look every collected address up with one run of addr2line. */
+/* Look every collected address up with one run of addr2line: its function,
+ * and its file and line. */
 static void resolve_places(void)
 {
     char exe[512];
@@ -73,17 +80,23 @@ static void resolve_places(void)
     if (length <= 0 || nplaces == 0)
         return;
     exe[length] = '\0';
-    char command[8192];
-    int at = snprintf(command, sizeof command, "addr2line -e '%s'", exe);
-    for (int i = 0; i < nplaces && at < (int)sizeof command - 32; i++)
-        at += snprintf(command + at, sizeof command - (size_t)at, " %#lx",
-                       (unsigned long)((uintptr_t)places[i].addr - bias - 1));
+    size_t size = 600 + 24 * (size_t)nplaces;
+    char *command = __real_malloc(size);
+    if (command == NULL)
+        return;
+    int at = snprintf(command, size, "addr2line -f -e '%s'", exe);
+    for (int i = 0; i < nplaces; i++)
+        at += snprintf(command + at, size - (size_t)at, " %#lx", (unsigned long)((uintptr_t)places[i].addr - bias - 1));
     FILE *pipe = popen(command, "r");
+    __real_free(command);
     if (pipe == NULL)
         return;
-    char line[1024];
-    for (int i = 0; i < nplaces && fgets(line, sizeof line, pipe); i++)
+    char function[1024], line[1024];
+    for (int i = 0; i < nplaces && fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); i++) {
         short_place(line, places[i].text, sizeof places[i].text);
+        snprintf(places[i].function, sizeof places[i].function, "%.*s", (int)strcspn(function, "\n"), function);
+        snprintf(places[i].path, sizeof places[i].path, "%.*s", (int)strcspn(line, " \n"), line);
+    }
     pclose(pipe);
 }
 
@@ -93,15 +106,21 @@ static void want_place(void *addr)
         if (places[i].addr == addr)
             return;
     if (addr != NULL && nplaces < MAX_PLACES)
-        places[nplaces++] = (struct place){ addr, "?" };
+        places[nplaces++] = (struct place){ addr, "?", "", "" };
+}
+
+static const struct place *place_of(void *addr)
+{
+    for (int i = 0; i < nplaces; i++)
+        if (places[i].addr == addr)
+            return &places[i];
+    return NULL;
 }
 
 const char *sched_place_of(void *addr)
 {
-    for (int i = 0; i < nplaces; i++)
-        if (places[i].addr == addr)
-            return places[i].text;
-    return "";
+    const struct place *place = place_of(addr);
+    return place ? place->text : "";
 }
 
 /* ---- The report ---------------------------------------------------------------------- */
@@ -207,38 +226,120 @@ static void draw(const char *test, long first)
         fprintf(stderr, "[ explore  ] Drawn: %s\n", path);
 }
 
+/* ---- Stacks ------------------------------------------------------------------------
+ * Every thread of a schedule but the running one is parked at a switch
+ * point; the stack it had when it blocked was recorded then. They are
+ * printed as gdb prints `thread apply all bt`, between the markers the
+ * grading runner cuts out (kit_dump_stacks() does the same with gdb on
+ * real threads), so a hang on a schedule reads like a hang anywhere. */
+
+/* The pthread call a blocked thread is in, as a student knows it. */
+static const char *blocking_call(const struct sched_thread *t)
+{
+    switch (t->state) {
+    case LOCKING: return "pthread_mutex_lock";
+    case WAITING: return t->deadline >= 0 ? "pthread_cond_timedwait" : "pthread_cond_wait";
+    case JOINING: return "pthread_join";
+    case SLEEPING:
+    case AWAITING: return "nanosleep";
+    default: return NULL;
+    }
+}
+
+static void print_frames(void *const *stack, int depth, int first_number)
+{
+    for (int i = 0; i < depth; i++) {
+        const struct place *place = place_of(stack[i]);
+        if (place != NULL && place->function[0] != '\0' && strcmp(place->function, "??") != 0)
+            fprintf(stderr, "#%d  %s () at %s\n", first_number + i, place->function, place->path);
+    }
+}
+
+void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth)
+{
+    nplaces = 0;
+    for (int i = 0; i < sched.nlive; i++)
+        for (int f = 0; f < sched.threads[sched.live[i]]->depth; f++)
+            want_place(sched.threads[sched.live[i]]->stack[f]);
+    for (int f = 0; f < depth; f++)
+        want_place(stack[f]);
+    resolve_places();
+    fprintf(stderr, "[ stacks   ] begin: %s\n", why);
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        fprintf(stderr, "Thread %d (Thread 0x0 (LWP 0) \"%s\"):\n", t->id + 1, t->name);
+        if (t == reporter) {
+            fprintf(stderr, "#0  kit_dump_stacks ()\n");
+            print_frames(stack, depth, 1);
+        } else if (blocking_call(t) != NULL) {
+            fprintf(stderr, "#0  %s ()\n", blocking_call(t));
+            print_frames(t->stack, t->depth, 1);
+        } else {
+            print_frames(t->stack, t->depth, 0);
+        }
+    }
+    fprintf(stderr, "[ stacks   ] end\n");
+    fflush(stderr);
+}
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     static char token[16384];
+    bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
+    const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     sched_token(token, sizeof token);
     long first = sched.nsteps > SHOWN_STEPS ? sched.nsteps - SHOWN_STEPS : 0;
     nplaces = 0;
-    for (int i = 0; i < sched.nthreads; i++)
-        want_place(sched.threads[i]->where);
+    for (int i = 0; i < sched.nlive; i++)
+        want_place(sched.threads[sched.live[i]]->where);
     for (long i = first; i < sched.nsteps; i++)
         want_place(sched.steps[i].where);
     resolve_places();
     char line[256];
-    fprintf(stderr, "[ explore  ] %s: schedule %ld of %s failed after %ld steps, at virtual time %.3f ms:\n"
-                    "[ explore  ]   %s\n",
-            test, schedule + 1, strategy, sched.nsteps, (double)sched.now / 1e6, sched.message);
-    fprintf(stderr, "[ explore  ] The threads at the end:\n");
-    for (int i = 0; i < sched.nthreads; i++) {
-        const struct sched_thread *t = sched.threads[i];
+    if (scheduled)
+        fprintf(stderr, "%s %s: its schedule (%s) failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
+                strategy, sched.nsteps, (double)sched.now / 1e6);
+    else
+        fprintf(stderr, "%s %s: schedule %ld of %s failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
+                schedule + 1, strategy, sched.nsteps, (double)sched.now / 1e6);
+    fprintf(stderr, "%s   %s\n%s The threads at the end:\n", tag, sched.message, tag);
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
         sched_describe_thread(t, line, sizeof line);
-        fprintf(stderr, "[ explore  ]   %-14s %-50s %s\n", t->name, line, t->state == DONE ? "" : sched_place_of(t->where));
+        fprintf(stderr, "%s   %-14s %-50s %s\n", tag, t->name, line, sched_place_of(t->where));
     }
-    fprintf(stderr, "[ explore  ] The last %ld of %ld steps:\n", sched.nsteps - first, sched.nsteps);
+    if (sched.nthreads > sched.nlive)
+        fprintf(stderr, "%s   (and %d thread(s) that have ended)\n", tag, sched.nthreads - sched.nlive);
+    fprintf(stderr, "%s The last %ld of %ld steps:\n", tag, sched.nsteps - first, sched.nsteps);
     for (long i = first; i < sched.nsteps; i++) {
         const struct sched_step *step = &sched.steps[i];
         sched_describe_step(step, line, sizeof line);
-        fprintf(stderr, "[ explore  ] %5ld %-14s %-40s %s\n", i + 1, sched.threads[step->thread]->name, line,
+        fprintf(stderr, "%s %5ld %-14s %-40s %s\n", tag, i + 1, sched.threads[step->thread]->name, line,
                 sched_place_of(step->where));
     }
     draw(test, first);
     char chapter[128];
     sched_chapter_of(chapter, sizeof chapter);
-    fprintf(stderr, "[ explore  ] Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", chapter, test, token);
-    fprintf(stderr, "[ explore  ]        or: KIT_SCHED=replay:%s %s --run %s\n", token, program_invocation_name,
-            test);
+    if (scheduled) {
+        fprintf(stderr, "%s Replay it: make debug CH=%s TEST=%s (the grade's seed gives the same schedule)\n", tag,
+                chapter, test);
+        fprintf(stderr, "%s        or: KIT_SCHEDULE_TESTS=%s %s --run %s\n", tag, getenv("KIT_SCHEDULE_TESTS"),
+                program_invocation_name, test);
+        return;
+    }
+    fprintf(stderr, "%s Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", tag, chapter, test, token);
+    fprintf(stderr, "%s        or: KIT_SCHED=replay:%s %s --run %s\n", tag, token, program_invocation_name, test);
+}
+
+/* A scheduled test that the model itself failed (a deadlock, a misuse of a
+ * mutex): say so, show every thread, and end the test process, failed. */
+void sched_end_failed_test(void)
+{
+    fprintf(stderr, "[  ERROR   ] --- %s\n", sched.message);
+    sched_print_stacks(sched.message, NULL, NULL, 0);
+    kit_note_stacks_dumped();
+    fprintf(stderr, "[  FAILED  ] the test stopped here, on its schedule\n");
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1);
 }

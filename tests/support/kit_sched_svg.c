@@ -21,6 +21,40 @@
 #define TOP 76
 #define LEFT 44
 
+/* The column of each thread that the picture shows (-1: none): the threads
+ * of the drawn steps and those still alive, in creation order. A scheduled
+ * test may have started hundreds, most of them long gone. */
+static int column[SCHED_MAX_RECORDS];
+static int columns;
+
+static void show(int thread)
+{
+    if (thread >= 0 && thread < sched.nthreads && column[thread] < 0)
+        column[thread] = 0;
+}
+
+static void assign_columns(long first)
+{
+    for (int i = 0; i < sched.nthreads; i++)
+        column[i] = -1;
+    for (long i = first; i < sched.nsteps; i++) {
+        show(sched.steps[i].thread);
+        if (sched.steps[i].op == OP_SIGNAL || sched.steps[i].op == OP_CREATE || sched.steps[i].op == OP_JOIN)
+            show(sched.steps[i].other);
+    }
+    for (int i = 0; i < sched.nlive; i++)
+        show(sched.live[i]);
+    columns = 0;
+    for (int i = 0; i < sched.nthreads; i++)
+        if (column[i] == 0)
+            column[i] = ++columns;
+}
+
+static int x_of(int thread)
+{
+    return LEFT + (column[thread] - 1) * COLUMN;
+}
+
 void sched_describe_step(const struct sched_step *step, char *out, size_t size);
 void sched_describe_thread(const struct sched_thread *t, char *out, size_t size);
 const char *sched_place_of(void *addr);
@@ -43,7 +77,7 @@ static void draw_step(FILE *out, const struct sched_step *step, long number, int
 {
     char text[160];
     sched_describe_step(step, text, sizeof text);
-    int x = LEFT + step->thread * COLUMN + 8, y = TOP + row * ROW;
+    int x = x_of(step->thread) + 8, y = TOP + row * ROW;
     fprintf(out, "<g><title>");
     kit_svg_write_text(out, sched_place_of(step->where));
     fprintf(out, "</title><circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>", x - 8, y - 4, colour_of(step->op));
@@ -53,7 +87,7 @@ static void draw_step(FILE *out, const struct sched_step *step, long number, int
     if (step->op == OP_SIGNAL && step->other >= 0) /* a dashed arrow to the one it woke */
         fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#7b3fbf\" "
                      "stroke-dasharray=\"3,3\" marker-end=\"url(#woke)\"/>\n",
-                x - 8, y + 4, LEFT + step->other * COLUMN, y + 4);
+                x - 8, y + 4, x_of(step->other), y + 4);
 }
 
 /* What thread t was left doing, on two lines: "waits on C1 (to relock M1)", "no signal will come". */
@@ -65,7 +99,7 @@ static void draw_end(FILE *out, const struct sched_thread *t, int y)
     if (comma != NULL)
         *comma = '\0';
     const char *colour = t->state == DONE || t->state == RUNNABLE ? "#2a7a2a" : "#c0282d";
-    int x = LEFT + t->id * COLUMN + 4;
+    int x = x_of(t->id) + 4;
     fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"%s\" font-weight=\"bold\">", x, y, colour);
     kit_svg_write_text(out, text);
     fprintf(out, "</text>\n");
@@ -81,8 +115,9 @@ int sched_draw_svg(const char *path, const char *title, const char *why, long fi
     FILE *out = fopen(path, "w");
     if (out == NULL)
         return -1;
+    assign_columns(first);
     int rows = (int)(sched.nsteps - first) + 4;
-    int width = LEFT + sched.nthreads * COLUMN, height = TOP + ROW + rows * ROW;
+    int width = LEFT + columns * COLUMN, height = TOP + ROW + rows * ROW;
     int text_width = 7 * (int)(strlen(why) > strlen(title) ? strlen(why) : strlen(title)) + 8;
     if (width < text_width)
         width = text_width;
@@ -97,7 +132,9 @@ int sched_draw_svg(const char *path, const char *title, const char *why, long fi
     kit_svg_write_text(out, why);
     fprintf(out, "</text>\n");
     for (int i = 0; i < sched.nthreads; i++) {
-        int x = LEFT + i * COLUMN;
+        if (column[i] < 0)
+            continue;
+        int x = x_of(i);
         fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, TOP - 14, x,
                 height - 3 * ROW);
         fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">", x + 4, TOP - 20);
@@ -107,7 +144,8 @@ int sched_draw_svg(const char *path, const char *title, const char *why, long fi
     for (long i = first; i < sched.nsteps; i++)
         draw_step(out, &sched.steps[i], i + 1, (int)(i - first));
     for (int i = 0; i < sched.nthreads; i++)
-        draw_end(out, sched.threads[i], height - 2 * ROW + 4);
+        if (column[i] > 0)
+            draw_end(out, sched.threads[i], height - 2 * ROW + 4);
     fprintf(out, "</svg>\n");
     return fclose(out) == 0 ? 0 : -1;
 }

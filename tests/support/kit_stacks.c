@@ -21,6 +21,8 @@
 #endif
 #include "kit_test.h"
 
+#include "kit_sched.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,19 +32,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Built with a sanitizer: it prints its own stack for a crash. */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define KIT_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define KIT_SANITIZED 1
-#endif
-#if !defined(KIT_SANITIZED)
-#define KIT_SANITIZED 0
-#endif
 
 static void say(const char *text)
 {
@@ -83,6 +72,10 @@ static const char *no_stacks_reason(void)
     return NULL;
 }
 
+/* The kernel's sleep: a crashed thread may be one the scheduler runs, whose
+ * nanosleep (wrapped) would sleep on virtual time. */
+int __real_nanosleep(const struct timespec *request, struct timespec *left);
+
 /* Waits up to 30 s for gdb; a gdb that hangs is stopped, not waited for. */
 static void wait_for_gdb(pid_t gdb)
 {
@@ -92,7 +85,7 @@ static void wait_for_gdb(pid_t gdb)
         pid_t done = waitpid(gdb, &status, WNOHANG);
         if (done == gdb || (done < 0 && errno != EINTR))
             return;
-        nanosleep(&tick, NULL);
+        __real_nanosleep(&tick, NULL);
     }
     kill(gdb, SIGKILL);
     waitpid(gdb, NULL, 0);
@@ -106,7 +99,14 @@ bool kit_stacks_dumped(void)
     return dumped != 0;
 }
 
-void kit_dump_stacks(const char *why)
+void kit_note_stacks_dumped(void)
+{
+    dumped = 1;
+}
+
+/* gdb attached to this process: `thread apply all bt`, between the markers.
+ * (The runner knows the reporting thread by this name in its stack.) */
+static void kit_dump_stacks_with_gdb(const char *why)
 {
     dumped = 1;
     const char *reason = no_stacks_reason();
@@ -134,6 +134,16 @@ void kit_dump_stacks(const char *why)
     else
         say("(no stacks: could not start gdb)\n");
     say("[ stacks   ] end\n");
+}
+
+void kit_dump_stacks(const char *why)
+{
+    if (kit_sched_active()) { /* the other threads are parked at switch points: the model knows their stacks */
+        dumped = 1;
+        kit_sched_dump_stacks(why, kit_last_error_text());
+        return;
+    }
+    kit_dump_stacks_with_gdb(why);
 }
 
 _Noreturn void kit_stop_test(const char *message, const char *file, int line)
@@ -183,7 +193,7 @@ static void on_crash(int sig)
     say(" with ");
     say(crash_words(sig));
     say("\n");
-    kit_dump_stacks("a crash");
+    kit_dump_stacks_with_gdb("a crash"); /* in a signal handler: gdb, never the scheduler's stdio */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered on return: the process dies of it, for the runner to see */
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kit_errno.h"
+#include "kit_sched.h"
 #include "kit_thread.h"
 #include "kit_time.h"
 
@@ -43,6 +44,61 @@ static void report_success_to_runner(int fd, const char *token)
         perror("result pipe");
 }
 
+/* ---- Graded on one schedule -------------------------------------------------
+ * With KIT_SCHEDULE_TESTS=SEED (the grader sets it), a test run alone
+ * (--run) runs on one schedule of the scheduler (kit_sched.h), seeded from
+ * SEED and its name: the same submission then meets the same interleaving
+ * in every grading, and a race it trips over costs the same points every
+ * time. Explorations (_explore_) search schedules of their own; stress tests
+ * (_stress_) and tests marked kit_real_threads_test() need real threads:
+ * a plain memory race, a server. A test that cannot run on the model -
+ * its code blocks in a call the scheduler does not control, say - runs
+ * again, on real threads, in a fresh process. Sanitizer builds never
+ * schedule: ThreadSanitizer must see the threads really run at once. */
+int kit_real_threads;
+
+static uint64_t schedule_seed; /* 0: every test on real threads */
+static char **test_argv;
+static int result_fd = -1;
+static char result_token[64];
+
+static bool on_a_schedule(const struct CMUnitTest *test)
+{
+    if (schedule_seed == 0 || test->initial_state == &kit_real_threads)
+        return false;
+    return strstr(test->name, "_explore_") == NULL && strstr(test->name, "_stress_") == NULL;
+}
+
+static void schedule_from_env(void)
+{
+    const char *text = getenv("KIT_SCHEDULE_TESTS");
+    schedule_seed = text && !KIT_SANITIZED ? strtoull(text, NULL, 10) : 0;
+    const char *because = getenv("KIT_REAL_THREADS_BECAUSE");
+    if (because)
+        fprintf(stderr, "[ schedule ] on real threads, because on its schedule: %s\n", because);
+}
+
+/* The same process image, the same test, without the schedule. */
+static _Noreturn void run_again_on_real_threads(const char *test, const char *reason)
+{
+    fprintf(stderr, "[ schedule ] %s cannot run on one schedule: %s\n[ schedule ] it runs again, on real threads\n",
+            test, reason);
+    fflush(stdout);
+    fflush(stderr);
+    unsetenv("KIT_SCHEDULE_TESTS");
+    setenv("KIT_REAL_THREADS_BECAUSE", reason, 1);
+    if (result_fd >= 0) {
+        char fd_text[16];
+        snprintf(fd_text, sizeof fd_text, "%d", result_fd);
+        setenv("KIT_RESULT_FD", fd_text, 1);
+        setenv("KIT_RESULT_TOKEN", result_token, 1);
+    }
+    execv("/proc/self/exe", test_argv);
+    execvp(test_argv[0], test_argv);
+    fprintf(stderr, "[  ERROR   ] --- the harness could not run %s again: %s\n", test, strerror(errno));
+    _exit(1);
+}
+
 /* Each test runs through this trampoline, which arms the crash report
  * first (cmocka installs its own signal handlers just before each test, and
  * they would only print the signal's number). Tests run in order, one after
@@ -54,7 +110,13 @@ static void run_with_crash_report(void **state)
 {
     const struct CMUnitTest *test = &running_tests[next_test++];
     kit_catch_crashes();
-    test->test_func(state);
+    if (!on_a_schedule(test)) {
+        test->test_func(state);
+        return;
+    }
+    char reason[512];
+    if (!kit_sched_run_test(test->name, test->test_func, state, schedule_seed, reason, sizeof reason))
+        run_again_on_real_threads(test->name, reason);
 }
 
 static int run_armed(const char *group, const struct CMUnitTest *tests, size_t count)
@@ -83,12 +145,12 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
     if (kit_chaos_from_env())
         fprintf(stderr, "[ chaos    ] KIT_CHAOS=%s\n", getenv("KIT_CHAOS"));
     const char *fd_text = getenv("KIT_RESULT_FD");
-    int result_fd = fd_text ? atoi(fd_text) : -1;
-    char token[64] = "";
+    result_fd = fd_text ? atoi(fd_text) : -1;
     if (getenv("KIT_RESULT_TOKEN"))
-        snprintf(token, sizeof token, "%s", getenv("KIT_RESULT_TOKEN"));
+        snprintf(result_token, sizeof result_token, "%s", getenv("KIT_RESULT_TOKEN"));
     unsetenv("KIT_RESULT_TOKEN");
     unsetenv("KIT_RESULT_FD");
+    test_argv = argv;
 
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (size_t i = 0; i < count; i++)
@@ -103,9 +165,10 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
             fprintf(stderr, "%s: no test named %s\n", argv[0], argv[2]);
             return 3;
         }
+        schedule_from_env();
         int failed = run_armed(argv[2], &tests[i], 1);
         if (failed == 0)
-            report_success_to_runner(result_fd, token);
+            report_success_to_runner(result_fd, result_token);
         return failed == 0 ? 0 : 1;
     }
     if (argc != 1) {
@@ -114,7 +177,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
     }
     int failed = run_armed(base_name(file), tests, count);
     if (failed == 0)
-        report_success_to_runner(result_fd, token);
+        report_success_to_runner(result_fd, result_token);
     return failed == 0 ? 0 : 1;
 }
 
@@ -181,7 +244,7 @@ void __wrap__fail(const char *const file, const int line)
         kit_dump_stacks("the failed check");
     skip_caller_stack = false;
     int alive = kit_threads_alive();
-    if (alive > 0) {
+    if (alive > 0 || kit_sched_active()) { /* (a scheduled thread is not cmocka's: it cannot jump there) */
         fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
         fprintf(stderr, "[  FAILED  ] the test stopped here: %d of its threads still run\n", alive);
         fflush(stdout);
@@ -189,6 +252,31 @@ void __wrap__fail(const char *const file, const int line)
         _exit(1);
     }
     __real__fail(file, line);
+}
+
+/* cmocka's print_error, which every failed check calls with its words: the
+ * text is kept (per thread), for a report that names what failed. */
+void __wrap_print_error(const char *const format, ...);
+
+static _Thread_local char last_error[1024];
+
+void __wrap_print_error(const char *const format, ...)
+{
+    va_list args, copy;
+    va_start(args, format);
+    va_copy(copy, args);
+    char text[sizeof last_error];
+    vsnprintf(text, sizeof text, format, copy);
+    va_end(copy);
+    const char *words = strncmp(text, "ERROR: ", 7) == 0 ? text + 7 : text; /* fail_msg's prefix */
+    snprintf(last_error, sizeof last_error, "%.*s", (int)strcspn(words, "\n"), words);
+    vprint_error(format, args);
+    va_end(args);
+}
+
+const char *kit_last_error_text(void)
+{
+    return last_error;
 }
 
 /* A value as a student reads it: a number, NULL, or "a pointer" (an address

@@ -40,6 +40,20 @@
 #include "kit_gate.h"
 #include "kit_rand.h"
 
+/** 1 in a build with ThreadSanitizer or AddressSanitizer: they print their
+ *  own stacks, and ThreadSanitizer must see the threads really run at once. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define KIT_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define KIT_SANITIZED 1
+#endif
+#if !defined(KIT_SANITIZED)
+#define KIT_SANITIZED 0
+#endif
+
 /** Generous bound for "it did not hang" (ms): long enough for a loaded
  *  2-core machine under ThreadSanitizer or valgrind, short enough that a
  *  stuck test fails before the runner's own time limit. */
@@ -54,6 +68,21 @@
 
 int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count,
                   const char *file);
+
+/**
+ * @brief A test that needs real threads in grading too, in a test table:
+ *        `kit_real_threads_test(test_x)` instead of `cmocka_unit_test(test_x)`.
+ *
+ * Graded (KIT_SCHEDULE_TESTS set), every other test of the kit that is
+ * neither an exploration (`_explore_`) nor a stress test (`_stress_`) runs
+ * on one seeded schedule of the scheduler (kit_sched.h): one thread at a
+ * time, on virtual time, so that the same code meets the same interleaving
+ * every time. Mark the ones whose point is something a schedule cannot
+ * show - threads really running at once, a server, other processes.
+ */
+#define kit_real_threads_test(f) { #f, f, NULL, NULL, &kit_real_threads }
+/** @brief The marker kit_real_threads_test() leaves in a test's initial state. */
+extern int kit_real_threads;
 
 /** @brief Assert that @p call returned 0. */
 #define assert_ok(call) kit_assert_code((call), 0, #call, __FILE__, __LINE__)
@@ -124,6 +153,10 @@ void kit_dump_stacks(const char *why);
 _Noreturn void kit_stop_test(const char *message, const char *file, int line);
 /** @brief True once kit_dump_stacks() ran in this process. */
 bool kit_stacks_dumped(void);
+/** @brief The stacks are in the log already (printed some other way): kit_dump_stacks() need not run. */
+void kit_note_stacks_dumped(void);
+/** @brief The text of this thread's last print_error() (a failed check's message), or "". */
+const char *kit_last_error_text(void);
 /** @brief The next failure needs no stack (say, ENOSYS: the function is not written yet). */
 void kit_skip_caller_stack(void);
 /** @brief On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: say so in words,

@@ -121,6 +121,13 @@ void kit_wakeups_every(long ms)
 
 void kit_await_waiting_threads_at(int count, const char *what, const char *file, int line)
 {
+    if (kit_sched_active()) { /* on a schedule: the model knows who sleeps, and time is virtual */
+        if (kit_sched_await_sleepers(count, KIT_HANG_MS, __builtin_return_address(0)) == 0)
+            return;
+        kit_dump_stacks("fewer threads asleep than expected");
+        kit_fail_at(file, line, "%s: expected %d threads asleep in a condition wait, saw %d", what, count,
+                    atomic_load(&waiting));
+    }
     int64_t start = kit_now_ns();
     while (atomic_load(&waiting) < count) {
         if (kit_elapsed_ms(start) > KIT_HANG_MS) {
@@ -133,29 +140,44 @@ void kit_await_waiting_threads_at(int count, const char *what, const char *file,
 }
 
 /* Every other wait on a thread wakes up spuriously while injection is on:
- * the first wait of a `while` loop returns at once, the retry really waits. */
-static bool take_spurious_turn(pthread_mutex_t *mutex)
+ * the first wait of a `while` loop returns at once, the retry really waits.
+ * (On a schedule too: the unlock, yield and lock below are switch points,
+ * named after the caller's line.) */
+static bool take_spurious_turn(pthread_mutex_t *mutex, void *where)
 {
     if (!atomic_load(&spurious_on) || (waits_on_this_thread++ % 2) != 0)
         return false;
     atomic_fetch_add(&spurious_total, 1);
     /* Give up the mutex for a moment, as a real wake-up would, so other
      * threads can run (and, say, steal the item we were waiting for). */
+    kit_sched_name_steps(where);
     pthread_mutex_unlock(mutex);
     sched_yield();
     pthread_mutex_lock(mutex);
+    kit_sched_name_steps(NULL);
     return true;
+}
+
+/* The wait itself: the kernel's, or on a scheduled thread the scheduler's. */
+static int wait_on(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
+{
+    if (kit_sched_active())
+        return kit_sched_cond_wait(cond, mutex, deadline, harness_waiting > 0, where);
+    kit_sched_outsider(deadline ? "pthread_cond_timedwait" : "pthread_cond_wait");
+    if (deadline)
+        return __real_pthread_cond_timedwait(cond, mutex, deadline);
+    return __real_pthread_cond_wait(cond, mutex);
 }
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, NULL, __builtin_return_address(0));
+    void *where = __builtin_return_address(0);
     if (harness_waiting)
-        return checked("pthread_cond_wait", __real_pthread_cond_wait(cond, mutex));
-    if (take_spurious_turn(mutex))
+        return checked("pthread_cond_wait", wait_on(cond, mutex, NULL, where));
+    if (take_spurious_turn(mutex, where))
         return 0;
     atomic_fetch_add(&waiting, 1);
-    int err = __real_pthread_cond_wait(cond, mutex);
+    int err = wait_on(cond, mutex, NULL, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
     return checked("pthread_cond_wait", err);
@@ -174,7 +196,7 @@ static clockid_t clock_of(const struct timespec *deadline)
  * that another thread then made false again (a stolen wake-up). Code that
  * recomputes "now + timeout" after each wake-up then never times out. */
 static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
-                                  const struct timespec *deadline, long every_ms)
+                                  const struct timespec *deadline, long every_ms, void *where)
 {
     struct timespec early;
     clock_gettime(clock_of(deadline), &early);
@@ -186,7 +208,7 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
     }
     bool earlier = early.tv_sec < deadline->tv_sec ||
                    (early.tv_sec == deadline->tv_sec && early.tv_nsec < deadline->tv_nsec);
-    int err = __real_pthread_cond_timedwait(cond, mutex, earlier ? &early : deadline);
+    int err = wait_on(cond, mutex, earlier ? &early : deadline, where);
     if (err == ETIMEDOUT && earlier) {
         atomic_fetch_add(&spurious_total, 1);
         return 0;
@@ -197,15 +219,15 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
-    if (kit_sched_active()) return kit_sched_cond_wait(cond, mutex, deadline, __builtin_return_address(0));
+    void *where = __builtin_return_address(0);
     if (harness_waiting)
-        return checked("pthread_cond_timedwait", __real_pthread_cond_timedwait(cond, mutex, deadline));
-    if (take_spurious_turn(mutex))
+        return checked("pthread_cond_timedwait", wait_on(cond, mutex, deadline, where));
+    if (take_spurious_turn(mutex, where))
         return 0;
     long every_ms = atomic_load(&wake_every_ms);
     atomic_fetch_add(&waiting, 1);
-    int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, every_ms)
-                           : __real_pthread_cond_timedwait(cond, mutex, deadline);
+    int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, every_ms, where)
+                           : wait_on(cond, mutex, deadline, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
     return checked("pthread_cond_timedwait", err);
@@ -277,10 +299,11 @@ bool kit_chaos_from_env(void)
     return seed != 0;
 }
 
-/* Chaos: mostly nothing, sometimes a yield, now and then a short sleep. */
+/* Chaos: mostly nothing, sometimes a yield, now and then a short sleep.
+ * (Not on a schedule: there the scheduler makes every choice.) */
 static void perturb(void)
 {
-    if (!atomic_load_explicit(&chaos_on, memory_order_relaxed) || harness_waiting)
+    if (!atomic_load_explicit(&chaos_on, memory_order_relaxed) || harness_waiting || kit_sched_active())
         return;
     uint64_t roll = kit_rng_below(my_rng(), 100);
     if (roll < 15)
@@ -291,7 +314,9 @@ static void perturb(void)
 
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-    if (kit_sched_active()) return kit_sched_mutex_lock(mutex, __builtin_return_address(0));
+    if (kit_sched_active())
+        return kit_sched_mutex_lock(mutex, __builtin_return_address(0));
+    kit_sched_outsider("pthread_mutex_lock");
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
     if (max_us > 0 && !harness_waiting)
         kit_sleep_us((long)kit_rng_below(my_rng(), (uint64_t)max_us + 1));
@@ -301,7 +326,9 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
-    if (kit_sched_active()) return kit_sched_mutex_unlock(mutex, __builtin_return_address(0));
+    if (kit_sched_active())
+        return kit_sched_mutex_unlock(mutex, __builtin_return_address(0));
+    kit_sched_outsider("pthread_mutex_unlock");
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
     return checked("pthread_mutex_unlock", err);
@@ -309,14 +336,18 @@ int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 
 int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 {
-    if (kit_sched_active()) return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
+    if (kit_sched_active())
+        return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
+    kit_sched_outsider("pthread_cond_signal");
     perturb();
     return checked("pthread_cond_signal", __real_pthread_cond_signal(cond));
 }
 
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
 {
-    if (kit_sched_active()) return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
+    if (kit_sched_active())
+        return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
+    kit_sched_outsider("pthread_cond_broadcast");
     perturb();
     return checked("pthread_cond_broadcast", __real_pthread_cond_broadcast(cond));
 }
@@ -392,7 +423,9 @@ static void *numbered_body(void *raw)
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-    if (kit_sched_active()) return kit_sched_create(thread, attr, fn, arg, __builtin_return_address(0));
+    bool scheduled = kit_sched_active();
+    if (!scheduled)
+        kit_sched_outsider("pthread_create");
     long call = atomic_fetch_add(&create_calls, 1) + 1;
     if (call == atomic_load(&create_fail_at))
         return EAGAIN; /* as when the system is out of threads */
@@ -401,7 +434,8 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         return EAGAIN;
     *start = (struct numbered_start){ fn, arg, atomic_fetch_add(&threads_created, 1) + 1 };
     atomic_fetch_add(&threads_alive, 1);
-    int err = __real_pthread_create(thread, attr, numbered_body, start);
+    int err = scheduled ? kit_sched_create(thread, attr, numbered_body, start, __builtin_return_address(0))
+                        : __real_pthread_create(thread, attr, numbered_body, start);
     if (err != 0) {
         atomic_fetch_sub(&threads_alive, 1);
         __real_free(start);

@@ -45,7 +45,8 @@ try_mutant() {
         local run
         for ((run = 1; run <= tries; run++)); do
             if "$grader" --mode mutant --rubric tests/rubric.tsv --bin "$work/out/tests" --chapter "$chapter" \
-                    --timeout "$timeout" --report "$work/report" --source-root "$root/$work/" >"$work/run.log" 2>&1; then
+                    --timeout "$timeout" --report "$work/report" --source-root "$root/$work/" \
+                    ${REAL_THREADS:+--real-threads} >"$work/run.log" 2>&1; then
                 result="killed"; caught=$(sed -n 's/^killed by //p' "$work/run.log")
                 [ "$run" -eq 1 ] || caught="$caught  [only in run $run of $tries]"
                 break

@@ -29,6 +29,7 @@ struct config {
     const char *chapters[MAX_CHAPTERS];
     int chapter_count;
     bool autolab, unlimited_memory;
+    bool real_threads; /* grade and mutant modes: no test on one schedule */
     struct run_options run;
 };
 
@@ -40,7 +41,8 @@ static void usage(void)
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD']]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
             "                 [--sandbox-uid UID (0: no sandbox) [--sandbox-cpus N]] [--chaos SEED]\n"
-            "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n");
+            "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n"
+            "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n");
     exit(2);
 }
 
@@ -64,6 +66,7 @@ static void parse_arguments(int argc, char **argv, struct config *config)
         else if (strcmp(arg, "--chapter") == 0 && value && config->chapter_count < MAX_CHAPTERS)
             config->chapters[config->chapter_count++] = value;
         else if (strcmp(arg, "--autolab") == 0) { config->autolab = true; takes_value = false; }
+        else if (strcmp(arg, "--real-threads") == 0) { config->real_threads = true; takes_value = false; }
         else if (strcmp(arg, "--sandbox-uid") == 0 && value) config->run.limits.sandbox_uid = atol(value);
         else if (strcmp(arg, "--sandbox-cpus") == 0 && value) config->run.limits.sandbox_cpus = atol(value);
         else if (strcmp(arg, "--chaos") == 0 && value) setenv("KIT_CHAOS", value, 1);
@@ -179,6 +182,8 @@ static void run_tsan_line(struct config *config, struct test_case *line, struct 
     mkdir(tsan_logs, 0755);
     run.log_dir = tsan_logs;
     setenv("KIT_SLOW", "1", 1);
+    char *scheduled = getenv("KIT_SCHEDULE_TESTS") ? strdup(getenv("KIT_SCHEDULE_TESTS")) : NULL;
+    unsetenv("KIT_SCHEDULE_TESTS"); /* ThreadSanitizer must see the threads run at once */
     line->verdict = V_PASSED;
     for (int i = 0; i < count && line->verdict == V_PASSED; i++) {
         if (strcmp(tests[i].chapter, chapter) != 0 || strcmp(tests[i].name, "tsan") == 0)
@@ -200,6 +205,9 @@ static void run_tsan_line(struct config *config, struct test_case *line, struct 
         }
     }
     unsetenv("KIT_SLOW");
+    if (scheduled)
+        setenv("KIT_SCHEDULE_TESTS", scheduled, 1);
+    free(scheduled);
     free(found);
 }
 
@@ -371,6 +379,12 @@ int main(int argc, char **argv)
     setenv("LSAN_OPTIONS", "exitcode=99", 0);
     if (strcmp(config.mode, "test") != 0)
         setenv("SEED", "20261130", 0); /* same submission, same stress schedule, same score */
+    /* ... and every test that can run on one schedule of the scheduler runs on
+     * one, seeded from SEED (kit_test.h): the same interleaving every time. */
+    if (strcmp(config.mode, "test") != 0 && !config.real_threads)
+        setenv("KIT_SCHEDULE_TESTS", getenv("SEED"), 1);
+    else
+        unsetenv("KIT_SCHEDULE_TESTS");
     unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
     unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
 

@@ -149,7 +149,10 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
         if (strstr(line, "abort") || strstr(line, "raise"))
             thread->state[0] = '\0'; /* abort()'s own frames: the caller is the news */
     }
-    if (!thread->crashed && !thread->state[0] && !thread->chain[0] && blocking_call(function))
+    /* The blocking call nearest the code that made it names the wait: the
+     * wrapper's "pthread_cond_timedwait", not glibc's inner cond_wait, and
+     * not the semaphore a thread parked by the scheduler sleeps on. */
+    if (!thread->crashed && !thread->chain[0] && blocking_call(function))
         textf(thread->state, sizeof thread->state, "waits in %s", blocking_call(function));
     if (strcmp(function, "main") != 0 && our_file(file, options, ours, sizeof ours)) {
         char text[700];
