@@ -37,6 +37,17 @@
  * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
  * runs use the tests' own fixed seeds.
  *
+ * The same scheduler runs an ordinary test on one schedule when the grader
+ * asks (KIT_SCHEDULE_TESTS=SEED, see kit_test.h and kit_sched_run_test()):
+ * a random walk seeded from SEED and the test's name, so that a racy
+ * submission meets the same interleaving, and scores the same, every time.
+ *
+ * A thread that does not come back to the scheduler for 5 s (it blocks in a
+ * semaphore, a read-write lock, C11 threads, or spins), or a thread the
+ * scheduler did not start calling a wrapped function, stops the schedule:
+ * an exploration fails, saying so; a scheduled test runs again on real
+ * threads.
+ *
  * Plain memory races between switch points are not explored: two threads
  * never run at once here. ThreadSanitizer keeps that job.
  */

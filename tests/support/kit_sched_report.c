@@ -168,8 +168,11 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
     char a[16], b[16];
     switch (t->state) {
     case LOCKING:
-        snprintf(out, size, "waits to lock %s (held by %s)", object_name(t->obj, a, sizeof a),
-                 sched.objects[t->obj].owner >= 0 ? sched.threads[sched.objects[t->obj].owner]->name : "nobody");
+        if (sched.objects[t->obj].owner >= 0)
+            snprintf(out, size, "waits to lock %s (held by %s)", object_name(t->obj, a, sizeof a),
+                     sched.threads[sched.objects[t->obj].owner]->name);
+        else
+            snprintf(out, size, "is about to lock %s (free)", object_name(t->obj, a, sizeof a));
         break;
     case WAITING:
         snprintf(out, size, "waits on %s (to relock %s)%s", object_name(t->obj, a, sizeof a),
@@ -207,7 +210,7 @@ void sched_chapter_of(char *out, size_t size)
 /* The picture goes next to the test program, or into $KIT_EXPLORE_SVG_DIR
  * (the grader's log folder) named as the grader names the test's log there:
  * <chapter folder>.<test>.svg. */
-static void draw(const char *test, long first)
+static void draw(const char *test, long first, const char *tag)
 {
     char path[1024];
     const char *dir = getenv("KIT_EXPLORE_SVG_DIR");
@@ -223,7 +226,7 @@ static void draw(const char *test, long first)
         snprintf(path, sizeof path, "%.*s%s.svg", slash ? (int)(slash - program_invocation_name + 1) : 0,
                  program_invocation_name, test);
     if (sched_draw_svg(path, test, sched.message, first) == 0)
-        fprintf(stderr, "[ explore  ] Drawn: %s\n", path);
+        fprintf(stderr, "%s Drawn: %s\n", tag, path);
 }
 
 /* ---- Stacks ------------------------------------------------------------------------
@@ -317,7 +320,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
         fprintf(stderr, "%s %5ld %-14s %-40s %s\n", tag, i + 1, sched.threads[step->thread]->name, line,
                 sched_place_of(step->where));
     }
-    draw(test, first);
+    draw(test, first, tag);
     char chapter[128];
     sched_chapter_of(chapter, sizeof chapter);
     if (scheduled) {

@@ -722,8 +722,12 @@ void run_test_case(struct test_case *test, const struct run_options *options)
         char where[1100];
         snprintf(where, sizeof where, "full log: %s", log_path);
         append_line(test->detail, sizeof test->detail, where, strlen(where));
-        char drawn[1000]; /* an exploration test that failed drew its schedule */
+        char drawn[1000]; /* a test that failed on a schedule drew it */
         snprintf(drawn, sizeof drawn, "%s/schedules/%s.%s.svg", options->log_dir, test->chapter, test->name);
+        if (log && strstr(log, "[ schedule ] ") && strstr(log, ": its schedule (")) {
+            const char *note = "it failed on its one schedule, the same in every grading: the steps are in the log";
+            append_line(test->detail, sizeof test->detail, note, strlen(note));
+        }
         if (access(drawn, R_OK) == 0) {
             snprintf(where, sizeof where, "the failing schedule, drawn: %s", drawn);
             append_line(test->detail, sizeof test->detail, where, strlen(where));
