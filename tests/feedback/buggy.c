@@ -6,6 +6,7 @@
 #include "buggy.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -70,4 +71,36 @@ int counter_wait_ms(counter_t *c, long ms)
         err = pthread_cond_timedwait(&c->changed, &c->lock, &deadline);
     pthread_mutex_unlock(&c->lock);
     return err;
+}
+
+struct handover {
+    counter_t *c;
+    sem_t go, done;
+};
+
+static void *add_when_told(void *raw)
+{
+    struct handover *h = raw;
+    sem_wait(&h->go);
+    pthread_mutex_lock(&h->c->lock);
+    h->c->value++;
+    pthread_mutex_unlock(&h->c->lock);
+    sem_post(&h->done);
+    return NULL;
+}
+
+long counter_add_on_a_helper(counter_t *c)
+{
+    struct handover h = { .c = c };
+    sem_init(&h.go, 0, 0);
+    sem_init(&h.done, 0, 0);
+    pthread_t helper;
+    if (pthread_create(&helper, NULL, add_when_told, &h) != 0)
+        return -1;
+    sem_post(&h.go);
+    sem_wait(&h.done); /* not a switch point: on a schedule, whoever waits first stalls it */
+    pthread_join(helper, NULL);
+    sem_destroy(&h.done);
+    sem_destroy(&h.go);
+    return counter_read(c);
 }

@@ -23,5 +23,11 @@ void counter_wait_ready(counter_t *c);
 void counter_increment_forgetting_unlock(counter_t *c);
 /** @brief Waits up to @p ms - with a deadline whose nanoseconds overflow. */
 int counter_wait_ms(counter_t *c, long ms);
+/**
+ * @brief Adds one on a helper thread and returns the value - correctly, but
+ *        waiting on semaphores, which a test's schedule does not control:
+ *        graded, the test runs again on real threads.
+ */
+long counter_add_on_a_helper(counter_t *c);
 
 #endif

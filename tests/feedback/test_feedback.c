@@ -57,6 +57,14 @@ static void test_feedback_misused_timed_wait_is_named(void **state)
     counter_destroy(c);
 }
 
+static void test_feedback_semaphore_wait_runs_on_real_threads(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_add_on_a_helper(c), 1);
+    counter_destroy(c);
+}
+
 static void *add_many(void *raw)
 {
     for (int i = 0; i < 1000; i++)
@@ -78,6 +86,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
     cmocka_unit_test(test_feedback_deadlock_shows_where_it_waits),
     cmocka_unit_test(test_feedback_misused_timed_wait_is_named),
+    cmocka_unit_test(test_feedback_semaphore_wait_runs_on_real_threads),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
 };
 

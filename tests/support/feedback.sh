@@ -36,6 +36,15 @@ while IFS=$'\t' read -r run text; do
         fail=1
     fi
 done <tests/feedback/expect.txt
+# Correct code the schedule cannot follow is graded on real threads, and passes.
+fallback=test_feedback_semaphore_wait_runs_on_real_threads
+if grep -qE "^  $fallback +passed" "$out/plain.txt" &&
+   grep -q "it runs again, on real threads" "$out/plain/logs/feedback.$fallback.log"; then
+    printf '  ok    %-5s %s\n' plain "$fallback passed, on real threads after its schedule stalled"
+else
+    printf '  FAIL  %-5s %s\n' plain "$fallback did not pass on real threads after its schedule stalled"
+    fail=1
+fi
 if grep -qE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/real.txt" "$out/tsan.txt"; then
     echo "  FAIL  an address or an unnamed error code reached the screen:"
     grep -hE '0x[0-9a-f]{6,}|E\?' "$out/plain.txt" "$out/real.txt" "$out/tsan.txt" | head -5
