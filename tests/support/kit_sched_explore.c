@@ -395,6 +395,8 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
             if (!sched.options.quiet)
                 sched_report(test, word, index);
+            if (!sched.options.quiet && sched.deadlocked) /* where each thread waits, for the runner to show */
+                sched_print_stacks(sched.message, NULL, NULL, 0);
             return false;
         }
         if (sched.points > sched.pct_length)
@@ -555,6 +557,7 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
         return;
     char chapter[16];
     sched_chapter_of(chapter, sizeof chapter);
+    kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */
     /* The first line is what a grade report shows: what failed, and how to see it again. */
     print_error("%s\n    in %s; its steps are in this test's log; replay it with\n"
                 "    make explore CH=%s TEST=%s REPLAY=%s\n",
