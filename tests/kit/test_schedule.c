@@ -165,6 +165,19 @@ static void recursive_mutex_body(void **state)
     pthread_mutex_destroy(&lock);
 }
 
+static void nothing(void *ctx)
+{
+    (void)ctx;
+}
+
+/* A test graded on one schedule that explores schedules of its own. */
+static void nested_exploration_body(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1", .schedules = 2 };
+    kit_explore(&options, nothing, NULL);
+}
+
 /* ---- Running a body in a child process --------------------------------------------- */
 
 struct child {
@@ -268,6 +281,9 @@ static void test_schedule_gives_up_on_what_it_does_not_control(void **state)
     run_in_child(recursive_mutex_body, "recursive_mutex_body", 1, &child);
     assert_int_equal(child.status, 2);
     assert_non_null(strstr(child.output, "gave up: a recursive, error-checking or robust mutex"));
+    run_in_child(nested_exploration_body, "nested_exploration_body", 1, &child);
+    assert_int_equal(child.status, 2);
+    assert_non_null(strstr(child.output, "gave up: the test explores schedules of its own"));
 }
 
 static const struct CMUnitTest tests[] = {

@@ -350,6 +350,8 @@ static void misuse(const char *fmt, ...)
  * threads; an explored schedule fails, saying why. */
 static void beyond_the_model(const char *fmt, ...)
 {
+    if (me == NULL)
+        fail_msg("the scheduler gave up outside a schedule");
     va_list args;
     va_start(args, fmt);
     vsnprintf(sched.message, sizeof sched.message, fmt, args);
@@ -357,6 +359,25 @@ static void beyond_the_model(const char *fmt, ...)
     sched.failed = true;
     sched.gave_up = sched.scheduled_test;
     stop_here();
+}
+
+void sched_give_up(const char *why)
+{
+    beyond_the_model("%s", why);
+}
+
+/* A process forked by a scheduled thread has that thread alone: it runs on
+ * its own, outside any schedule. */
+static void forget_the_schedule(void)
+{
+    me = NULL;
+}
+
+void sched_handle_forks(void)
+{
+    static bool registered;
+    if (!registered)
+        registered = pthread_atfork(NULL, NULL, forget_the_schedule) == 0;
 }
 
 /* The switch point: the caller has set its state; returns when it runs again.

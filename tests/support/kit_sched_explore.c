@@ -469,6 +469,10 @@ static void fill_result(kit_explore_result_t *result, bool passed)
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result)
 {
+    /* A test graded on one schedule that explores: it runs again on real
+     * threads, where its explorations run as they do in make test. */
+    if (kit_sched_active())
+        sched_give_up("the test explores schedules of its own");
     begin_search(options);
     sched.scheduled_test = false;
     long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
@@ -529,6 +533,7 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
                         size_t size)
 {
     kit_explore_t options = { .max_steps = TEST_MAX_STEPS };
+    sched_handle_forks();
     begin_search(&options);
     sched.scheduled_test = true;
     struct plan plan = { .strategy = STRAT_RANDOM, .seed = test_seed(test, seed) };

@@ -155,6 +155,11 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_t
                  const enum sched_how *alt_how);
 void sched_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* kit_sched.c: on a scheduled thread, give up the schedule (a scheduled
+ * test then runs again on real threads); register the fork handler once. */
+void sched_give_up(const char *why) __attribute__((noreturn));
+void sched_handle_forks(void);
+
 /* kit_sched_report.c: telling what happened. A schedule < 0 is a scheduled
  * test's one schedule. */
 void sched_report(const char *test, const char *strategy, long schedule);
