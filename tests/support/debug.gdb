@@ -15,6 +15,13 @@ commands
   silent
 end
 
+# A test on one schedule (as graded) whose threads all wait for ever, or
+# that misused a mutex: the scheduler says so, then ends the test here.
+break sched_end_failed_test
+commands
+  silent
+end
+
 # The ThreadSanitizer build ($kit_tsan set): its runtime calls this once it
 # has printed a report.
 if !$_isvoid($kit_tsan)
@@ -46,6 +53,8 @@ def why(event):
     if isinstance(event, gdb.BreakpointEvent):
         if any(b.location == "__tsan_on_report" for b in event.breakpoints):
             return "ThreadSanitizer reported the race printed above"
+        if any(b.location == "sched_end_failed_test" for b in event.breakpoints):
+            return "On its schedule the test can go no further (printed above)"
         return "The test failed the check printed above"
     if isinstance(event, gdb.SignalEvent):
         if event.stop_signal == "SIGINT":
@@ -84,10 +93,10 @@ def on_stop(event):
     reason = why(event)
     if reason is None:
         return
-    if reason == "Stopped by Ctrl-C":
+    if reason in ("Stopped by Ctrl-C", "On its schedule the test can go no further (printed above)"):
         frame = every_thread_on_interrupt()
         if frame is not None:
-            print("*** Stopped by Ctrl-C. The first thread in your code, where it waits:")
+            print("*** %s. The first thread in your code, where it waits:" % reason)
             frame.select()
             gdb.execute("frame")
             print("*** bt: every call; frame N; print x; thread N: another thread; "

@@ -80,10 +80,20 @@ static int64_t virtual_of(const struct timespec *when)
  * switch point; a longer wait (a "forever" of LONG_MAX ms) does not. */
 #define RACE_HORIZON_NS (10LL * NS_PER_S)
 
+/* A deadline further ahead than this (11.6 days) is a wait for ever in
+ * effect - a LONG_MAX timeout: time never jumps to it, and a schedule whose
+ * threads all wait like that is a deadlock, reported at once. */
+#define FOREVER_NS (1000000LL * NS_PER_S)
+
+static bool has_deadline(const struct sched_thread *t)
+{
+    return t->deadline >= 0 && t->deadline - sched.now <= FOREVER_NS;
+}
+
 /* A deadline may expire now; with timeouts_race, time may also pass now. */
 static bool expired(const struct sched_thread *t)
 {
-    if (t->deadline < 0)
+    if (!has_deadline(t))
         return false;
     return t->deadline <= sched.now || (sched.options.timeouts_race && t->deadline - sched.now <= RACE_HORIZON_NS);
 }
@@ -267,7 +277,7 @@ static bool advance_time(void)
         const struct sched_thread *t = live(i);
         bool timed = t->state == SLEEPING || t->state == AWAITING || t->state == LOCKING ||
                      (t->state == WAITING && !t->woken);
-        timed = timed && t->deadline > sched.now;
+        timed = timed && has_deadline(t) && t->deadline > sched.now;
         if (timed && (earliest < 0 || t->deadline < earliest))
             earliest = t->deadline;
     }

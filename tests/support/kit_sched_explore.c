@@ -543,7 +543,9 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     struct body_call body = { test_body, &call };
     sched.prefix_len = 0;
     plan_schedule(&plan, 0);
+    kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
     bool passed = run_schedule(&body);
+    kit_thread_set_name("main");
     if (!passed && !sched.gave_up) { /* the model saw the bug: a deadlock, a misuse */
         sched_report(test, sched.strategy_word, -1);
         sched_end_failed_test();

@@ -421,6 +421,13 @@ static long hang_limit_ms(void)
 void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const char *file, int line)
 {
     void *result = NULL;
+    if (getenv("KIT_DEBUG") && kit_sched_active()) {
+        /* make debug, on a schedule: no bound, so that a thread that never
+         * finishes is the scheduler's deadlock, reported (and stopped at) at once. */
+        kit_latch_wait(&worker->finished, LONG_MAX);
+        kit_worker_join(worker, 0, &result);
+        return result;
+    }
     long limit = hang_limit_ms();
     for (long waited = 0; kit_worker_join(worker, KIT_HANG_MS, &result) != 0;) {
         waited += KIT_HANG_MS;

@@ -112,6 +112,9 @@ static const char *debug_stop(const struct test_case *test)
     case V_FAILED:
         if (strstr(test->detail, "failed with exception"))
             return "gdb stops at the crash";
+        if (strstr(test->detail, "its one schedule") &&
+            (strstr(test->detail, "still blocked after") || strstr(test->detail, "where each thread was")))
+            return "on the same schedule, gdb stops where every thread waits";
         if (strstr(test->detail, "still blocked after")) /* a bounded wait: make debug waits for ever */
             return "it hangs under gdb: press Ctrl-C";
         return "gdb stops at the failed check";
