@@ -115,6 +115,45 @@ static void test_bq_explore_two_producers_two_consumers(void **state)
     kit_explore(&options, two_and_two, NULL);
 }
 
+static void *take_once(void *raw)
+{
+    struct side *s = raw;
+    void *item = NULL;
+    s->results[0] = bq_take(s->q, &item);
+    s->got[0] = (intptr_t)item;
+    return NULL;
+}
+
+/* Two takers asleep, then two puts in a row: each put must wake a taker,
+ * also when the first taker has not run yet and the queue now holds two
+ * (a put that signals only when the queue was empty wakes one of them). */
+static void two_puts_for_two_sleepers(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t takers[2];
+    struct side took[2];
+    explore_ok(bq_create(&q, 4));
+    for (int i = 0; i < 2; i++)
+        start(&takers[i], take_once, &took[i], q, i);
+    kit_explore_await_sleepers(2);
+    explore_ok(bq_put(q, item_of(0, 0)));
+    explore_ok(bq_put(q, item_of(0, 1)));
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(takers[i], NULL));
+        explore_ok(took[i].results[0]);
+    }
+    kit_explore_check(took[0].got[0] != took[1].got[0], "both takers returned item %ld", (long)took[0].got[0]);
+    bq_destroy(q);
+}
+
+static void test_bq_explore_each_put_wakes_a_sleeping_taker(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1 };
+    kit_explore(&options, two_puts_for_two_sleepers, NULL);
+}
+
 /* Two takers asleep on an empty queue, two putters on a full one, and close. */
 static void close_against_both_sides(void *ctx)
 {
@@ -147,14 +186,6 @@ static void test_bq_explore_close_wakes_every_sleeper(void **state)
     (void)state;
     kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100 };
     kit_explore(&options, close_against_both_sides, NULL);
-}
-
-static void *take_once(void *raw)
-{
-    struct side *s = raw;
-    void *item = NULL;
-    s->results[0] = bq_take(s->q, &item);
-    return NULL;
 }
 
 /* Two takers asleep on an empty queue, two putters on a full one, and
@@ -261,6 +292,7 @@ static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **st
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_two_producers_two_consumers),
+    cmocka_unit_test(test_bq_explore_each_put_wakes_a_sleeping_taker),
     cmocka_unit_test(test_bq_explore_close_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_waits_again_after_a_spurious_wakeup),

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,8 +183,17 @@ static const char *crash_words(int sig)
 
 static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 
+/* The first thread to crash reports; one that crashes while it does (two
+ * threads often trip over the same freed memory) waits here for good, so
+ * that the report is not cut short: the first ends the process. */
+static atomic_flag crashing = ATOMIC_FLAG_INIT; /* lock-free: safe in a signal handler */
+
 static void on_crash(int sig)
 {
+    if (atomic_flag_test_and_set(&crashing)) {
+        for (;;)
+            pause();
+    }
     char name[32] = "?";
 #if defined(__linux__)
     prctl(PR_GET_NAME, name, 0, 0, 0);
@@ -206,7 +216,7 @@ void kit_catch_crashes(void)
     memset(&action, 0, sizeof action);
     action.sa_handler = on_crash;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
+    action.sa_flags = 0; /* stays installed: a second crash must wait, not kill the report */
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaction(crash_signals[i], &action, NULL);
 }
