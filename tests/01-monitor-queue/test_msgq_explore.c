@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kit_errno.h"
 #include "kit_sched.h"
 #include "kit_thread.h"
 #include "msgq.h"
@@ -157,7 +158,8 @@ static void close_against_sleepers(void *ctx)
     }
     int puts = 0;
     for (int j = 0; j < EACH; j++) {
-        kit_explore_check(put.results[j] == 0 || put.results[j] == ECANCELED, "a put returned %d", put.results[j]);
+        kit_explore_check(put.results[j] == 0 || put.results[j] == ECANCELED, "a put returned %s",
+                          kit_errno_name(put.results[j]));
         kit_explore_check(j == 0 || put.results[j - 1] == 0 || put.results[j] == ECANCELED,
                           "a put succeeded after an earlier put found the queue closed");
         puts += put.results[j] == 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bq.h"
+#include "kit_errno.h"
 #include "kit_sched.h"
 #include "kit_time.h"
 
@@ -275,7 +276,7 @@ static void poll_against_stolen_wakeups(void *ctx)
     int err = bq_poll(q, &item, 100);
     long waited_ms = (long)((kit_now_ns() - start_ns) / 1000000);
     explore_ok(pthread_join(stealer, NULL));
-    kit_explore_check(err == 0 || err == ETIMEDOUT, "a 100 ms poll returned %d", err);
+    kit_explore_check(err == 0 || err == ETIMEDOUT, "a 100 ms poll returned %s", kit_errno_name(err));
     kit_explore_check(err != 0 || item != NULL, "a poll returned 0 without an item: nothing was put but non-NULL ones");
     kit_explore_check(err != ETIMEDOUT || waited_ms == 100,
                       "a 100 ms poll timed out after %ld ms of (virtual) time: wake-ups that found nothing "

@@ -14,8 +14,10 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <limits.h>
 
+#include "kit_errno.h"
 #include "kit_sched.h"
 #include "kit_time.h"
 #include "tpool.h"
@@ -237,7 +239,8 @@ static void several_await_termination(void *ctx)
     for (int i = 0; i < 2; i++) {
         void *err = NULL;
         explore_ok(pthread_join(awaiters[i], &err));
-        kit_explore_check(err == NULL, "tpool_await_termination in thread %d returned %ld", i, (long)err);
+        kit_explore_check(err == NULL, "tpool_await_termination in thread %d returned %s, expected 0", i,
+                          kit_errno_name((int)(intptr_t)err));
     }
     long waited_ms = (long)((kit_now_ns() - start) / 1000000);
     kit_explore_check(waited_ms == 0, "the threads awaiting termination woke %ld ms (virtual) after the pool ended: "
