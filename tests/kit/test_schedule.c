@@ -213,6 +213,14 @@ static void run_in_child(void (*body)(void **state), const char *name, uint64_t 
     unlink(path);
 }
 
+/* The child ended with @p status, or the test fails showing what it wrote. */
+static void child_must_end_with(const struct child *child, int status)
+{
+    if (child->status != status)
+        fail_msg("the child process ended with status %d, expected %d; it wrote:\n%.3000s", child->status, status,
+                 child->output);
+}
+
 /* The numbered steps of a schedule's report, as one text. */
 static void steps_of(const char *output, char *out, size_t size)
 {
@@ -257,7 +265,7 @@ static void test_schedule_same_seed_same_interleaving_same_failure(void **state)
     }
     if (first.passed)
         fail_msg("no seed from 1 to 50 lost an update of two threads");
-    assert_int_equal(first.status, 1);
+    child_must_end_with(&first, 1);
     assert_non_null(strstr(first.output, "c.value is 1, expected 2"));
     assert_non_null(strstr(first.output, "[ stacks   ] begin: the failed check"));
     static char steps[16384], steps_again[16384];
@@ -265,7 +273,7 @@ static void test_schedule_same_seed_same_interleaving_same_failure(void **state)
     assert_true(strlen(steps) > 0);
     for (int i = 0; i < 5; i++) {
         run_in_child(lost_update_body, "lost_update_body", seed, &again);
-        assert_int_equal(again.status, 1);
+        child_must_end_with(&again, 1);
         steps_of(again.output, steps_again, sizeof steps_again);
         assert_string_equal(steps_again, steps);
     }
@@ -275,14 +283,20 @@ static void test_schedule_gives_up_on_what_it_does_not_control(void **state)
 {
     (void)state;
     static struct child child;
-    run_in_child(outsider_body, "outsider_body", 1, &child);
-    assert_int_equal(child.status, 2);
-    assert_non_null(strstr(child.output, "gave up: a thread the scheduler did not start called pthread_mutex_lock"));
+    /* An outsider runs beside the schedule, uncontrolled: ThreadSanitizer
+     * rightly sees that as a race (and the abandoned threads as leaked), so
+     * that case is checked in plain builds only. */
+    if (!KIT_SANITIZED) {
+        run_in_child(outsider_body, "outsider_body", 1, &child);
+        child_must_end_with(&child, 2);
+        assert_non_null(strstr(child.output, "gave up: a thread the scheduler did not start called "
+                                             "pthread_mutex_lock"));
+    }
     run_in_child(recursive_mutex_body, "recursive_mutex_body", 1, &child);
-    assert_int_equal(child.status, 2);
+    child_must_end_with(&child, 2);
     assert_non_null(strstr(child.output, "gave up: a recursive, error-checking or robust mutex"));
     run_in_child(nested_exploration_body, "nested_exploration_body", 1, &child);
-    assert_int_equal(child.status, 2);
+    child_must_end_with(&child, 2);
     assert_non_null(strstr(child.output, "gave up: the test explores schedules of its own"));
 }
 

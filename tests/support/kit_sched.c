@@ -31,6 +31,7 @@
 
 struct sched_world sched;
 atomic_long sched_progress;
+atomic_bool sched_abandoned;
 
 /* The thread this is, when the scheduler runs it. */
 static _Thread_local struct sched_thread *me;
@@ -395,6 +396,8 @@ void sched_handle_forks(void)
  * the model: that thread now owns it (and the controller may free `self`). */
 static void switch_point(void)
 {
+    if (atomic_load(&sched_abandoned))
+        park_forever(); /* the controller gave up on this schedule: touch nothing more */
     struct sched_thread *self = me;
     bool ending = self->state == DONE;
     struct sched_thread *next = choose_next();

@@ -287,21 +287,27 @@ static bool await_schedule_end(void)
     }
 }
 
-/* Why the schedule could not go on, for the message. */
+/* Why an abandoned schedule could not go on. The controller's own text: a
+ * thread of that schedule may still be running, and owns the model. */
+static char stall_reason[512];
+
 static void explain_stall(void)
 {
-    sched.failed = true;
-    sched.gave_up = sched.scheduled_test;
-    const struct sched_thread *holder = sched.threads[sched.current];
     if (atomic_load(&foreign_called))
-        snprintf(sched.message, sizeof sched.message,
+        snprintf(stall_reason, sizeof stall_reason,
                  "a thread the scheduler did not start called %s (threads made by thrd_create or by a library "
                  "are not controlled)", foreign_call);
     else
-        snprintf(sched.message, sizeof sched.message,
-                 "%s did not come back to the scheduler for %d s: it blocks in a call the scheduler does not "
-                 "control (a semaphore, a read-write lock, C11 threads, a pipe), or spins without ever waiting",
-                 holder->name, STALL_SECONDS);
+        snprintf(stall_reason, sizeof stall_reason,
+                 "a thread did not come back to the scheduler for %d s: it blocks in a call the scheduler does "
+                 "not control (a semaphore, a read-write lock, C11 threads, a pipe), or spins without ever waiting",
+                 STALL_SECONDS);
+}
+
+/* Why the search's last schedule failed. */
+static const char *failure_message(void)
+{
+    return atomic_load(&sched_abandoned) ? stall_reason : sched.message;
 }
 
 /* Run the body once under the scheduler; false if the schedule failed. */
@@ -316,8 +322,11 @@ static bool run_schedule(struct body_call *call)
     sem_post(&first->go);
     bool ended = await_schedule_end();
     atomic_store(&running, false);
-    if (!ended)
+    if (!ended) { /* its threads are left as they are, for good */
+        atomic_store(&sched_abandoned, true);
         explain_stall();
+        return false;
+    }
     if (sched.failed) {
         bury_threads();
         return false;
@@ -393,6 +402,8 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
         plan_schedule(&plan, index);
         if (!run_schedule(call)) {
             snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
+            if (atomic_load(&sched_abandoned))
+                return false; /* no report: the model is not ours to read now */
             if (!sched.options.quiet)
                 sched_report(test, word, index);
             if (!sched.options.quiet && sched.deadlocked) /* where each thread waits, for the runner to show */
@@ -429,6 +440,8 @@ static void print_speed(const char *test, const struct timespec *started)
 static void begin_search(const kit_explore_t *options)
 {
     static const kit_explore_t defaults = { 0 };
+    if (atomic_load(&sched_abandoned)) /* its threads may still run: this process cannot schedule again */
+        fail_msg("an earlier schedule in this test process was given up; run each test on its own (--run NAME)");
     sched.options = options ? *options : defaults;
     if (sched.options.max_steps <= 0)
         sched.options.max_steps = 20000;
@@ -448,6 +461,8 @@ static void begin_search(const kit_explore_t *options)
  * touch nothing here again. */
 static void end_search(void)
 {
+    if (atomic_load(&sched_abandoned))
+        return; /* a thread of the abandoned schedule may still be on its way to a switch point */
     sem_destroy(&sched.done);
     __real_free(sched.steps);
     __real_free(sched.decisions);
@@ -461,8 +476,8 @@ static void fill_result(kit_explore_result_t *result, bool passed)
     result->deadlocked = !passed && sched.deadlocked;
     result->schedules = schedules_run;
     result->virtual_ns = sched.now;
-    snprintf(result->message, sizeof result->message, "%s", passed ? "" : sched.message);
-    if (!passed)
+    snprintf(result->message, sizeof result->message, "%s", passed ? "" : failure_message());
+    if (!passed && !atomic_load(&sched_abandoned))
         sched_token(result->token, sizeof result->token);
 }
 
@@ -546,12 +561,13 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
     bool passed = run_schedule(&body);
     kit_thread_set_name("main");
-    if (!passed && !sched.gave_up) { /* the model saw the bug: a deadlock, a misuse */
+    bool gave_up = atomic_load(&sched_abandoned) || sched.gave_up;
+    if (!passed && !gave_up) { /* the model saw the bug: a deadlock, a misuse */
         sched_report(test, sched.strategy_word, -1);
         sched_end_failed_test();
     }
     if (!passed)
-        snprintf(reason, size, "%s", sched.message);
+        snprintf(reason, size, "%s", failure_message());
     end_search();
     return passed;
 }
@@ -562,6 +578,10 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
     static kit_explore_result_t result;
     if (kit_explore_search(test, options, body, ctx, &result))
         return;
+    if (atomic_load(&sched_abandoned)) { /* gdb shows where the thread that never came back is */
+        print_error("%s\n    in %s: the explorer could not go on\n", result.message, failed_schedule);
+        _fail(file, line);
+    }
     char chapter[16];
     sched_chapter_of(chapter, sizeof chapter);
     kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */

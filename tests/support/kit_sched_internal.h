@@ -148,6 +148,10 @@ struct sched_world {
 extern struct sched_world sched;
 /* Switch points passed, read by the controller's watchdog while a thread runs. */
 extern atomic_long sched_progress;
+/* Set by the controller when it gives up on a schedule that has not ended
+ * (it stalled, or a thread outside it came): the schedule's threads park at
+ * their next switch point, and its memory is never freed. */
+extern atomic_bool sched_abandoned;
 
 
 /* kit_sched_explore.c: the choices. */
