@@ -257,7 +257,9 @@ void kit_lock_delays(long max_us, uint64_t seed);
 void kit_chaos(uint64_t seed);
 /** @brief kit_chaos($KIT_CHAOS); true if it is on. Called by KIT_TEST_MAIN. */
 bool kit_chaos_from_env(void);
-/** @brief Make the @p nth pthread_create from now fail with EAGAIN; 0 switches it off. */
+/** @brief Make the @p nth pthread_create from now, and every one after it,
+ *         fail with EAGAIN, as on a system out of threads; 0 switches it
+ *         off. A design that retries a failed creation sees it fail again. */
 void kit_fail_thread_create(long nth);
 /** @brief Threads started through pthread_create (in this binary) that have not ended yet. */
 int kit_threads_alive(void);

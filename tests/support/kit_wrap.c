@@ -260,7 +260,7 @@ static atomic_long lock_delay_us;     /* 0 = off */
 static atomic_ulong perturb_seed;
 static atomic_bool chaos_on;
 static atomic_uint threads_created;   /* numbers threads in creation order */
-static atomic_long create_fail_at;    /* 0 = never; else fail that creation call */
+static atomic_long create_fail_at;    /* 0 = never; else fail that creation call and every later one */
 static atomic_long create_calls;
 static _Thread_local kit_rng_t perturb_rng;
 static _Thread_local bool perturb_rng_ready;
@@ -427,8 +427,9 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (!scheduled)
         kit_sched_outsider("pthread_create");
     long call = atomic_fetch_add(&create_calls, 1) + 1;
-    if (call == atomic_load(&create_fail_at))
-        return EAGAIN; /* as when the system is out of threads */
+    long fail_at = atomic_load(&create_fail_at);
+    if (fail_at != 0 && call >= fail_at)
+        return EAGAIN; /* as when the system is out of threads - and stays so: a retry fails too */
     struct numbered_start *start = __real_malloc(sizeof *start);
     if (start == NULL)
         return EAGAIN;
