@@ -82,7 +82,7 @@ COMMON := build/common$(if $(SAN),-$(SAN))
 # rewrites this stamp, and everything that depends on it is rebuilt. Its rule
 # runs on every build (FORCE) but writes the file only when the flags differ,
 # so an unchanged stamp keeps its age and rebuilds nothing.
-BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN))
+BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(TEST_CFLAGS)
 FLAGS_STAMP = $(COMMON)/.build-flags
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
@@ -184,10 +184,13 @@ $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
 
-# The tests, and only they, see the harness's headers.
+# The tests, and only they, see the harness's headers. Their calls keep
+# their frames (no tail calls), so that a stack, or a step of a schedule,
+# names the test's line that made the call, not the caller's.
+TEST_CFLAGS := -fno-optimize-sibling-calls
 $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
 
 # A submission of .c files alone still finds the private header its chapter's
 # exercise ships (chapter 05's mw_internal.h): the kit's exercises/ folder is
@@ -272,7 +275,7 @@ IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIR
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
 compile_commands.json: Makefile $(wildcard chapters/*/build.mk)
 	$(call say,GEN,$@){ echo '['; \
-	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/%,$(f)),-Itests/support $(CMOCKA_CFLAGS)))) \
+	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/%,$(f)),$(TEST_CFLAGS) -Itests/support $(CMOCKA_CFLAGS)))) \
 	  $(foreach f,$(IMPL_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES))) \
 	  $(foreach f,$(GRADER_SRCS),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
 	  $(foreach f,$(BENCH_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS))) \
@@ -349,7 +352,7 @@ GRADE_SEED := 20261130
 # What each failing test's `make debug CH=NN TEST=name` hint adds, so that it
 # debugs what was graded (run_autograder empties it: the student debugs at home).
 DEBUG_ARGS ?= $(strip $(if $(SUBMISSION),SUBMISSION=$(SUBMISSION)) $(if $(filter mine,$(EARLIER)),EARLIER=mine) \
-                $(if $(CHAOS),CHAOS=$(CHAOS)) $(if $(REAL_THREADS),REAL_THREADS=1))
+                $(if $(SEED),SEED=$(SEED)) $(if $(CHAOS),CHAOS=$(CHAOS)) $(if $(REAL_THREADS),REAL_THREADS=1))
 # Grading runs untrusted code: when run as root, each test runs sandboxed as
 # this unprivileged uid (0: no sandbox), with this many CPUs at most.
 SANDBOX_UID ?= 64000
@@ -457,14 +460,17 @@ sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation 
 # scheduler (tests/support/kit_sched.c) and search the interleavings; their
 # seeds are fixed, so make test and make grade give the same verdict every
 # run. make explore runs them longer, with other seeds, or replays a token.
+# SUBMISSION=dir explores that submission, as make grade and make debug do.
 SCHEDULES ?=
 STRATEGY ?=
 REPLAY ?=
+EXPLORE_IMPL = $(if $(SUBMISSION),$(GRADE_IMPL),$(IMPL))
 .PHONY: explore
 explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name REPLAY=token]
-	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin
+	@echo "Exploring $(EXPLORE_IMPL)"
+	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(EXPLORE_IMPL) $(if $(SUBMISSION),WERROR=) tests-bin
 	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" \
-	  tests/support/explore.sh $(OUT)/tests $(ACTIVE)
+	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' tests/support/explore.sh $(call out_root,$(EXPLORE_IMPL))$(if $(SAN),/$(SAN))/tests $(ACTIVE)
 
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions

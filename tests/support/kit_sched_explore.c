@@ -27,7 +27,7 @@ int __real_pthread_join(pthread_t thread, void **ret);
 int __real_clock_gettime(clockid_t clock, struct timespec *now);
 struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
 void sched_token(char *out, size_t size);
-void sched_chapter_of(char *out, size_t size);
+void sched_make_args(char *out, size_t size);
 
 static long schedules_run;
 static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
@@ -327,11 +327,11 @@ static bool run_schedule(struct body_call *call)
         explain_stall();
         return false;
     }
+    steps_run += sched.nsteps; /* a failed schedule's steps count too */
     if (sched.failed) {
         bury_threads();
         return false;
     }
-    steps_run += sched.nsteps;
     release_threads();
     return true;
 }
@@ -582,13 +582,13 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
         print_error("%s\n    in %s: the explorer could not go on\n", result.message, failed_schedule);
         _fail(file, line);
     }
-    char chapter[16];
-    sched_chapter_of(chapter, sizeof chapter);
+    char make_args[1200];
+    sched_make_args(make_args, sizeof make_args);
     kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */
     /* The first line is what a grade report shows: what failed, and how to see it again. */
     print_error("%s\n    in %s; its steps are in this test's log; replay it with\n"
-                "    make explore CH=%s TEST=%s REPLAY=%s\n",
-                result.message, failed_schedule, chapter, test, result.token);
+                "    make explore %s TEST=%s REPLAY=%s\n",
+                result.message, failed_schedule, make_args, test, result.token);
     _fail(file, line);
 }
 

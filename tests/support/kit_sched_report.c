@@ -69,8 +69,27 @@ static void short_place(const char *line, char *out, size_t size)
         snprintf(out, size, "?");
 }
 
+/* True if the file compiled at @p path is the reference of another chapter
+ * than the one this test program tests ("/kit/solutions/02-blocking-queue/
+ * bq.c" in build/.../03-thread-pool/test_tpool): code the student did not
+ * write, and whose source a student's kit does not hold. */
+static bool earlier_reference(const char *path)
+{
+    const char *in_solutions = strstr(path, "/solutions/");
+    if (in_solutions == NULL)
+        return false;
+    const char *chapter = in_solutions + strlen("/solutions/");
+    size_t length = strcspn(chapter, "/");
+    const char *program = program_invocation_name;
+    const char *slash = strrchr(program, '/');
+    const char *folder = slash;
+    while (folder && folder > program && folder[-1] != '/')
+        folder--;
+    return !(folder && (size_t)(slash - folder) == length && strncmp(folder, chapter, length) == 0);
+}
+
 /* Look every collected address up with one run of addr2line: its function,
- * and its file and line. */
+ * and its file and line (marked when it is an earlier chapter's reference). */
 static void resolve_places(void)
 {
     char exe[512];
@@ -96,6 +115,9 @@ static void resolve_places(void)
         short_place(line, places[i].text, sizeof places[i].text);
         snprintf(places[i].function, sizeof places[i].function, "%.*s", (int)strcspn(function, "\n"), function);
         snprintf(places[i].path, sizeof places[i].path, "%.*s", (int)strcspn(line, " \n"), line);
+        size_t used = strlen(places[i].text);
+        if (earlier_reference(places[i].path))
+            snprintf(places[i].text + used, sizeof places[i].text - used, " (reference)");
     }
     pclose(pipe);
 }
@@ -195,8 +217,10 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
     }
 }
 
-/* build/tests/03-thread-pool/test_tpool_explore -> 03 */
-void sched_chapter_of(char *out, size_t size)
+/* What a printed make command needs to run this test again on the same
+ * code: "CH=03" from build/.../03-thread-pool/test_tpool_explore, and what
+ * the grader graded (KIT_MAKE_ARGS: SUBMISSION=dir, EARLIER=mine, ...). */
+void sched_make_args(char *out, size_t size)
 {
     const char *program = program_invocation_name;
     const char *slash = strrchr(program, '/');
@@ -204,7 +228,9 @@ void sched_chapter_of(char *out, size_t size)
     while (start && start > program && start[-1] != '/')
         start--;
     size_t length = start ? strspn(start, "0123456789") : 0;
-    snprintf(out, size, "%.*s", length > 0 ? (int)length : 2, length > 0 ? start : "NN");
+    const char *graded = getenv("KIT_MAKE_ARGS");
+    snprintf(out, size, "CH=%.*s%s%s", length > 0 ? (int)length : 2, length > 0 ? start : "NN",
+             graded && graded[0] ? " " : "", graded ? graded : "");
 }
 
 /* The picture goes next to the test program, or into $KIT_EXPLORE_SVG_DIR
@@ -321,16 +347,16 @@ void sched_report(const char *test, const char *strategy, long schedule)
                 sched_place_of(step->where));
     }
     draw(test, first, tag);
-    char chapter[128];
-    sched_chapter_of(chapter, sizeof chapter);
+    char make_args[1200];
+    sched_make_args(make_args, sizeof make_args);
     if (scheduled) {
-        fprintf(stderr, "%s Replay it: make debug CH=%s TEST=%s (the grade's seed gives the same schedule)\n", tag,
-                chapter, test);
+        fprintf(stderr, "%s Replay it: make debug %s TEST=%s (the grade's seed gives the same schedule)\n", tag,
+                make_args, test);
         fprintf(stderr, "%s        or: KIT_SCHEDULE_TESTS=%s %s --run %s\n", tag, getenv("KIT_SCHEDULE_TESTS"),
                 program_invocation_name, test);
         return;
     }
-    fprintf(stderr, "%s Replay it: make explore CH=%s TEST=%s REPLAY=%s\n", tag, chapter, test, token);
+    fprintf(stderr, "%s Replay it: make explore %s TEST=%s REPLAY=%s\n", tag, make_args, test, token);
     fprintf(stderr, "%s        or: KIT_SCHED=replay:%s %s --run %s\n", tag, token, program_invocation_name, test);
 }
 

@@ -385,6 +385,12 @@ int main(int argc, char **argv)
         setenv("KIT_SCHEDULE_TESTS", getenv("SEED"), 1);
     else
         unsetenv("KIT_SCHEDULE_TESTS");
+    /* The make commands a failing test prints name what was graded, as the
+     * grader's own make debug hints do (none when they are off). */
+    if (config.debug_args && config.debug_args[0])
+        setenv("KIT_MAKE_ARGS", config.debug_args, 1);
+    else
+        unsetenv("KIT_MAKE_ARGS");
     unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
     unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
 
