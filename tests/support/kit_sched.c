@@ -323,7 +323,11 @@ static struct sched_thread *choose_next(void)
             return NULL;
         if (!advance_time()) {
             sched.deadlocked = true;
-            sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+            if (sched.options.deadlock_means)
+                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline - "
+                           "here: %s", sched.options.deadlock_means);
+            else
+                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
             return NULL;
         }
     }
