@@ -359,7 +359,7 @@ SANDBOX_UID ?= 64000
 SANDBOX_CPUS ?= $(JOBS)
 
 .PHONY: grade
-grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and first failing test
+grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and the test to debug first
 	@$(MAKE) --no-print-directory grader
 	@echo "Building $(GRADE_IMPL) ..."
 	@mkdir -p $(GRADE_REPORT)
