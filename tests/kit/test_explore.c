@@ -2,7 +2,8 @@
  * @file test_explore.c
  * @brief Tests of the schedule explorer (tests/support/kit_sched*.c): it
  *        finds a lost update, a lost wake-up and a deadlock, replays each
- *        exactly from its token, keeps virtual time, and passes correct code.
+ *        exactly from its token, keeps virtual time, passes correct code,
+ *        and runs code it cannot follow on real threads instead.
  *
  * Each buggy body below is small enough that every strategy finds its bug
  * within a few schedules; each search uses a fixed seed, so these tests do
@@ -217,12 +218,63 @@ static void test_explore_passes_correct_code_everywhere_within_the_bound(void **
     kit_explore(&wide, count_to_two, &split);
 }
 
+/* Two increments under a robust mutex, which the scheduler does not model. */
+struct robust_count {
+    pthread_mutex_t lock;
+    long value;
+};
+
+static void *add_one_robustly(void *raw)
+{
+    struct robust_count *c = raw;
+    pthread_mutex_lock(&c->lock);
+    c->value++;
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void count_to_two_robustly(void *ctx)
+{
+    (*(int *)ctx)++;
+    struct robust_count c = { .value = 0 };
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    explore_ok(pthread_mutex_init(&c.lock, &attr));
+    pthread_mutexattr_destroy(&attr);
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&threads[i], NULL, add_one_robustly, &c));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(threads[i], NULL));
+    pthread_mutex_destroy(&c.lock);
+    kit_explore_check(c.value == 2, "two increments left the counter at %ld", c.value);
+}
+
+/* Code the scheduler cannot follow is no bug: the search gives up, and
+ * kit_explore() runs the body on real threads instead, where it passes. */
+static void test_explore_runs_code_it_cannot_follow_on_real_threads(void **state)
+{
+    (void)state;
+    int runs = 0;
+    static kit_explore_result_t result;
+    kit_explore_t options = { .strategy = "random:1", .schedules = 50, .quiet = true };
+    assert_false(kit_explore_search(__func__, &options, count_to_two_robustly, &runs, &result));
+    assert_true(result.gave_up);
+    assert_false(result.deadlocked);
+    assert_non_null(strstr(result.message, "robust"));
+    runs = 0;
+    kit_explore(&options, count_to_two_robustly, &runs);
+    assert_true(runs > 1); /* the explored attempt, then the runs on real threads */
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_update),
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_wakeup_at_once),
     cmocka_unit_test(test_explore_finds_and_replays_a_deadlock),
     cmocka_unit_test(test_explore_timed_wait_ends_on_virtual_time),
     cmocka_unit_test(test_explore_passes_correct_code_everywhere_within_the_bound),
+    cmocka_unit_test(test_explore_runs_code_it_cannot_follow_on_real_threads),
 };
 
 KIT_TEST_MAIN(tests)

@@ -150,17 +150,58 @@ static void outsider_body(void **state)
     pthread_join(outsider, NULL);
 }
 
+static void *lock_and_unlock(void *raw)
+{
+    pthread_mutex_lock(raw);
+    pthread_mutex_unlock(raw);
+    return NULL;
+}
+
+static void mutex_of_kind(pthread_mutex_t *lock, int kind)
+{
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, kind);
+    assert_ok(pthread_mutex_init(lock, &attr));
+    pthread_mutexattr_destroy(&attr);
+}
+
+/* Locked three times by its owner, free after the third unlock. */
 static void recursive_mutex_body(void **state)
+{
+    (void)state;
+    pthread_mutex_t lock;
+    mutex_of_kind(&lock, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&lock);
+    assert_int_equal(pthread_mutex_trylock(&lock), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_mutex_unlock(&lock);
+    pthread_t other;
+    assert_ok(pthread_create(&other, NULL, lock_and_unlock, &lock));
+    pthread_join(other, NULL);
+    pthread_mutex_destroy(&lock);
+}
+
+/* Relocked by its owner: EDEADLK, which the harness reports as a misuse. */
+static void errorcheck_mutex_body(void **state)
+{
+    (void)state;
+    static pthread_mutex_t lock;
+    mutex_of_kind(&lock, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&lock);
+}
+
+static void robust_mutex_body(void **state)
 {
     (void)state;
     pthread_mutexattr_t attr;
     pthread_mutex_t lock;
     pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
     assert_ok(pthread_mutex_init(&lock, &attr));
     pthread_mutex_lock(&lock);
-    pthread_mutex_lock(&lock);
-    pthread_mutex_unlock(&lock);
     pthread_mutex_unlock(&lock);
     pthread_mutex_destroy(&lock);
 }
@@ -292,18 +333,31 @@ static void test_schedule_gives_up_on_what_it_does_not_control(void **state)
         assert_non_null(strstr(child.output, "gave up: a thread the scheduler did not start called "
                                              "pthread_mutex_lock"));
     }
-    run_in_child(recursive_mutex_body, "recursive_mutex_body", 1, &child);
+    run_in_child(robust_mutex_body, "robust_mutex_body", 1, &child);
     child_must_end_with(&child, 2);
-    assert_non_null(strstr(child.output, "gave up: a recursive, error-checking or robust mutex"));
+    assert_non_null(strstr(child.output, "gave up: a robust, process-shared or priority mutex"));
     run_in_child(nested_exploration_body, "nested_exploration_body", 1, &child);
     child_must_end_with(&child, 2);
     assert_non_null(strstr(child.output, "gave up: the test explores schedules of its own"));
+}
+
+/* The model knows recursive and error-checking mutexes as POSIX defines them. */
+static void test_schedule_models_recursive_and_error_checking_mutexes(void **state)
+{
+    (void)state;
+    static struct child child;
+    run_in_child(recursive_mutex_body, "recursive_mutex_body", 1, &child);
+    child_must_end_with(&child, 0);
+    run_in_child(errorcheck_mutex_body, "errorcheck_mutex_body", 1, &child);
+    child_must_end_with(&child, 1);
+    assert_non_null(strstr(child.output, "pthread_mutex_lock returned EDEADLK"));
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_schedule_runs_a_test_on_virtual_time),
     cmocka_unit_test(test_schedule_same_seed_same_interleaving_same_failure),
     cmocka_unit_test(test_schedule_gives_up_on_what_it_does_not_control),
+    cmocka_unit_test(test_schedule_models_recursive_and_error_checking_mutexes),
 };
 
 KIT_TEST_MAIN(tests)

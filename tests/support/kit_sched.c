@@ -134,7 +134,7 @@ static int object_of(const void *addr, char kind)
     if (free_slot < 0)
         free_slot = (int)at;
     int serial = ++sched.serials[kind == 'M' ? 0 : 1];
-    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot };
+    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0 };
     sched.index[free_slot] = sched.nobjects + 1;
     return sched.nobjects++;
 }
@@ -166,6 +166,12 @@ static void record_step(struct sched_thread *t, enum sched_op op, int obj, int o
 static bool mutex_free(int obj)
 {
     return sched.objects[obj].owner < 0;
+}
+
+static void take_mutex(int obj, int thread)
+{
+    sched.objects[obj].owner = thread;
+    sched.objects[obj].times_held = 1;
 }
 
 /* The thread of the i-th live slot. */
@@ -254,11 +260,11 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     if (how == TIMEOUT && t->deadline > sched.now)
         sched.now = t->deadline; /* time passed while the others were slow */
     if (t->state == LOCKING && how == GO)
-        sched.objects[t->obj].owner = t->id;
+        take_mutex(t->obj, t->id);
     if (t->state == LOCKING && how == TIMEOUT)
         t->result = ETIMEDOUT;
     if (t->state == WAITING) {
-        sched.objects[t->obj2].owner = t->id;
+        take_mutex(t->obj2, t->id);
         if (how == TIMEOUT)
             t->result = ETIMEDOUT;
         if (how == SPURIOUS)
@@ -362,7 +368,7 @@ static void misuse(const char *fmt, ...)
 
 /* The code does what the model does not cover (too many threads, a kind of
  * mutex it does not know): a scheduled test gives up, to run again on real
- * threads; an explored schedule fails, saying why. */
+ * threads; an exploration runs its body on real threads instead. */
 static void beyond_the_model(const char *fmt, ...)
 {
     if (me == NULL)
@@ -372,7 +378,7 @@ static void beyond_the_model(const char *fmt, ...)
     vsnprintf(sched.message, sizeof sched.message, fmt, args);
     va_end(args);
     sched.failed = true;
-    sched.gave_up = sched.scheduled_test;
+    sched.gave_up = true;
     stop_here();
 }
 
@@ -439,8 +445,8 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
-    if (me == NULL)
-        fail_msg("%s:%d: %s (kit_explore_fail outside an explored body)", file, line, text);
+    if (me == NULL) /* the body runs on real threads: kit_explore_run() */
+        fail_msg("%s:%d: %s", file, line, text);
     const char *slash = strrchr(file, '/');
     sched_fail("%s:%d: %s", slash ? slash + 1 : file, line, text);
     sched.failer = me->id;
@@ -479,29 +485,49 @@ void kit_sched_dump_stacks(const char *why, const char *message)
     sched_print_stacks(why, me, stack, depth);
 }
 
-/* The model knows the default mutex: not recursive, not error-checking, not robust. */
-static void check_kind(const pthread_mutex_t *mutex)
+/* The mutex kinds the model knows: the default (and glibc's adaptive one,
+ * which behaves the same), error-checking and recursive - not robust, nor
+ * shared between processes, nor with a priority protocol. */
+static int kind_of(const pthread_mutex_t *mutex)
 {
 #if defined(__GLIBC__)
     int kind = mutex->__data.__kind;
-    if ((kind & 3) == PTHREAD_MUTEX_RECURSIVE || (kind & 3) == PTHREAD_MUTEX_ERRORCHECK || (kind & ~3) != 0)
-        beyond_the_model("a recursive, error-checking or robust mutex, which the scheduler does not model");
+    if ((kind & ~3) != 0)
+        beyond_the_model("a robust, process-shared or priority mutex, which the scheduler does not model");
+    if ((kind & 3) == PTHREAD_MUTEX_RECURSIVE || (kind & 3) == PTHREAD_MUTEX_ERRORCHECK)
+        return kind & 3;
 #else
     (void)mutex;
 #endif
+    return PTHREAD_MUTEX_DEFAULT;
+}
+
+/* The lock of a mutex its caller already holds: a recursive one counts it,
+ * an error-checking one says EDEADLK, the default one waits for itself. */
+static int relock(int obj, int kind)
+{
+    record_step(me, OP_LOCK, obj, -1);
+    if (kind == PTHREAD_MUTEX_RECURSIVE) {
+        sched.objects[obj].times_held++;
+        switch_point();
+        return 0;
+    }
+    if (kind == PTHREAD_MUTEX_ERRORCHECK)
+        return EDEADLK;
+    sched.deadlocked = true;
+    misuse("%s locks M%d, which it already holds: it waits for itself", kit_thread_name(), sched.objects[obj].serial);
 }
 
 /* Lock, or with a deadline (pthread_mutex_timedlock) give up at it. */
 static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
 {
-    check_kind(mutex);
+    int kind = kind_of(mutex);
     int obj = object_of(mutex, 'M');
-    at(me, LOCKING, OP_LOCK, obj, where);
     if (sched.objects[obj].owner == me->id) {
-        sched.deadlocked = true;
-        misuse("%s locks M%d, which it already holds: it waits for itself", kit_thread_name(),
-               sched.objects[obj].serial);
+        at(me, RUNNABLE, OP_LOCK, obj, where);
+        return relock(obj, kind);
     }
+    at(me, LOCKING, OP_LOCK, obj, where);
     me->deadline = deadline ? virtual_of(deadline) : -1;
     switch_point();
     me->deadline = -1;
@@ -516,23 +542,40 @@ int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
 
 static int mutex_trylock(pthread_mutex_t *mutex, void *where)
 {
+    int kind = kind_of(mutex);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_TRYLOCK, obj, where);
     switch_point();
+    if (kind == PTHREAD_MUTEX_RECURSIVE && sched.objects[obj].owner == me->id) {
+        sched.objects[obj].times_held++;
+        record_step(me, OP_TRYLOCK, obj, 0);
+        return 0;
+    }
     int err = mutex_free(obj) ? 0 : EBUSY;
     if (err == 0)
-        sched.objects[obj].owner = me->id;
+        take_mutex(obj, me->id);
     record_step(me, OP_TRYLOCK, obj, err);
     return err;
 }
 
+/* An error-checking or recursive mutex unlocked by a thread that does not
+ * hold it says EPERM; the default one's behaviour is undefined: a misuse.
+ * A recursive mutex locked n times is free after its n-th unlock. */
 int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 {
+    int kind = kind_of(mutex);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_UNLOCK, obj, where);
     if (sched.objects[obj].owner != me->id) {
+        if (kind != PTHREAD_MUTEX_DEFAULT)
+            return EPERM;
         misuse("%s unlocks M%d, which it does not hold", kit_thread_name(),
                          sched.objects[obj].serial);
+    }
+    if (--sched.objects[obj].times_held > 0) { /* a recursive mutex, still held */
+        record_step(me, OP_UNLOCK, obj, -1);
+        switch_point();
+        return 0;
     }
     sched.objects[obj].owner = -1;
     me->how = GO;
@@ -551,6 +594,10 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     if (sched.objects[lock].owner != me->id)
         misuse("%s waits on C%d without holding M%d", kit_thread_name(),
                          sched.objects[obj].serial, sched.objects[lock].serial);
+    if (sched.objects[lock].times_held > 1)
+        misuse("%s waits on C%d holding the recursive M%d %d times: the wait would unlock it once, and the "
+               "thread that is to signal could never lock it", kit_thread_name(), sched.objects[obj].serial,
+               sched.objects[lock].serial, sched.objects[lock].times_held);
     at(me, WAITING, OP_WAIT, obj, where);
     me->obj2 = lock;
     me->deadline = deadline ? virtual_of(deadline) : -1;
@@ -741,7 +788,6 @@ int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
     if (me == NULL)
         return __real_pthread_mutex_trylock(mutex);
-    check_kind(mutex);
     return mutex_trylock(mutex, __builtin_return_address(0));
 }
 
@@ -946,17 +992,3 @@ time_t __wrap_time(time_t *out)
     return t.tv_sec;
 }
 
-/* glibc's wait on a clock named by the caller. */
-int __real_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                                  const struct timespec *deadline);
-int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                                  const struct timespec *deadline);
-int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                                  const struct timespec *deadline)
-{
-    if (me == NULL)
-        return __real_pthread_cond_clockwait(cond, mutex, clock, deadline);
-    if ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S)
-        return EINVAL;
-    return kit_sched_cond_wait(cond, mutex, deadline, false, __builtin_return_address(0));
-}

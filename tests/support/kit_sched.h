@@ -142,6 +142,9 @@ void kit_explore_code(int got, int want, const char *expr, const char *file, int
 typedef struct kit_explore_result {
     bool failed;          /**< some schedule failed */
     bool deadlocked;      /**< ... because no thread could go on */
+    bool gave_up;         /**< ... because the code did what the scheduler does
+                               not model (a semaphore, a robust mutex, a thread
+                               it did not start): no bug of the code */
     long schedules;       /**< schedules run */
     long long virtual_ns; /**< the last schedule's virtual time at its end */
     char message[2048];   /**< why it failed */

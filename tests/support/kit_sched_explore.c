@@ -404,6 +404,8 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
             if (atomic_load(&sched_abandoned))
                 return false; /* no report: the model is not ours to read now */
+            if (sched.gave_up)
+                return false; /* no report: not a bug, and kit_explore_run() says why */
             if (!sched.options.quiet)
                 sched_report(test, word, index);
             if (!sched.options.quiet && sched.deadlocked) /* where each thread waits, for the runner to show */
@@ -474,6 +476,7 @@ static void fill_result(kit_explore_result_t *result, bool passed)
     memset(result, 0, sizeof *result);
     result->failed = !passed;
     result->deadlocked = !passed && sched.deadlocked;
+    result->gave_up = !passed && (atomic_load(&sched_abandoned) || sched.gave_up);
     result->schedules = schedules_run;
     result->virtual_ns = sched.now;
     snprintf(result->message, sizeof result->message, "%s", passed ? "" : failure_message());
@@ -572,15 +575,29 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     return passed;
 }
 
+/* Runs of the body on real threads when its code cannot be explored. */
+#define REAL_THREAD_RUNS 20
+
+/* Code the scheduler cannot follow (it blocks in a semaphore, spins, uses a
+ * robust mutex) is no bug: it is tested as it was before exploration, on
+ * real threads, where a check that fails fails the test as usual. */
+static void run_on_real_threads(const char *test, const char *why, void (*body)(void *ctx), void *ctx)
+{
+    fprintf(stderr, "[ explore  ] %s cannot be explored: %s\n[ explore  ] it runs %d times on real threads instead\n",
+            test, why, REAL_THREAD_RUNS);
+    for (int run = 0; run < REAL_THREAD_RUNS; run++)
+        body(ctx);
+}
+
 void kit_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
                      void (*body)(void *ctx), void *ctx)
 {
     static kit_explore_result_t result;
     if (kit_explore_search(test, options, body, ctx, &result))
         return;
-    if (atomic_load(&sched_abandoned)) { /* gdb shows where the thread that never came back is */
-        print_error("%s\n    in %s: the explorer could not go on\n", result.message, failed_schedule);
-        _fail(file, line);
+    if (result.gave_up) {
+        run_on_real_threads(test, result.message, body, ctx);
+        return;
     }
     char make_args[1200];
     sched_make_args(make_args, sizeof make_args);

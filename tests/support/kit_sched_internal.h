@@ -86,6 +86,7 @@ struct sched_object {
     int serial;                       /* M1, M2, C1 ... in order of first use */
     int owner;                        /* mutex: owning thread id, or -1 */
     int slot;                         /* its entry in sched.index */
+    int times_held;                   /* mutex: its owner's locks not yet unlocked (a recursive mutex: 1 or more) */
 };
 
 struct sched_step {

@@ -214,11 +214,11 @@ long kit_test_repeat(long base);
 void kit_jitter(kit_rng_t *rng, unsigned max_us);
 
 /* ---- Instrumented waits (tests/support/kit_wrap.c) ------------------------
- * Test binaries are linked with -Wl,--wrap for pthread_cond_wait and
- * pthread_cond_timedwait, so every wait in the code under test goes through
- * these counters and switches. */
+ * Test binaries are linked with -Wl,--wrap for pthread_cond_wait,
+ * pthread_cond_timedwait and pthread_cond_clockwait, so every wait in the
+ * code under test goes through these counters and switches. */
 
-/** @brief Threads inside pthread_cond_wait / pthread_cond_timedwait right now. */
+/** @brief Threads inside pthread_cond_wait / timedwait / clockwait right now. */
 int kit_waiting_threads(void);
 /**
  * @brief Wait (sleep-polling, test side only) until at least @p count threads

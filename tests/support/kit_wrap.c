@@ -34,6 +34,10 @@ int __real_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline);
+int __real_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline);
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline);
 
 static void perturb(void); /* chaos, below */
 static int checked(const char *call, int err); /* results, below */
@@ -158,12 +162,23 @@ static bool take_spurious_turn(pthread_mutex_t *mutex, void *where)
     return true;
 }
 
+/* A timed wait's clock: the condition variable's own (pthread_cond_timedwait),
+ * or the one pthread_cond_clockwait names. */
+#define OWN_CLOCK ((clockid_t)-1)
+
 /* The wait itself: the kernel's, or on a scheduled thread the scheduler's. */
-static int wait_on(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
+static int wait_on(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, clockid_t clock,
+                   void *where)
 {
-    if (kit_sched_active())
+    if (kit_sched_active()) {
+        if (clock != OWN_CLOCK && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+            return EINVAL; /* as glibc says of a clock it cannot wait on */
         return kit_sched_cond_wait(cond, mutex, deadline, harness_waiting > 0, where);
-    kit_sched_outsider(deadline ? "pthread_cond_timedwait" : "pthread_cond_wait");
+    }
+    kit_sched_outsider(!deadline ? "pthread_cond_wait" : clock == OWN_CLOCK ? "pthread_cond_timedwait"
+                                                                            : "pthread_cond_clockwait");
+    if (deadline && clock != OWN_CLOCK)
+        return __real_pthread_cond_clockwait(cond, mutex, clock, deadline);
     if (deadline)
         return __real_pthread_cond_timedwait(cond, mutex, deadline);
     return __real_pthread_cond_wait(cond, mutex);
@@ -173,21 +188,24 @@ int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
     void *where = __builtin_return_address(0);
     if (harness_waiting)
-        return checked("pthread_cond_wait", wait_on(cond, mutex, NULL, where));
+        return checked("pthread_cond_wait", wait_on(cond, mutex, NULL, OWN_CLOCK, where));
     if (take_spurious_turn(mutex, where))
         return 0;
     atomic_fetch_add(&waiting, 1);
-    int err = wait_on(cond, mutex, NULL, where);
+    int err = wait_on(cond, mutex, NULL, OWN_CLOCK, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
     return checked("pthread_cond_wait", err);
 }
 
-/* The clock a deadline was computed on. The wrapper cannot ask the condition
- * variable, but the two clocks are decades apart: CLOCK_REALTIME counts from
- * 1970, CLOCK_MONOTONIC (the kit's) from boot. */
-static clockid_t clock_of(const struct timespec *deadline)
+/* The clock a deadline was computed on: the one pthread_cond_clockwait
+ * names, or for pthread_cond_timedwait the condition variable's. The wrapper
+ * cannot ask the condition variable, but the two clocks are decades apart:
+ * CLOCK_REALTIME counts from 1970, CLOCK_MONOTONIC (the kit's) from boot. */
+static clockid_t clock_of(const struct timespec *deadline, clockid_t clock)
 {
+    if (clock != OWN_CLOCK)
+        return clock;
     return deadline->tv_sec > 1000000000 ? CLOCK_REALTIME : CLOCK_MONOTONIC;
 }
 
@@ -195,11 +213,12 @@ static clockid_t clock_of(const struct timespec *deadline)
  * wakes up after ms and returns 0 - as if a signal had come for a condition
  * that another thread then made false again (a stolen wake-up). Code that
  * recomputes "now + timeout" after each wake-up then never times out. */
-static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
-                                  const struct timespec *deadline, long every_ms, void *where)
+static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
+                                  clockid_t clock, long every_ms, void *where)
 {
     struct timespec early;
-    clock_gettime(clock_of(deadline), &early);
+    if (clock_gettime(clock_of(deadline, clock), &early) != 0) /* a clock the wait itself will refuse */
+        return wait_on(cond, mutex, deadline, clock, where);
     early.tv_sec += every_ms / 1000;
     early.tv_nsec += (every_ms % 1000) * 1000000L;
     if (early.tv_nsec >= 1000000000L) {
@@ -208,7 +227,7 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
     }
     bool earlier = early.tv_sec < deadline->tv_sec ||
                    (early.tv_sec == deadline->tv_sec && early.tv_nsec < deadline->tv_nsec);
-    int err = wait_on(cond, mutex, earlier ? &early : deadline, where);
+    int err = wait_on(cond, mutex, earlier ? &early : deadline, clock, where);
     if (err == ETIMEDOUT && earlier) {
         atomic_fetch_add(&spurious_total, 1);
         return 0;
@@ -216,21 +235,34 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex,
     return err;
 }
 
-int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
-                                  const struct timespec *deadline)
+/* pthread_cond_timedwait and pthread_cond_clockwait: waiting counted,
+ * spurious and early wake-ups injected, the same for both. */
+static int timed_wait(const char *call, pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
+                      clockid_t clock, void *where)
 {
-    void *where = __builtin_return_address(0);
     if (harness_waiting)
-        return checked("pthread_cond_timedwait", wait_on(cond, mutex, deadline, where));
+        return checked(call, wait_on(cond, mutex, deadline, clock, where));
     if (take_spurious_turn(mutex, where))
         return 0;
     long every_ms = atomic_load(&wake_every_ms);
     atomic_fetch_add(&waiting, 1);
-    int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, every_ms, where)
-                           : wait_on(cond, mutex, deadline, where);
+    int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, clock, every_ms, where)
+                           : wait_on(cond, mutex, deadline, clock, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
-    return checked("pthread_cond_timedwait", err);
+    return checked(call, err);
+}
+
+int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                  const struct timespec *deadline)
+{
+    return timed_wait("pthread_cond_timedwait", cond, mutex, deadline, OWN_CLOCK, __builtin_return_address(0));
+}
+
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *deadline)
+{
+    return timed_wait("pthread_cond_clockwait", cond, mutex, deadline, clock, __builtin_return_address(0));
 }
 
 /* ---- Delays, chaos, and failing thread creation ---------------------------------
@@ -315,7 +347,7 @@ static void perturb(void)
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
     if (kit_sched_active())
-        return kit_sched_mutex_lock(mutex, __builtin_return_address(0));
+        return checked("pthread_mutex_lock", kit_sched_mutex_lock(mutex, __builtin_return_address(0)));
     kit_sched_outsider("pthread_mutex_lock");
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
     if (max_us > 0 && !harness_waiting)
@@ -327,7 +359,7 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
     if (kit_sched_active())
-        return kit_sched_mutex_unlock(mutex, __builtin_return_address(0));
+        return checked("pthread_mutex_unlock", kit_sched_mutex_unlock(mutex, __builtin_return_address(0)));
     kit_sched_outsider("pthread_mutex_unlock");
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
@@ -373,10 +405,11 @@ static const char *misuse(int err)
 
 static int checked(const char *call, int err)
 {
-    if (err == 0 || (err == ETIMEDOUT && strcmp(call, "pthread_cond_timedwait") == 0))
+    bool timed = strcmp(call, "pthread_cond_timedwait") == 0 || strcmp(call, "pthread_cond_clockwait") == 0;
+    if (err == 0 || (err == ETIMEDOUT && timed))
         return err;
     char message[512];
-    bool deadline = err == EINVAL && strcmp(call, "pthread_cond_timedwait") == 0;
+    bool deadline = err == EINVAL && timed;
     snprintf(message, sizeof message, "%s returned %s: %s", call, kit_errno_name(err),
              deadline ? "the deadline is not a valid time (tv_nsec must stay below 1000000000), or the condition "
                         "variable or mutex is not initialised"
