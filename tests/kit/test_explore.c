@@ -41,15 +41,21 @@ static void *add_one(void *raw)
     return NULL;
 }
 
+/* Two threads running fn(arg), both joined. */
+static void run_two(void *(*fn)(void *), void *arg)
+{
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&threads[i], NULL, fn, arg));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(threads[i], NULL));
+}
+
 static void count_to_two(void *ctx)
 {
     struct counter c = { .split = *(bool *)ctx };
-    pthread_t threads[2];
     explore_ok(pthread_mutex_init(&c.lock, NULL));
-    for (int i = 0; i < 2; i++)
-        explore_ok(pthread_create(&threads[i], NULL, add_one, &c));
-    for (int i = 0; i < 2; i++)
-        explore_ok(pthread_join(threads[i], NULL));
+    run_two(add_one, &c);
     pthread_mutex_destroy(&c.lock);
     kit_explore_check(c.value == 2, "two increments left the counter at %ld", c.value);
 }
@@ -242,11 +248,7 @@ static void count_to_two_robustly(void *ctx)
     pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
     explore_ok(pthread_mutex_init(&c.lock, &attr));
     pthread_mutexattr_destroy(&attr);
-    pthread_t threads[2];
-    for (int i = 0; i < 2; i++)
-        explore_ok(pthread_create(&threads[i], NULL, add_one_robustly, &c));
-    for (int i = 0; i < 2; i++)
-        explore_ok(pthread_join(threads[i], NULL));
+    run_two(add_one_robustly, &c);
     pthread_mutex_destroy(&c.lock);
     kit_explore_check(c.value == 2, "two increments left the counter at %ld", c.value);
 }
