@@ -22,6 +22,13 @@ commands
   silent
 end
 
+# An exploration test: the schedule that failed is reported here, while
+# its threads still stand where the schedule left them.
+break sched_report if !sched.scheduled_test
+commands
+  silent
+end
+
 # The ThreadSanitizer build ($kit_tsan set): its runtime calls this once it
 # has printed a report.
 if !$_isvoid($kit_tsan)
@@ -55,6 +62,8 @@ def why(event):
             return "ThreadSanitizer reported the race printed above"
         if any(b.location == "sched_end_failed_test" for b in event.breakpoints):
             return "On its schedule the test can go no further (printed above)"
+        if any(b.location.startswith("sched_report") for b in event.breakpoints):
+            return "An explored schedule failed (its report follows when you continue)"
         return "The test failed the check printed above"
     if isinstance(event, gdb.SignalEvent):
         if event.stop_signal == "SIGINT":
@@ -93,7 +102,8 @@ def on_stop(event):
     reason = why(event)
     if reason is None:
         return
-    if reason in ("Stopped by Ctrl-C", "On its schedule the test can go no further (printed above)"):
+    if reason in ("Stopped by Ctrl-C", "On its schedule the test can go no further (printed above)",
+                  "An explored schedule failed (its report follows when you continue)"):
         frame = every_thread_on_interrupt()
         if frame is not None:
             print("*** %s. The first thread in your code, where it waits:" % reason)

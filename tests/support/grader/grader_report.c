@@ -112,6 +112,8 @@ static const char *debug_stop(const struct test_case *test)
     case V_FAILED:
         if (strstr(test->detail, "failed with exception"))
             return "gdb stops at the crash";
+        if (strstr(test->name, "_explore_") && strstr(test->detail, "REPLAY="))
+            return "gdb stops in the failing schedule, every thread at its line";
         if (strstr(test->detail, "its one schedule") &&
             (strstr(test->detail, "still blocked after") || strstr(test->detail, "where each thread was")))
             return "on the same schedule, gdb stops where every thread waits";
