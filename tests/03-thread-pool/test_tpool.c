@@ -1514,7 +1514,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_policy_caller_runs_on_the_calling_thread),
     cmocka_unit_test(test_tpool_workers_retire_after_keep_alive),
     cmocka_unit_test(test_tpool_pool_grows_again_after_retiring),
-    cmocka_unit_test_teardown(test_tpool_stress_idle_exit_race, race_teardown),
+    /* real threads: a keep-alive running out on a loaded machine (the
+     * idle-exit race's explored twin is test_tpool_explore_idle_exit_race) */
+    kit_real_threads_test_teardown(test_tpool_stress_idle_exit_race, race_teardown),
     cmocka_unit_test(test_tpool_task_fail_counts_and_worker_survives),
     cmocka_unit_test(test_tpool_task_fail_survives_a_nested_caller_runs_task),
     cmocka_unit_test(test_tpool_workers_are_named_after_the_pool),
@@ -1525,8 +1527,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_await_termination_times_out_while_a_task_runs),
     cmocka_unit_test(test_tpool_destroy_from_a_task_does_nothing),
     cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
-    cmocka_unit_test(test_tpool_stress_stats_add_up),
-    cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),
+    /* real threads: a reader racing the workers' counters */
+    kit_real_threads_test(test_tpool_stress_stats_add_up),
+    /* real threads: counters updated by workers that really end at once */
+    kit_real_threads_test(test_tpool_stress_counters_when_tasks_end_together),
     cmocka_unit_test(test_tpool_destroy_joins_every_worker),
     cmocka_unit_test(test_tpool_execute_reports_a_failed_worker_start),
     cmocka_unit_test(test_tpool_shutdown_runs_a_task_left_without_a_worker),

@@ -914,9 +914,6 @@ struct submitter {
 static const char *const key_names[MAX_KEYS] = { "acct-0", "acct-1", "acct-2", "acct-3",
                                                  "acct-4", "acct-5", "acct-6", "acct-7" };
 
-static _Thread_local kit_rng_t task_rng;
-static _Thread_local bool task_rng_ready;
-
 static void raise_max(atomic_int *max, int value)
 {
     int seen = atomic_load(max);
@@ -931,11 +928,9 @@ static void *record_run(void *raw)
     struct key_log *log = &run->logs[job->key];
     raise_max(&log->max_in_flight, atomic_fetch_add(&log->in_flight, 1) + 1);
     if (run->task_pause_us) {
-        if (!task_rng_ready) {
-            kit_rng_seed(&task_rng, run->seed, (uint64_t)(uintptr_t)&task_rng);
-            task_rng_ready = true;
-        }
-        kit_jitter(&task_rng, run->task_pause_us); /* widen any overlap */
+        kit_rng_t rng; /* seeded from the task: the same pauses in every run of a seed */
+        kit_rng_seed(&rng, run->seed, (uint64_t)job->id + 1000000);
+        kit_jitter(&rng, run->task_pause_us); /* widen any overlap */
     }
     log->entries[atomic_fetch_add(&log->used, 1)] = job->id;
     atomic_fetch_sub(&log->in_flight, 1);

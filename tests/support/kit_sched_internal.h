@@ -26,7 +26,7 @@
 /* Mutexes and condition variables in one schedule (a destroyed one's memory
  * may hold the next: each gets a slot of its own); the index that finds
  * them by address has twice as many slots, so probes stay short. */
-#define SCHED_MAX_OBJECTS 16384
+#define SCHED_MAX_OBJECTS 131072
 #define SCHED_INDEX_SIZE (2 * SCHED_MAX_OBJECTS)
 /* A waiter can go on in two ways at most (signalled; or timed out, or spuriously). */
 #define SCHED_MAX_ALTS (SCHED_MAX_THREADS * 2)

@@ -73,14 +73,17 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
  * @brief A test that needs real threads in grading too, in a test table:
  *        `kit_real_threads_test(test_x)` instead of `cmocka_unit_test(test_x)`.
  *
- * Graded (KIT_SCHEDULE_TESTS set), every other test of the kit that is
- * neither an exploration (`_explore_`) nor a stress test (`_stress_`) runs
- * on one seeded schedule of the scheduler (kit_sched.h): one thread at a
- * time, on virtual time, so that the same code meets the same interleaving
- * every time. Mark the ones whose point is something a schedule cannot
- * show - threads really running at once, a server, other processes.
+ * Graded (KIT_SCHEDULE_TESTS set), every other test of the kit that is not
+ * an exploration (`_explore_`), stress tests included, runs on one seeded
+ * schedule of the scheduler (kit_sched.h): one thread at a time, on virtual
+ * time, so that the same code meets the same interleaving every time. Mark
+ * the ones whose point is something a schedule cannot show - a plain memory
+ * race (threads really running at once between two pthread calls), timing
+ * on a loaded machine, a server, other processes.
  */
 #define kit_real_threads_test(f) { #f, f, NULL, NULL, &kit_real_threads }
+/** @brief kit_real_threads_test() with a teardown, as cmocka_unit_test_teardown(). */
+#define kit_real_threads_test_teardown(f, teardown) { #f, f, NULL, teardown, &kit_real_threads }
 /** @brief The marker kit_real_threads_test() leaves in a test's initial state. */
 extern int kit_real_threads;
 

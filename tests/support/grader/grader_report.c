@@ -150,17 +150,17 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
     fflush(stdout);
 }
 
-/* The line of a chapter to debug first: its first failing test that fails
- * the same way every run - a stress test runs on real threads, so its
- * failure may not come back under gdb, and the race-free line is a
- * ThreadSanitizer run of them all - else its first line that did not pass. */
+/* The line of a chapter to debug first: its first failing test that failed
+ * on a schedule, which make debug replays exactly (a test on real threads
+ * may not fail again under gdb, and the race-free line is a ThreadSanitizer
+ * run of them all) - else its first line that did not pass. */
 static const struct test_case *first_to_debug(const struct test_case *first, int count)
 {
     const struct test_case *failing = NULL;
     for (int i = 0; i < count; i++) {
         if (first[i].verdict == V_PASSED)
             continue;
-        bool replays = strstr(first[i].name, "_stress_") == NULL && strcmp(first[i].name, "tsan") != 0;
+        bool replays = strstr(first[i].detail, "its one schedule") != NULL || strstr(first[i].detail, "REPLAY=") != NULL;
         if (replays)
             return &first[i];
         if (failing == NULL)
