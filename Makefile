@@ -316,13 +316,13 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=
 
 tsan: deps ## every test under ThreadSanitizer (a race report fails the test)
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan tests-bin
-	@$(MAKE) --no-print-directory grader
+	@$(MAKE) --no-print-directory -s grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tsan/tests --report build/test-tsan \
 	  --wrapper "$(TSAN_WRAPPER)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 
 asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=asan tests-bin
-	@$(MAKE) --no-print-directory grader
+	@$(MAKE) --no-print-directory -s grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin build/asan/tests --report build/test-asan \
 	  --unlimited-memory $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 
@@ -360,7 +360,7 @@ SANDBOX_CPUS ?= $(JOBS)
 
 .PHONY: grade
 grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and the test to debug first
-	@$(MAKE) --no-print-directory grader
+	@$(MAKE) --no-print-directory -s grader
 	@echo "Building $(GRADE_IMPL) ..."
 	@mkdir -p $(GRADE_REPORT)
 	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >$(GRADE_REPORT)/build.log 2>&1 \
@@ -442,7 +442,7 @@ print-%:
 .PHONY: mutants
 mutants: $(if $(HAVE_SOLUTIONS),deps) ## apply each classic bug in tests/mutants/ and require the tests to catch it
 	$(INSTRUCTOR_ONLY)
-	@$(MAKE) --no-print-directory grader
+	@$(MAKE) --no-print-directory -s grader
 	@tests/support/mutants.sh $(ACTIVE)
 
 # The sweep writes every single-site mutation of the solutions' wake-ups
@@ -451,7 +451,7 @@ mutants: $(if $(HAVE_SOLUTIONS),deps) ## apply each classic bug in tests/mutants
 .PHONY: sweep
 sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation (tools/wakeup-sweep); report the survivors
 	$(INSTRUCTOR_ONLY)
-	@$(MAKE) --no-print-directory grader
+	@$(MAKE) --no-print-directory -s grader
 	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
 	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tests/support/mutants.sh $(ACTIVE)
 

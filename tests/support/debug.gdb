@@ -39,18 +39,29 @@ if !$_isvoid($kit_tsan)
 end
 
 python
+import os
 import gdb
+
+def earlier_reference(name, program):
+    """True for a file of the reference of another chapter than the one the
+    test program tests (solutions/02-blocking-queue/bq.c in a chapter 03
+    test): code the student did not write."""
+    if "solutions/" not in name:
+        return False
+    chapter = os.path.basename(os.path.dirname(program))
+    return ("solutions/%s/" % chapter) not in name
 
 def kit_frame():
     """The newest frame of the stopped thread in the code under test or in
-    the test itself: not the C library, cmocka, lib/ or tests/support/."""
+    the test itself: not the C library, cmocka, lib/, tests/support/ or an
+    earlier chapter's reference."""
     program = gdb.current_progspace().filename
     frame = gdb.newest_frame()
     while frame is not None:
         symtab = frame.find_sal().symtab
         if symtab is not None and symtab.objfile.filename == program:
             name = symtab.filename
-            if "tests/support/" not in name and not name.startswith("lib/"):
+            if "tests/support/" not in name and not name.startswith("lib/") and not earlier_reference(name, program):
                 return frame
         frame = frame.older()
     return None
@@ -106,7 +117,8 @@ def on_stop(event):
                   "An explored schedule failed (its report follows when you continue)"):
         frame = every_thread_on_interrupt()
         if frame is not None:
-            print("*** %s. The first thread in your code, where it waits:" % reason)
+            where = "at its line" if reason.startswith("An explored schedule") else "where it waits"
+            print("*** %s. The first thread in your code, %s:" % (reason, where))
             frame.select()
             gdb.execute("frame")
             print("*** bt: every call; frame N; print x; thread N: another thread; "

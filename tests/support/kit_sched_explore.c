@@ -603,7 +603,8 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
     sched_make_args(make_args, sizeof make_args);
     kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */
     /* The first line is what a grade report shows: what failed, and how to see it again. */
-    print_error("%s\n    in %s; its steps are in this test's log; replay it with\n"
+    print_error("%s\n    in %s; its steps are printed with the test's output (under make grade: in its log);"
+                " replay it with\n"
                 "    make explore %s TEST=%s REPLAY=%s\n",
                 result.message, failed_schedule, make_args, test, result.token);
     _fail(file, line);
