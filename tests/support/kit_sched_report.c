@@ -22,7 +22,7 @@ void __real_free(void *block);
 int sched_draw_svg(const char *path, const char *title, const char *why, long first);
 
 #define SHOWN_STEPS 30
-#define MAX_PLACES (SHOWN_STEPS + SCHED_MAX_THREADS * (SCHED_STACK_DEPTH + 1))
+#define MAX_PLACES (1024 + SCHED_MAX_THREADS * (SCHED_STACK_DEPTH + 1)) /* distinct lines named in one report */
 
 static const char *const op_names[] = {
     [OP_START] = "starts",       [OP_LOCK] = "locks",      [OP_TRYLOCK] = "trylocks", [OP_UNLOCK] = "unlocks",
@@ -311,13 +311,28 @@ void sched_print_stacks(const char *why, const struct sched_thread *reporter, vo
     fflush(stderr);
 }
 
+/* Steps a report lists: the last SHOWN_STEPS, or as KIT_STEPS says ("all",
+ * or a number) - for a failure whose cause lies further back. */
+static long steps_to_show(void)
+{
+    const char *text = getenv("KIT_STEPS");
+    if (text && strcmp(text, "all") == 0)
+        return sched.nsteps;
+    long wanted = text ? atol(text) : 0;
+    return wanted > 0 ? wanted : SHOWN_STEPS;
+}
+
+/* The picture draws at most this many of the last steps. */
+#define DRAWN_STEPS 200
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     static char token[16384];
     bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     sched_token(token, sizeof token);
-    long first = sched.nsteps > SHOWN_STEPS ? sched.nsteps - SHOWN_STEPS : 0;
+    long shown = steps_to_show();
+    long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++)
         want_place(sched.threads[sched.live[i]]->where);
@@ -339,14 +354,15 @@ void sched_report(const char *test, const char *strategy, long schedule)
     }
     if (sched.nthreads > sched.nlive)
         fprintf(stderr, "%s   (and %d thread(s) that have ended)\n", tag, sched.nthreads - sched.nlive);
-    fprintf(stderr, "%s The last %ld of %ld steps:\n", tag, sched.nsteps - first, sched.nsteps);
+    fprintf(stderr, "%s The last %ld of %ld steps%s:\n", tag, sched.nsteps - first, sched.nsteps,
+            first > 0 ? " (KIT_STEPS=all lists every one)" : "");
     for (long i = first; i < sched.nsteps; i++) {
         const struct sched_step *step = &sched.steps[i];
         sched_describe_step(step, line, sizeof line);
         fprintf(stderr, "%s %5ld %-14s %-40s %s\n", tag, i + 1, sched.threads[step->thread]->name, line,
                 sched_place_of(step->where));
     }
-    draw(test, first, tag);
+    draw(test, sched.nsteps - first > DRAWN_STEPS ? sched.nsteps - DRAWN_STEPS : first, tag);
     char make_args[1200];
     sched_make_args(make_args, sizeof make_args);
     if (scheduled) {
