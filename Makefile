@@ -129,8 +129,16 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
                 tests/support/kit_sched_explore.c tests/support/kit_sched_report.c tests/support/kit_sched_svg.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
-               tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c
+               tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
+               tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c \
+               tests/support/grader/confine.c
 GRADER := build/tools/kit-grade
+# The confinement and the gate every submission goes through (grading).
+CONFINE_SRCS := tests/support/grader/confine.c tests/support/grader/confine_main.c
+GATE_SRCS := tests/support/grader/gate_main.c tests/support/grader/gate_elf.c tests/support/grader/gate_source.c \
+             tests/support/grader/gate_object.c tests/support/grader/gate_stage.c
+CONFINE := build/tools/kit-confine
+GATE := build/tools/kit-gate
 
 KITLIB := $(COMMON)/libkit.a
 SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(SUPPORT_SRCS))
@@ -146,7 +154,7 @@ REFERENCE_OBJS := reference/$(if $(filter tsan asan,$(SAN)),$(SAN),plain)
 ref_objs = $(patsubst %.c,$(2)/$(1)/%.o,$(ch$(call number,$(1))_impl))
 used_objs = $(strip \
   $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1)), \
-  $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(OUT)/obj/ref), \
+  $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(COMMON)/ref), \
   $(if $(wildcard $(REFERENCE_OBJS)/$(1)),$(call ref_objs,$(1),$(REFERENCE_OBJS)), \
   $(call impl_objs,$(1))))))
 support_objs = $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
@@ -192,16 +200,34 @@ $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
 
+ifeq ($(CONFINED),)
 # A submission of .c files alone still finds the private header its chapter's
 # exercise ships (chapter 05's mw_internal.h): the kit's exercises/ folder is
 # searched after the submission's own, whose copy always wins.
 $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
-
-$(OUT)/obj/ref/%.o: solutions/%.c $(FLAGS_STAMP)
+else
+# A submission (CONFINED=1: make grade, and make debug or explore of a
+# SUBMISSION) is built from its stage (STAGE: kit-gate stage copied its
+# files there), shown at IMPL inside the confinement so that every message
+# names the student's own path. Each file is preprocessed and compiled
+# confined, each in a work folder of its own, and its object is kept only if
+# the gate admits it (tests/support/grader/gate.h): what it defines, what it
+# calls, its sections, no asm. No dependency files: nothing a confined step
+# writes is ever read by make.
+$(OUT)/obj/impl/%.o: $(STAGE)/%.c $(FLAGS_STAMP) $(CONFINE) $(GATE)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@
+	$(call say,CC,$(IMPL)/$*.c)$(call confined_compile,$*,$@)
+endif
+
+# An earlier chapter's reference, linked into a later chapter's programs and
+# tests: compiled once for every implementation, without its debugging
+# information - no line of solutions/ shows in a student's stack, and the
+# compiled reference the student kit and an autograder ship is no answer key.
+$(COMMON)/ref/%.o: solutions/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@ && objcopy --strip-debug $@
 
 $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)
@@ -216,7 +242,7 @@ endef
 define chapter_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
@@ -233,12 +259,53 @@ $(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
 
-# The runner is a tool, not code under test: always built plainly, once.
-$(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h
+# The runner, the confinement and the gate are tools, not code under test:
+# always built plainly, once.
+TOOL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g
+$(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h tests/support/grader/confine.h
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g $(GRADER_SRCS) -o $@
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(GRADER_SRCS) -o $@
+$(CONFINE): $(CONFINE_SRCS) tests/support/grader/confine.h
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(CONFINE_SRCS) -o $@
+$(GATE): $(GATE_SRCS) tests/support/grader/gate.h
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(GATE_SRCS) -o $@
 
--include $(shell find $(OUT)/obj $(COMMON) -name '*.d' 2>/dev/null)
+# ---- Building a submission, confined -------------------------------------------
+# What a confined step may see besides the system and the kit's headers: the
+# stage at IMPL, the objects it links, and a work folder of its own, the
+# only place it may write. Limits: 2 minutes, 2 GB, 64 tasks, 256 KB of output.
+CONFINED ?=
+STAGE ?=
+FINDINGS ?=
+confine_step = $(CONFINE) --kit $(CURDIR) --ro-at $(abspath $(STAGE)) $(abspath $(IMPL)) \
+               --wall 120 --cpu 120 --memory 2048 --tasks 64 --output 256 $(1) --
+# What the gate admits for chapter $(1): its own functions, those of the
+# chapters it builds on, its extra imports, the kit's runtime, imports.allow.
+gate_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
+             --imports '$(foreach d,$(ch$(call number,$(1))_uses),$(ch$(call number,$(d))_defines)) $(ch$(call number,$(1))_imports)' \
+             --allow tests/support/grader/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
+             --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
+GATE_VARIANT = $(or $(SAN),plain)
+# $(call confined_compile,NN-name/file,object): preprocess, compile, gate, keep.
+confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
+  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(INCLUDES) \
+    -E $(IMPL)/$(1).c -o $(2).work/source.i && \
+  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) \
+    -c $(2).work/source.i -o $(2).work/object.o && \
+  $(GATE) object $(call gate_rules,$(firstword $(subst /, ,$(1)))) --variant $(GATE_VARIANT) \
+    --object $(2).work/object.o --source $(2).work/source.i --display $(IMPL)/$(1).c --findings $(FINDINGS) && \
+  mv $(2).work/object.o $(2) && rm -rf $(2).work
+# $(call link_test,command,binary): the link, confined when CONFINED (it
+# reads the submission's objects), into a work folder; only the binary is kept.
+link_test = $(if $(CONFINED),rm -rf $(2).work && mkdir -p $(2).work && \
+  $(call confine_step,--ro $(abspath $(COMMON)) --ro $(abspath $(OUT)/obj) $(addprefix --ro ,$(abspath $(wildcard reference))) \
+    --rw $(abspath $(2).work)) $(1) -o $(2).work/test && \
+  test -f $(2).work/test && ! test -L $(2).work/test && mv $(2).work/test $(2) && rm -rf $(2).work,$(1) -o $(2))
+
+# (A confined build writes none in $(OUT)/obj: only the kit's own are read.)
+-include $(shell find $(if $(CONFINED),,$(OUT)/obj) $(COMMON) -name '*.d' 2>/dev/null)
 
 # The first line of an instructor's target: the student kit has no solutions/
 # nor the files such a target works on, so it says so instead of failing deep down.
@@ -253,7 +320,7 @@ all: ## build every program, and every test once cmocka is there (of the solutio
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
 tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
-grader: $(GRADER)
+grader: $(GRADER) $(CONFINE) $(GATE)
 
 # Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
 # it can, or says exactly what to run. Only the targets that need them call it.
@@ -277,7 +344,7 @@ compile_commands.json: Makefile $(wildcard chapters/*/build.mk)
 	$(call say,GEN,$@){ echo '['; \
 	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/%,$(f)),$(TEST_CFLAGS) -Itests/support $(CMOCKA_CFLAGS)))) \
 	  $(foreach f,$(IMPL_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES))) \
-	  $(foreach f,$(GRADER_SRCS),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
+	  $(foreach f,$(sort $(GRADER_SRCS) $(CONFINE_SRCS) $(GATE_SRCS)),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
 	  $(foreach f,$(BENCH_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS))) \
 	} | sed '$$ s/},$$/}/' > $@.tmp && echo ']' >> $@.tmp && mv $@.tmp $@
 
@@ -353,24 +420,46 @@ GRADE_SEED := 20261130
 # debugs what was graded (run_autograder empties it: the student debugs at home).
 DEBUG_ARGS ?= $(strip $(if $(SUBMISSION),SUBMISSION=$(SUBMISSION)) $(if $(filter mine,$(EARLIER)),EARLIER=mine) \
                 $(if $(SEED),SEED=$(SEED)) $(if $(CHAOS),CHAOS=$(CHAOS)) $(if $(REAL_THREADS),REAL_THREADS=1))
-# Grading runs untrusted code: when run as root, each test runs sandboxed as
-# this unprivileged uid (0: no sandbox), with this many CPUs at most.
+# Grading runs untrusted code, always confined (tests/support/grader/confine.h):
+# bubblewrap's namespaces where the machine has them and, as root, this
+# unprivileged uid (a free one from it on: two grades never share one), with
+# this many CPUs at most. UNCONFINED=1 lets grade-all run where nothing can
+# confine a submission; make grade says so and goes on.
 SANDBOX_UID ?= 64000
 SANDBOX_CPUS ?= $(JOBS)
+UNCONFINED ?=
+
+# What is graded is never built from the submission's folder, but from a
+# stage: the exercise's files alone, each a plain file, copied there by the
+# gate (kit-gate stage); a file the submission lacks is the untouched stub.
+# GRADE_IMPL is where those files appear inside the confinement, and what
+# every message names: the student's own paths.
+stage_files = $(ch$(call number,$(1))_impl) $(notdir $(wildcard exercises/$(1)/*.h))
+STAGE_CHAPTERS = $(foreach c,$(ACTIVE),--chapter $(c) $(call stage_files,$(c)))
+# $(call stage_submission,report folder): stages what is graded there: the
+# exercises/ folder, or the SUBMISSION folder (whose own exercises/ the gate
+# takes if it is a real folder; a link there is refused, not followed).
+stage_submission = rm -rf $(1)/stage $(1)/gate && mkdir -p $(1) && \
+  $(GATE) stage --from $(or $(SUBMISSION_DIR),exercises) $(if $(SUBMISSION),--kit-tree) --to $(1)/stage \
+    --findings $(1)/gate --stubs exercises $(STAGE_CHAPTERS)
+# $(call submission_build,report folder): make's variables that build what
+# is graded from the stage there, confined and gated.
+submission_build = IMPL=$(GRADE_IMPL) CONFINED=1 STAGE=$(1)/stage FINDINGS=$(1)/gate WERROR=
+# Where the machine cannot confine a submission, every grade says so first.
+CONFINE_NOTE = level=$$($(CONFINE) --probe) || echo "NOT CONFINED - $${level\#*: }"
 
 .PHONY: grade
 grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv; ends with each chapter's score and the test to debug first
 	@$(MAKE) --no-print-directory -s grader
 	@echo "Building $(GRADE_IMPL) ..."
-	@mkdir -p $(GRADE_REPORT)
-	@$(MAKE) --no-print-directory -k -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= tests-bin >$(GRADE_REPORT)/build.log 2>&1 \
-	  || { echo "Some files did not compile, and their chapters score 0. The compiler said:"; \
-	       grep -E -A3 '(error|undefined reference)' $(GRADE_REPORT)/build.log | head -40; \
-	       echo "(all of it: $(GRADE_REPORT)/build.log)"; }
+	@$(call stage_submission,$(GRADE_REPORT))
+	@$(CONFINE_NOTE)
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
+	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
+	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
-	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
+	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
 	  $(if $(REAL_THREADS),--real-threads) --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
 
 # make debug CH=NN TEST=name: one test of the code being graded (exercises/,
@@ -384,21 +473,32 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 # KIT_DEBUG=1 turns the harness's own hang checks off (its bounded waits
 # wait for ever, its crash handler leaves the stacks to gdb): a hang stays a
 # hang until Ctrl-C, with every thread where it got stuck.
+# A SUBMISSION is staged, built and debugged confined, as make grade does:
+# gdb and the test run inside, on the terminal (kit-confine --interactive).
 TEST ?=
 DEBUG_SAN = $(or $(SAN),debug)
 DEBUG_TESTS = $(call out_root,$(GRADE_IMPL))/$(DEBUG_SAN)/tests/$(strip $(SELECTED))
+DEBUG_REPORT := build/debug
+# The test program that has test $(TEST): read from the tests' sources, never
+# by running a program built from a submission.
+find_test_binary = bin=""; for src in tests/$(strip $(SELECTED))/test_*.c; do \
+  grep -qE "\($(TEST)[,)]" "$$src" && bin=$(1)/$$(basename "$$src" .c); done
+debug_confinement = $(if $(SUBMISSION),$(CONFINE) --kit $(CURDIR) --interactive --ro $(abspath $(DEBUG_TESTS)) \
+  --ro-at $(abspath $(DEBUG_REPORT)/stage) $(GRADE_IMPL) --ro $(CURDIR)/tests --memory 4096 --tasks 256 --)
 .PHONY: debug
 debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as make grade names it (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
 	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
-	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(GRADE_IMPL) WERROR= SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
-	@bin=""; for b in $(DEBUG_TESTS)/*; do \
-	  if [ -x "$$b" ] && "$$b" --list 2>/dev/null | grep -qx "$(TEST)"; then bin=$$b; fi; done; \
-	if [ -z "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
+	@$(MAKE) --no-print-directory -s grader
+	@$(if $(SUBMISSION),$(call stage_submission,$(DEBUG_REPORT)) && ! cat $(DEBUG_REPORT)/gate/*.txt 2>/dev/null)
+	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(DEBUG_REPORT)),IMPL=$(GRADE_IMPL) WERROR=) \
+	  SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
+	@$(call find_test_binary,$(DEBUG_TESTS)); \
+	if [ -z "$$bin" ] || [ ! -x "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
 	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) \
-	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
+	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
@@ -465,12 +565,19 @@ SCHEDULES ?=
 STRATEGY ?=
 REPLAY ?=
 EXPLORE_IMPL = $(if $(SUBMISSION),$(GRADE_IMPL),$(IMPL))
+EXPLORE_BIN = $(call out_root,$(EXPLORE_IMPL))$(if $(SAN),/$(SAN))/tests
+EXPLORE_REPORT := build/explore
+# A SUBMISSION is staged, built and run confined, as make grade does.
+explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) --memory 4096 --tasks 256 --
 .PHONY: explore
 explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name REPLAY=token]
 	@echo "Exploring $(EXPLORE_IMPL)"
-	@$(MAKE) --no-print-directory -s -j$(JOBS) IMPL=$(EXPLORE_IMPL) $(if $(SUBMISSION),WERROR=) tests-bin
+	@$(MAKE) --no-print-directory -s grader
+	@$(if $(SUBMISSION),$(call stage_submission,$(EXPLORE_REPORT)) && ! cat $(EXPLORE_REPORT)/gate/*.txt 2>/dev/null)
+	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(EXPLORE_REPORT)),IMPL=$(EXPLORE_IMPL)) tests-bin
 	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" \
-	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' tests/support/explore.sh $(call out_root,$(EXPLORE_IMPL))$(if $(SAN),/$(SAN))/tests $(ACTIVE)
+	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' KIT_RUN_PREFIX='$(if $(SUBMISSION),$(explore_confinement))' \
+	  tests/support/explore.sh $(EXPLORE_BIN) $(ACTIVE)
 
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions

@@ -3,16 +3,19 @@
  * @brief The grading runner's shared types: tests, verdicts, limits.
  *
  * The runner executes every test case of every selected chapter in its own
- * process (`test_binary --run NAME`), with a wall-clock limit and resource
- * limits, and decides each verdict from the exit status plus a one-time
- * token the test main writes to a private pipe after cmocka reports success.
- * Nothing the code under test prints can change a verdict.
+ * process (`test_binary --run NAME --verdict 3 4`), confined when graded
+ * (kit-confine: confine.h), with a wall-clock limit and resource limits, and
+ * decides each verdict from the exit status plus a one-time token the test
+ * main moves from one pipe to another after cmocka reports success
+ * (grader_proc.c). Nothing the code under test prints can change a verdict;
+ * a submission the gate rejected (gate.c) scores 0 without running.
  */
 #ifndef GRADER_H
 #define GRADER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 enum verdict {
     V_PASSED,
@@ -24,6 +27,7 @@ enum verdict {
     V_NO_RESULT,    /* exited 0 without the success token: left the test early */
     V_MISSING,      /* in the rubric, but no test binary has it */
     V_NOT_RUN,      /* skipped (race-freedom line when tests fail) */
+    V_REJECTED,     /* the gate refused the submission's chapter: an integrity finding */
 };
 
 struct test_case {
@@ -33,6 +37,7 @@ struct test_case {
     char binary[512];      /* test executable that has it ("" if none) */
     int points;
     enum verdict verdict;
+    bool integrity;        /* the gate refused the chapter's files: an attempt on the grader, or a mistake */
     double seconds;
     char detail[4096];     /* why it did not pass, a few lines */
 };
@@ -45,6 +50,7 @@ struct limits {
     long processes;        /* RLIMIT_NPROC */
     long sandbox_uid;      /* > 0: when root, run the test sandboxed as this uid */
     long sandbox_cpus;     /* CPUs the sandbox slot may use (its cgroup's quota) */
+    long memory_mb;        /* the sandbox slot's memory (a cgroup, as root), or its address space */
 };
 
 struct run_options {
@@ -54,7 +60,19 @@ struct run_options {
     const char *source_root; /* for cutting backtraces to the kit's own frames */
     const char *student_root; /* a submission graded from outside the kit: its frames are the student's */
     bool diagnose_timeouts;  /* attach gdb to a stuck test */
+    const char *confine;     /* kit-confine's path: run each test confined; NULL: unconfined (make test) */
+    const char *kit_root;    /* the kit, whose headers the confinement shows */
+    long *log_budget;        /* bytes of logs this grade may still keep (shared by every test) */
 };
+
+/* How a process ended. */
+struct process_end {
+    int status;      /* from waitpid */
+    bool timed_out;
+    double seconds;
+};
+
+typedef void (*on_timeout_fn)(pid_t pid, void *ctx);
 
 /* grader_report.c: snprintf that truncates on purpose (long paths, long
  * details are cut, not errors), without gcc's format-truncation warning. */
@@ -66,9 +84,27 @@ void textf(char *dst, size_t size, const char *fmt, ...)
 
 /* grader_proc.c */
 void run_test_case(struct test_case *test, const struct run_options *options);
-long claim_sandbox_uid(long uid);
-int list_tests(const char *binary, char names[][128], int max_names);
+int run_tool(char *const argv[], const char *log_path, double timeout_seconds, struct process_end *end);
 const char *verdict_text(enum verdict verdict);
+
+/* grader_judge.c: a verdict from how the process ended and what it logged */
+void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
+                const char *stuck_threads, const struct run_options *options);
+char *read_log(const char *path);
+void append_line(char *detail, size_t size, const char *line, size_t length);
+void cap_log(const char *path, long *budget);
+
+/* grader_tests.c: which binary has which test, and the race-freedom line */
+enum { MAX_BINARIES = 16, MAX_NAMES = 256 };
+struct chapter_tests {
+    char binaries[MAX_BINARIES][512];
+    char names[MAX_BINARIES][MAX_NAMES][128];
+    int name_counts[MAX_BINARIES];
+    int binary_count;
+};
+void discover_tests(const char *bin_dir, const char *source_root, const char *chapter, struct chapter_tests *found);
+const char *binary_for(const struct chapter_tests *found, const char *name);
+int check_listing(const struct chapter_tests *found);
 
 /* grader_stacks.c */
 enum stacks_view {
@@ -91,5 +127,6 @@ void print_standing(const struct test_case *tests, int count, const char *debug_
 int write_json_report(const char *path, const char *mode, const char *implementation,
                       const struct test_case *tests, int count, const char *debug_args);
 int write_junit_report(const char *path, const struct test_case *tests, int count);
+int write_scores(const char *path, const struct test_case *tests, int count);
 
 #endif

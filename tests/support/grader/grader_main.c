@@ -6,13 +6,17 @@
  * - `test`   (make test, make tsan, make valgrind): every test must pass;
  *            exit 1 otherwise, or if the rubric and the tests disagree.
  * - `grade`  (make grade): score against tests/rubric.tsv, exit 0 with the report.
+ *            Each test runs confined (--confine: kit-confine), and a chapter
+ *            whose files the gate refused (--gate: its findings) scores 0.
  * - `mutant` (make mutants): stop at the first test that does not pass; exit 0
  *            when the mutant was killed, 1 when every test passed (it survived).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "grader.h"
+#include "confine.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32, MAX_BINARIES = 16, MAX_NAMES = 256 };
+enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32 };
 
 struct config {
     const char *rubric, *bin_dir, *mode, *report_dir, *implementation;
     const char *tsan_bin_dir, *tsan_build, *tsan_wrapper;
+    const char *build, *build_log; /* the build of the submission, run once the slot is ours */
+    const char *gate_dir;   /* the gate's findings, one file per chapter it refused */
     const char *debug_args; /* set: name `make debug` for each test that does not pass */
     const char *chapters[MAX_CHAPTERS];
     int chapter_count;
@@ -40,10 +46,37 @@ static void usage(void)
             "                 [--timeout SECONDS] [--wrapper 'CMD ARGS'] [--unlimited-memory]\n"
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD']]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
-            "                 [--sandbox-uid UID (0: no sandbox) [--sandbox-cpus N]] [--chaos SEED]\n"
+            "                 [--confine KIT_CONFINE [--sandbox-uid UID] [--sandbox-cpus N]] [--chaos SEED]\n"
+            "                 [--build 'CMD' [--build-log FILE]] [--gate DIR]\n"
             "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n"
             "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n");
     exit(2);
+}
+
+/* An option that takes a value: its name and where the value goes. */
+struct text_option {
+    const char *name;
+    size_t offset; /* of a const char * in struct config */
+};
+
+#define TEXT(name, field) { name, offsetof(struct config, field) }
+static const struct text_option text_options[] = {
+    TEXT("--rubric", rubric), TEXT("--bin", bin_dir), TEXT("--mode", mode), TEXT("--report", report_dir),
+    TEXT("--implementation", implementation), TEXT("--tsan-bin", tsan_bin_dir), TEXT("--tsan-build", tsan_build),
+    TEXT("--tsan-wrapper", tsan_wrapper), TEXT("--wrapper", run.wrapper), TEXT("--source-root", run.source_root),
+    TEXT("--debug-args", debug_args), TEXT("--confine", run.confine), TEXT("--gate", gate_dir),
+    TEXT("--build", build), TEXT("--build-log", build_log), { NULL, 0 },
+};
+
+/* Returns whether arg was one of the options with a value; sets it. */
+static bool text_option(struct config *config, const char *arg, const char *value)
+{
+    for (int i = 0; text_options[i].name; i++)
+        if (strcmp(arg, text_options[i].name) == 0) {
+            *(const char **)((char *)config + text_options[i].offset) = value[0] ? value : NULL;
+            return true;
+        }
+    return false;
 }
 
 static void parse_arguments(int argc, char **argv, struct config *config)
@@ -51,32 +84,22 @@ static void parse_arguments(int argc, char **argv, struct config *config)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = true;
-        if (strcmp(arg, "--rubric") == 0 && value) config->rubric = value;
-        else if (strcmp(arg, "--bin") == 0 && value) config->bin_dir = value;
-        else if (strcmp(arg, "--mode") == 0 && value) config->mode = value;
-        else if (strcmp(arg, "--report") == 0 && value) config->report_dir = value;
-        else if (strcmp(arg, "--implementation") == 0 && value) config->implementation = value;
-        else if (strcmp(arg, "--tsan-bin") == 0 && value) config->tsan_bin_dir = value;
-        else if (strcmp(arg, "--tsan-build") == 0 && value) config->tsan_build = value;
-        else if (strcmp(arg, "--tsan-wrapper") == 0 && value) config->tsan_wrapper = value[0] ? value : NULL;
+        if (value && text_option(config, arg, value)) ;
         else if (strcmp(arg, "--unlimited-memory") == 0) { config->unlimited_memory = true; takes_value = false; }
-        else if (strcmp(arg, "--wrapper") == 0 && value) config->run.wrapper = value[0] ? value : NULL;
-        else if (strcmp(arg, "--source-root") == 0 && value) config->run.source_root = value;
-        else if (strcmp(arg, "--timeout") == 0 && value) config->run.limits.wall_seconds = atof(value);
-        else if (strcmp(arg, "--chapter") == 0 && value && config->chapter_count < MAX_CHAPTERS)
-            config->chapters[config->chapter_count++] = value;
         else if (strcmp(arg, "--autolab") == 0) { config->autolab = true; takes_value = false; }
         else if (strcmp(arg, "--real-threads") == 0) { config->real_threads = true; takes_value = false; }
+        else if (strcmp(arg, "--timeout") == 0 && value) config->run.limits.wall_seconds = atof(value);
         else if (strcmp(arg, "--sandbox-uid") == 0 && value) config->run.limits.sandbox_uid = atol(value);
         else if (strcmp(arg, "--sandbox-cpus") == 0 && value) config->run.limits.sandbox_cpus = atol(value);
         else if (strcmp(arg, "--chaos") == 0 && value) setenv("KIT_CHAOS", value, 1);
-        else if (strcmp(arg, "--debug-args") == 0 && value) config->debug_args = value;
+        else if (strcmp(arg, "--chapter") == 0 && value && config->chapter_count < MAX_CHAPTERS)
+            config->chapters[config->chapter_count++] = value;
         else usage();
         i += takes_value;
     }
-    if (!config->rubric || !config->bin_dir || config->run.limits.wall_seconds <= 0)
-        usage();
-    if (strcmp(config->mode, "test") && strcmp(config->mode, "grade") && strcmp(config->mode, "mutant"))
+    bool known_mode = config->mode && (!strcmp(config->mode, "test") || !strcmp(config->mode, "grade") ||
+                                       !strcmp(config->mode, "mutant"));
+    if (!config->rubric || !config->bin_dir || config->run.limits.wall_seconds <= 0 || !known_mode)
         usage();
 }
 
@@ -90,43 +113,9 @@ static bool selected(const struct config *config, const char *chapter)
     return false;
 }
 
-/* The chapter's test binaries and the test names each one lists. */
-struct chapter_tests {
-    char binaries[MAX_BINARIES][512];
-    char names[MAX_BINARIES][MAX_NAMES][128];
-    int name_counts[MAX_BINARIES];
-    int binary_count;
-};
-
-static void discover(const char *bin_dir, const char *chapter, struct chapter_tests *found)
+static bool is_mode(const struct config *config, const char *mode)
 {
-    memset(found, 0, sizeof *found);
-    char dir_path[512];
-    snprintf(dir_path, sizeof dir_path, "%s/%s", bin_dir, chapter);
-    DIR *dir = opendir(dir_path);
-    if (dir == NULL)
-        return;
-    for (struct dirent *entry; (entry = readdir(dir)) && found->binary_count < MAX_BINARIES;) {
-        if (strncmp(entry->d_name, "test_", 5) != 0 || strchr(entry->d_name, '.'))
-            continue;
-        int b = found->binary_count;
-        textf(found->binaries[b], sizeof found->binaries[b], "%s/%s", dir_path, entry->d_name);
-        if (access(found->binaries[b], X_OK) != 0)
-            continue;
-        found->name_counts[b] = list_tests(found->binaries[b], found->names[b], MAX_NAMES);
-        if (found->name_counts[b] >= 0)
-            found->binary_count++;
-    }
-    closedir(dir);
-}
-
-static const char *binary_for(const struct chapter_tests *found, const char *name)
-{
-    for (int b = 0; b < found->binary_count; b++)
-        for (int n = 0; n < found->name_counts[b]; n++)
-            if (strcmp(found->names[b][n], name) == 0)
-                return found->binaries[b];
-    return NULL;
+    return strcmp(config->mode, mode) == 0;
 }
 
 /* Tests a binary has that the rubric does not score: a kit inconsistency. */
@@ -147,22 +136,111 @@ static int report_unscored(const struct chapter_tests *found, const struct test_
     return unscored;
 }
 
-/* The race-freedom line: every test of the chapter again, under TSan. */
-static void run_tsan_line(struct config *config, struct test_case *line, struct test_case *tests, int count)
+/* ---- the gate's findings ------------------------------------------------------ */
+
+/* What the gate said of this chapter's files (gate.c), or false. */
+static bool gate_finding(const struct config *config, const char *chapter, char *text, size_t size)
 {
-    const char *chapter = line->chapter;
+    if (!config->gate_dir)
+        return false;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.txt", config->gate_dir, chapter);
+    char *finding = read_log(path);
+    bool found = finding && finding[0];
+    if (found)
+        textf(text, size, "%s", finding);
+    free(finding);
+    return found;
+}
+
+/* Every line of a refused chapter scores 0; the first says why. */
+static void reject_chapter(struct test_case *tests, int count, const char *chapter, const char *finding)
+{
+    bool first = true;
+    for (int i = 0; i < count; i++) {
+        if (strcmp(tests[i].chapter, chapter) != 0)
+            continue;
+        tests[i].verdict = V_REJECTED;
+        tests[i].integrity = true;
+        if (first)
+            textf(tests[i].detail, sizeof tests[i].detail,
+                  "INTEGRITY: the grader's gate refused this chapter's files, and every line of it scores 0:\n%s",
+                  finding);
+        else
+            textf(tests[i].detail, sizeof tests[i].detail, "refused by the gate (the chapter's first line says why)\n");
+        first = false;
+    }
+}
+
+/* ---- the race-freedom line -------------------------------------------------------- */
+
+/* Why the race-freedom line is not run (set in its detail), or false. */
+static bool tsan_line_waits(const struct config *config, struct test_case *line, const struct test_case *tests,
+                            int count)
+{
     if (!config->tsan_bin_dir) {
         snprintf(line->detail, sizeof line->detail, "run `make tsan` for this line\n");
-        return;
+        return true;
     }
     for (int i = 0; i < count; i++)
-        if (strcmp(tests[i].chapter, chapter) == 0 && &tests[i] != line && tests[i].verdict != V_PASSED &&
+        if (strcmp(tests[i].chapter, line->chapter) == 0 && &tests[i] != line && tests[i].verdict != V_PASSED &&
             strcmp(tests[i].name, "tsan") != 0) {
             snprintf(line->detail, sizeof line->detail, "earned once every test of the chapter passes\n");
-            return;
+            return true;
         }
+    return false;
+}
+
+/* The ThreadSanitizer runs: four times the time, no address-space limit,
+ * their own logs, real threads. */
+static struct run_options tsan_options(const struct config *config)
+{
+    struct run_options run = config->run;
+    run.limits.wall_seconds *= 4; /* TSan runs 5-15x slower; tests scale down under KIT_SLOW */
+    run.limits.cpu_seconds *= 4;
+    run.limits.address_space_mb = 0;
+    run.wrapper = config->tsan_wrapper;
+    static char tsan_logs[1100];
+    textf(tsan_logs, sizeof tsan_logs, "%s/tsan", config->run.log_dir);
+    mkdir(tsan_logs, 0755);
+    run.log_dir = tsan_logs;
+    return run;
+}
+
+static void run_tsan_tests(const struct config *config, struct test_case *line, const struct test_case *tests,
+                           int count, const struct chapter_tests *found)
+{
+    struct run_options run = tsan_options(config);
+    line->verdict = V_PASSED;
+    for (int i = 0; i < count && line->verdict == V_PASSED; i++) {
+        if (strcmp(tests[i].chapter, line->chapter) != 0 || strcmp(tests[i].name, "tsan") == 0)
+            continue;
+        struct test_case copy = tests[i];
+        const char *binary = binary_for(found, copy.name);
+        if (!binary) {
+            line->verdict = V_MISSING;
+            snprintf(line->detail, sizeof line->detail, "no ThreadSanitizer build of %s\n", copy.name);
+            break;
+        }
+        snprintf(copy.binary, sizeof copy.binary, "%s", binary);
+        run_test_case(&copy, &run);
+        line->seconds += copy.seconds;
+        if (copy.verdict != V_PASSED) {
+            line->verdict = copy.verdict == V_RACE ? V_RACE : V_FAILED;
+            textf(line->detail, sizeof line->detail, "%s under ThreadSanitizer: %s\n%s", copy.name,
+                  verdict_text(copy.verdict), copy.detail);
+        }
+    }
+}
+
+/* The race-freedom line: every test of the chapter again, under TSan. */
+static void run_tsan_line(const struct config *config, struct test_case *line, const struct test_case *tests,
+                          int count)
+{
+    if (tsan_line_waits(config, line, tests, count))
+        return;
     if (config->tsan_build) {
-        setenv("KIT_CHAPTER", chapter, 1);
+        setenv("KIT_CHAPTER", line->chapter, 1);
         fflush(stdout);
         if (system(config->tsan_build) != 0) {
             line->verdict = V_FAILED;
@@ -171,39 +249,11 @@ static void run_tsan_line(struct config *config, struct test_case *line, struct 
         }
     }
     struct chapter_tests *found = malloc(sizeof *found);
-    discover(config->tsan_bin_dir, chapter, found);
-    struct run_options run = config->run;
-    run.limits.wall_seconds *= 4; /* TSan runs 5-15x slower; tests scale down under KIT_SLOW */
-    run.limits.cpu_seconds *= 4;
-    run.limits.address_space_mb = 0;
-    run.wrapper = config->tsan_wrapper;
-    static char tsan_logs[1100]; /* apart from the plain runs' logs of the same tests */
-    textf(tsan_logs, sizeof tsan_logs, "%s/tsan", config->run.log_dir);
-    mkdir(tsan_logs, 0755);
-    run.log_dir = tsan_logs;
+    discover_tests(config->tsan_bin_dir, config->run.source_root, line->chapter, found);
     setenv("KIT_SLOW", "1", 1);
     char *scheduled = getenv("KIT_SCHEDULE_TESTS") ? strdup(getenv("KIT_SCHEDULE_TESTS")) : NULL;
     unsetenv("KIT_SCHEDULE_TESTS"); /* ThreadSanitizer must see the threads run at once */
-    line->verdict = V_PASSED;
-    for (int i = 0; i < count && line->verdict == V_PASSED; i++) {
-        if (strcmp(tests[i].chapter, chapter) != 0 || strcmp(tests[i].name, "tsan") == 0)
-            continue;
-        struct test_case copy = tests[i];
-        const char *binary = binary_for(found, copy.name);
-        snprintf(copy.binary, sizeof copy.binary, "%s", binary ? binary : "");
-        if (!binary) {
-            line->verdict = V_MISSING;
-            snprintf(line->detail, sizeof line->detail, "no ThreadSanitizer build of %s\n", copy.name);
-            break;
-        }
-        run_test_case(&copy, &run);
-        line->seconds += copy.seconds;
-        if (copy.verdict != V_PASSED) {
-            line->verdict = copy.verdict == V_RACE ? V_RACE : V_FAILED;
-            textf(line->detail, sizeof line->detail, "%s under ThreadSanitizer: %s\n%s", copy.name,
-                     verdict_text(copy.verdict), copy.detail);
-        }
-    }
+    run_tsan_tests(config, line, tests, count, found);
     unsetenv("KIT_SLOW");
     if (scheduled)
         setenv("KIT_SCHEDULE_TESTS", scheduled, 1);
@@ -211,11 +261,13 @@ static void run_tsan_line(struct config *config, struct test_case *line, struct 
     free(found);
 }
 
+/* ---- a chapter ---------------------------------------------------------------------- */
+
 /* A failed test first says what it proves - its rubric sentence - so the
  * student learns the rule, not only the symptom. */
 static void explain_failure(struct test_case *test)
 {
-    if (test->verdict == V_PASSED || test->description[0] == '\0')
+    if (test->verdict == V_PASSED || test->verdict == V_REJECTED || test->description[0] == '\0')
         return;
     char *detail = malloc(sizeof test->detail);
     if (detail == NULL)
@@ -231,56 +283,93 @@ struct totals {
     char killer[256];
 };
 
-static void grade_chapter(struct config *config, const char *chapter, struct test_case *tests, int count,
+/* One line of the rubric: its test run, or the race-freedom line. */
+static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
+                       const struct chapter_tests *found, int *max)
+{
+    if (strcmp(test->name, "tsan") == 0) {
+        run_tsan_line(config, test, tests, count);
+        *max += config->tsan_bin_dir ? test->points : 0;
+        return;
+    }
+    const char *binary = binary_for(found, test->name);
+    *max += test->points;
+    if (binary == NULL) {
+        test->verdict = V_MISSING;
+        textf(test->detail, sizeof test->detail, "no test binary in %s/%s has this test\n", config->bin_dir,
+              test->chapter);
+        return;
+    }
+    snprintf(test->binary, sizeof test->binary, "%s", binary);
+    run_test_case(test, &config->run);
+    explain_failure(test);
+}
+
+/* The lines of a chapter whose files the gate refused, before and after
+ * the ThreadSanitizer build (the gate sees that build's objects too). */
+static bool chapter_refused(const struct config *config, const char *chapter, struct test_case *tests, int count)
+{
+    char finding[3000];
+    if (!gate_finding(config, chapter, finding, sizeof finding))
+        return false;
+    reject_chapter(tests, count, chapter, finding);
+    return true;
+}
+
+static void count_line(const struct config *config, const struct test_case *test, struct totals *totals)
+{
+    bool tsan_scored = config->tsan_bin_dir || strcmp(test->name, "tsan") != 0;
+    if (test->verdict == V_PASSED || !tsan_scored)
+        return;
+    totals->problems++;
+    if (is_mode(config, "mutant") && !totals->killed) {
+        totals->killed = true;
+        snprintf(totals->killer, sizeof totals->killer, "%s (%s)", test->name, verdict_text(test->verdict));
+    }
+}
+
+/* Streams each line as it is graded; a chapter the gate refused (before, or
+ * in its ThreadSanitizer build) scores 0 on every line. */
+static void grade_chapter(const struct config *config, const char *chapter, struct test_case *tests, int count,
                           struct totals *totals)
 {
-    bool mutant = strcmp(config->mode, "mutant") == 0;
+    bool mutant = is_mode(config, "mutant");
     struct chapter_tests *found = malloc(sizeof *found);
-    discover(config->bin_dir, chapter, found);
+    discover_tests(config->bin_dir, config->run.source_root, chapter, found);
     print_chapter_header(chapter);
+    bool refused = chapter_refused(config, chapter, tests, count);
     int score = 0, max = 0;
     for (int i = 0; i < count && !(mutant && totals->killed); i++) {
         struct test_case *test = &tests[i];
-        if (strcmp(test->chapter, chapter) != 0)
-            continue;
-        if (strcmp(test->name, "tsan") == 0) {
-            if (strcmp(config->mode, "grade") != 0)
-                continue; /* a grading line: make test and make tsan check races directly */
-            run_tsan_line(config, test, tests, count);
-            if (config->tsan_bin_dir)
-                max += test->points;
-        } else {
-            const char *binary = binary_for(found, test->name);
-            max += test->points;
-            if (binary) {
-                snprintf(test->binary, sizeof test->binary, "%s", binary);
-                run_test_case(test, &config->run);
-                explain_failure(test);
-            } else {
-                test->verdict = V_MISSING;
-                textf(test->detail, sizeof test->detail, "no test binary in %s/%s has this test\n",
-                         config->bin_dir, chapter);
-                totals->problems++;
-            }
+        bool tsan = strcmp(test->name, "tsan") == 0;
+        if (strcmp(test->chapter, chapter) != 0 || (!is_mode(config, "grade") && tsan))
+            continue; /* make test and make tsan check races directly */
+        if (refused)
+            max += !tsan || config->tsan_bin_dir ? test->points : 0;
+        else
+            grade_line(config, test, tests, count, found, &max);
+        if (!refused && chapter_refused(config, chapter, tests, count)) {
+            refused = true;
+            printf("  INTEGRITY: the gate refused a file of this chapter in its ThreadSanitizer build: every line "
+                   "scores 0\n");
         }
-        if (test->verdict != V_PASSED && (config->tsan_bin_dir || strcmp(test->name, "tsan") != 0)) {
-            totals->problems++;
-            if (mutant && !totals->killed) {
-                totals->killed = true;
-                snprintf(totals->killer, sizeof totals->killer, "%s (%s)", test->name, verdict_text(test->verdict));
-            }
-        }
-        score += test->verdict == V_PASSED ? test->points : 0;
+        count_line(config, test, totals);
         print_test_line(test, !mutant, config->debug_args);
     }
+    for (int i = 0; i < count; i++)
+        if (strcmp(tests[i].chapter, chapter) == 0 && tests[i].verdict == V_PASSED)
+            score += tests[i].points;
     if (!mutant)
-        totals->problems += report_unscored(found, tests, count, chapter);
+        totals->problems += report_unscored(found, tests, count, chapter) +
+                            (is_mode(config, "test") ? check_listing(found) : 0);
     if (!mutant)
         printf("  Chapter score: %d/%d\n", score, max);
     totals->score += score;
     totals->max += max;
     free(found);
 }
+
+/* ---- reports ------------------------------------------------------------------------ */
 
 /* The lines graded: those of the selected chapters, without the race-freedom
  * lines when there is no ThreadSanitizer build. Returns how many. */
@@ -303,38 +392,38 @@ static void write_reports(const struct config *config, const struct test_case *k
     int err = write_json_report(path, config->mode, config->implementation, kept, n, config->debug_args);
     snprintf(path, sizeof path, "%s/junit.xml", config->report_dir);
     err = err ? err : write_junit_report(path, kept, n);
+    snprintf(path, sizeof path, "%s/scores.tsv", config->report_dir);
+    err = err ? err : write_scores(path, kept, n);
     if (err)
         fprintf(stderr, "kit-grade: cannot write the reports in %s: %s\n", config->report_dir, strerror(err));
     else
         printf("Reports: %s/report.json, %s/junit.xml\n", config->report_dir, config->report_dir);
 }
 
-static void print_autolab(const struct config *config, const struct test_case *tests, int count)
+/* Autolab's score line, the grader's last: printed once every test's
+ * confinement is gone, by the only process that holds this output. */
+static void print_autolab(const struct test_case *kept, int count)
 {
     printf("{\"scores\": {");
-    const char *previous = "";
-    int printed = 0;
-    for (int i = 0; i < count; i++) {
-        if (!selected(config, tests[i].chapter) || strcmp(tests[i].chapter, previous) == 0)
+    for (int i = 0, printed = 0; i < count; i++) {
+        if (i > 0 && strcmp(kept[i].chapter, kept[i - 1].chapter) == 0)
             continue;
-        previous = tests[i].chapter;
         int score = 0;
-        for (int j = i; j < count; j++)
-            if (strcmp(tests[j].chapter, previous) == 0 && tests[j].verdict == V_PASSED)
-                score += tests[j].points;
-        printf("%s\"%s\": %d", printed++ ? ", " : "", previous, score);
+        for (int j = i; j < count && strcmp(kept[j].chapter, kept[i].chapter) == 0; j++)
+            score += kept[j].verdict == V_PASSED ? kept[j].points : 0;
+        printf("%s\"%s\": %d", printed++ ? ", " : "", kept[i].chapter, score);
     }
     printf("}}\n");
+    fflush(stdout);
 }
+
+/* ---- setting up -------------------------------------------------------------------- */
 
 /* Deletes the .svg files a previous run drew in @p dir. */
 static void remove_drawings(const char *dir)
 {
     DIR *folder = opendir(dir);
-    if (folder == NULL)
-        return;
-    struct dirent *entry = readdir(folder);
-    for (; entry != NULL; entry = readdir(folder)) {
+    for (struct dirent *entry; folder && (entry = readdir(folder));) {
         size_t length = strlen(entry->d_name);
         char path[1400];
         if (length > 4 && strcmp(entry->d_name + length - 4, ".svg") == 0) {
@@ -342,58 +431,135 @@ static void remove_drawings(const char *dir)
             unlink(path);
         }
     }
-    closedir(folder);
+    if (folder)
+        closedir(folder);
 }
 
-int main(int argc, char **argv)
+/* The logs' folder, and the one failed schedules are drawn in. */
+static void prepare_logs(struct config *config)
 {
-    static struct config config = { .mode = "grade", .implementation = "solutions",
-                                    .run = { .limits = { 30, 0, 4096, 64, 256, 0, 1 }, .diagnose_timeouts = true } };
-    parse_arguments(argc, argv, &config);
-    if (config.run.limits.sandbox_uid > 0 && geteuid() == 0)
-        config.run.limits.sandbox_uid = claim_sandbox_uid(config.run.limits.sandbox_uid);
-    config.run.limits.cpu_seconds = (long)(config.run.limits.wall_seconds * 2) + 10;
-    if (config.run.wrapper || config.unlimited_memory) /* valgrind and sanitizers map far more than they use */
-        config.run.limits.address_space_mb = 0;
-    static char log_dir[1024];
-    snprintf(log_dir, sizeof log_dir, "%s/logs", config.report_dir ? config.report_dir : "/tmp");
-    mkdir(config.report_dir ? config.report_dir : "/tmp", 0755);
+    static char log_dir[1024], schedule_dir[1100];
+    const char *root = config->report_dir ? config->report_dir : "/tmp";
+    snprintf(log_dir, sizeof log_dir, "%s/logs", root);
+    mkdir(root, 0755);
     mkdir(log_dir, 0755);
-    config.run.log_dir = log_dir;
-    if (config.implementation[0] == '/') /* graded from outside the kit: its files are the student's */
-        config.run.student_root = config.implementation;
-    /* A failed exploration test draws its schedule in logs/schedules; the
-     * sandboxed test runs as the sandbox uid, so that folder (and only that
-     * one: the logs are the grader's) is the uid's to write in. */
-    static char schedule_dir[1100];
+    config->run.log_dir = log_dir;
     snprintf(schedule_dir, sizeof schedule_dir, "%s/schedules", log_dir);
     mkdir(schedule_dir, 0755);
     remove_drawings(schedule_dir); /* an earlier grade's must not pass for this one's */
-    if (config.run.limits.sandbox_uid > 0 && geteuid() == 0 &&
-        chown(schedule_dir, (uid_t)config.run.limits.sandbox_uid, (gid_t)config.run.limits.sandbox_uid) != 0)
-        perror(schedule_dir);
     setenv("KIT_EXPLORE_SVG_DIR", schedule_dir, 1);
+}
+
+/* What every test's environment holds: the sanitizers' exit codes, the seed
+ * and the schedule of a grade, what its make hints name. */
+static void prepare_environment(const struct config *config)
+{
     setenv("TSAN_OPTIONS", "exitcode=66 halt_on_error=1 second_deadlock_stack=1", 0);
     setenv("ASAN_OPTIONS", "exitcode=99 detect_leaks=1 abort_on_error=0", 0);
     setenv("UBSAN_OPTIONS", "exitcode=99 halt_on_error=1 print_stacktrace=1", 0);
     setenv("LSAN_OPTIONS", "exitcode=99", 0);
-    if (strcmp(config.mode, "test") != 0)
+    if (!is_mode(config, "test"))
         setenv("SEED", "20261130", 0); /* same submission, same stress schedule, same score */
     /* ... and every test that can run on one schedule of the scheduler runs on
      * one, seeded from SEED (kit_test.h): the same interleaving every time. */
-    if (strcmp(config.mode, "test") != 0 && !config.real_threads)
+    if (!is_mode(config, "test") && !config->real_threads)
         setenv("KIT_SCHEDULE_TESTS", getenv("SEED"), 1);
     else
         unsetenv("KIT_SCHEDULE_TESTS");
-    /* The make commands a failing test prints name what was graded, as the
-     * grader's own make debug hints do (none when they are off). */
-    if (config.debug_args && config.debug_args[0])
-        setenv("KIT_MAKE_ARGS", config.debug_args, 1);
+    if (config->debug_args && config->debug_args[0])
+        setenv("KIT_MAKE_ARGS", config->debug_args, 1);
     else
         unsetenv("KIT_MAKE_ARGS");
     unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
     unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
+}
 
+/* Root: this grade's own sandbox uid, for every confined step it runs. */
+static void claim_slot(struct config *config)
+{
+    struct limits *limits = &config->run.limits;
+    if (limits->sandbox_uid > 0 && geteuid() == 0)
+        limits->sandbox_uid = confine_claim_uid(limits->sandbox_uid);
+    char text[32];
+    snprintf(text, sizeof text, "%ld", limits->sandbox_uid);
+    setenv("KIT_SANDBOX_UID", text, 1);
+    snprintf(text, sizeof text, "%ld", limits->sandbox_cpus);
+    setenv("KIT_SANDBOX_CPUS", text, 1);
+}
+
+/* The submission's build, confined by make's own rules; what the compiler
+ * said of a file that did not compile is shown, and its chapter scores 0. */
+static void build_submission(const struct config *config)
+{
+    if (!config->build)
+        return;
+    fflush(stdout);
+    if (system(config->build) == 0)
+        return;
+    printf("Some files did not compile, and their chapters score 0. The compiler said:\n");
+    char *log = config->build_log ? read_log(config->build_log) : NULL;
+    int shown = 0;
+    for (char *line = log ? strtok(log, "\n") : NULL; line && shown < 30; line = strtok(NULL, "\n"))
+        if (strstr(line, "error") || strstr(line, "undefined reference") || strstr(line, "kit-gate")) {
+            printf("  %s\n", line);
+            shown++;
+        }
+    printf("(all of it: %s)\n", config->build_log ? config->build_log : "the build's log");
+    free(log);
+}
+
+static void configure(struct config *config)
+{
+    struct limits *limits = &config->run.limits;
+    limits->cpu_seconds = (long)(limits->wall_seconds * 2) + 10;
+    if (config->run.wrapper || config->unlimited_memory) /* valgrind and sanitizers map far more than they use */
+        limits->address_space_mb = 0;
+    if (config->implementation[0] == '/') /* graded from outside the kit: its files are the student's */
+        config->run.student_root = config->implementation;
+    static char kit[4096];
+    snprintf(kit, sizeof kit, "%s", config->run.source_root ? config->run.source_root : ".");
+    if (strlen(kit) > 1 && kit[strlen(kit) - 1] == '/')
+        kit[strlen(kit) - 1] = '\0';
+    config->run.kit_root = kit;
+    static long log_budget = 64L << 20;
+    config->run.log_budget = &log_budget;
+    claim_slot(config);
+    prepare_logs(config);
+    prepare_environment(config);
+}
+
+static int finish(const struct config *config, struct test_case *tests, int count, const struct totals *totals)
+{
+    if (is_mode(config, "mutant")) {
+        printf(totals->killed ? "killed by %s\n" : "SURVIVED: every test passed\n", totals->killer);
+        return totals->killed ? 0 : 1;
+    }
+    static struct test_case kept[MAX_TESTS];
+    int graded = graded_lines(config, tests, count, kept);
+    if (is_mode(config, "grade"))
+        print_standing(kept, graded, config->debug_args);
+    else
+        printf("\n");
+    printf("Score: %d/%d\n", totals->score, totals->max);
+    write_reports(config, kept, graded);
+    if (config->autolab)
+        print_autolab(kept, graded);
+    if (is_mode(config, "test") && totals->problems > 0) {
+        printf("%d problem(s): every test must pass against the reference solutions\n", totals->problems);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct config config = {
+        .mode = "grade", .implementation = "solutions",
+        .run = { .limits = { .wall_seconds = 30, .address_space_mb = 4096, .file_size_mb = 16, .processes = 256,
+                             .sandbox_cpus = 1, .memory_mb = 2048 },
+                 .diagnose_timeouts = true } };
+    parse_arguments(argc, argv, &config);
+    configure(&config);
     static struct test_case tests[MAX_TESTS];
     char error[512];
     int count = load_rubric(config.rubric, tests, MAX_TESTS, error, sizeof error);
@@ -401,29 +567,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "kit-grade: %s\n", error);
         return 2;
     }
+    build_submission(&config);
     struct totals totals = { 0 };
-    for (int i = 0; i < count; i++) {
-        bool first_of_chapter = i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0;
-        if (first_of_chapter && selected(&config, tests[i].chapter) && !(totals.killed))
+    for (int i = 0; i < count && !totals.killed; i++)
+        if ((i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0) && selected(&config, tests[i].chapter))
             grade_chapter(&config, tests[i].chapter, tests, count, &totals);
-    }
-    if (strcmp(config.mode, "mutant") == 0) {
-        printf(totals.killed ? "killed by %s\n" : "SURVIVED: every test passed\n", totals.killer);
-        return totals.killed ? 0 : 1;
-    }
-    static struct test_case kept[MAX_TESTS];
-    int graded = graded_lines(&config, tests, count, kept);
-    if (strcmp(config.mode, "grade") == 0)
-        print_standing(kept, graded, config.debug_args);
-    else
-        printf("\n");
-    printf("Score: %d/%d\n", totals.score, totals.max);
-    write_reports(&config, kept, graded);
-    if (config.autolab)
-        print_autolab(&config, tests, count);
-    if (strcmp(config.mode, "test") == 0 && totals.problems > 0) {
-        printf("%d problem(s): every test must pass against the reference solutions\n", totals.problems);
-        return 1;
-    }
-    return 0;
+    return finish(&config, tests, count, &totals);
 }

@@ -186,6 +186,8 @@ static void print_chapter_standing(const struct test_case *first, int count, con
     printf("  %-24s %3d/%-3d  ", first->chapter, score, max);
     if (failing == NULL)
         printf("every test passes\n");
+    else if (failing->integrity)
+        printf("INTEGRITY: the gate refused its files - see the chapter's first line\n");
     else if (command[0])
         printf("%s\n", command);
     else if (failing->verdict == V_MISSING)
@@ -209,18 +211,36 @@ void print_standing(const struct test_case *tests, int count, const char *debug_
     }
 }
 
+/* How many bytes the UTF-8 sequence at c takes, or 0 if it is not valid
+ * UTF-8 (a test's output may hold any byte; JSON must be Unicode). */
+static int utf8_length(const unsigned char *c)
+{
+    int length = c[0] < 0x80 ? 1 : (c[0] & 0xE0) == 0xC0 ? 2 : (c[0] & 0xF0) == 0xE0 ? 3 : (c[0] & 0xF8) == 0xF0 ? 4 : 0;
+    for (int i = 1; i < length; i++)
+        if ((c[i] & 0xC0) != 0x80)
+            return 0;
+    bool overlong = (length == 2 && c[0] < 0xC2) || (c[0] == 0xE0 && c[1] < 0xA0) || (c[0] == 0xF0 && c[1] < 0x90);
+    bool surrogate = c[0] == 0xED && c[1] >= 0xA0;
+    bool beyond = c[0] > 0xF4 || (c[0] == 0xF4 && c[1] >= 0x90);
+    return overlong || surrogate || beyond ? 0 : length;
+}
+
 static void json_string(FILE *out, const char *text)
 {
     fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
+    for (const unsigned char *c = (const unsigned char *)text; *c;) {
+        int length = utf8_length(c);
+        if (length == 0)
+            fputs("\\ufffd", out); /* a byte that is not UTF-8: the replacement character */
+        else if (*c == '"' || *c == '\\')
             fprintf(out, "\\%c", *c);
         else if (*c == '\n')
             fputs("\\n", out);
-        else if (*c < 0x20)
+        else if (*c < 0x20 || *c == 0x7f)
             fprintf(out, "\\u%04x", *c);
         else
-            fputc(*c, out);
+            fwrite(c, 1, (size_t)length, out);
+        c += length ? length : 1;
     }
     fputc('"', out);
 }
@@ -234,7 +254,9 @@ static void xml_text(FILE *out, const char *text)
         case '&': fputs("&amp;", out); break;
         case '"': fputs("&quot;", out); break;
         default:
-            if (*c >= 0x20 || *c == '\n' || *c == '\t')
+            if (*c >= 0x80 && utf8_length(c) == 0)
+                fputc('?', out);
+            else if (*c >= 0x20 || *c == '\n' || *c == '\t')
                 fputc(*c, out);
         }
     }
@@ -263,7 +285,13 @@ int write_json_report(const char *path, const char *mode, const char *implementa
     json_string(out, mode);
     fprintf(out, ",\n  \"implementation\": ");
     json_string(out, implementation);
-    fprintf(out, ",\n  \"score\": %d,\n  \"max\": %d,\n  \"tests\": [", score, max);
+    fprintf(out, ",\n  \"score\": %d,\n  \"max\": %d,\n  \"integrity\": [", score, max);
+    for (int i = 0, listed = 0; i < count; i++)
+        if (tests[i].integrity && (i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0)) {
+            fputs(listed++ ? ", " : "", out);
+            json_string(out, tests[i].chapter);
+        }
+    fprintf(out, "],\n  \"tests\": [");
     for (int i = 0; i < count; i++) {
         const struct test_case *t = &tests[i];
         fprintf(out, "%s\n    {\"chapter\": ", i ? "," : "");
@@ -281,7 +309,7 @@ int write_json_report(const char *path, const char *mode, const char *implementa
         debug_command(t, debug_args, command, sizeof command);
         fputs(", \"debug\": ", out);
         json_string(out, command);
-        fputc('}', out);
+        fprintf(out, ", \"integrity\": %s}", t->integrity ? "true" : "false");
     }
     fputs("\n  ]\n}\n", out);
     return close_report(out);
@@ -311,5 +339,26 @@ int write_junit_report(const char *path, const struct test_case *tests, int coun
         fputs("  </testsuite>\n", out);
     }
     fputs("</testsuites>\n", out);
+    return close_report(out);
+}
+
+/* scores.tsv: chapter, points earned, points in all, and "refused" when the
+ * gate refused its files - the one line a chapter that grade-all reads. */
+int write_scores(const char *path, const struct test_case *tests, int count)
+{
+    FILE *out = fopen(path, "w");
+    if (out == NULL)
+        return errno;
+    for (int i = 0; i < count;) {
+        int end = i, earned = 0, max = 0;
+        bool refused = false;
+        for (; end < count && strcmp(tests[end].chapter, tests[i].chapter) == 0; end++) {
+            max += tests[end].points;
+            earned += tests[end].verdict == V_PASSED ? tests[end].points : 0;
+            refused = refused || tests[end].integrity;
+        }
+        fprintf(out, "%s\t%d\t%d\t%s\n", tests[i].chapter, earned, max, refused ? "refused" : "ok");
+        i = end;
+    }
     return close_report(out);
 }

@@ -21,12 +21,7 @@ enum { MAX_CHAIN = 5 };
 
 static void append_text(char *detail, size_t size, const char *text)
 {
-    size_t used = strlen(detail), length = strlen(text);
-    if (used + length + 2 >= size)
-        return;
-    memcpy(detail + used, text, length);
-    detail[used + length] = '\n';
-    detail[used + length + 1] = '\0';
+    append_line(detail, size, text, strlen(text));
 }
 
 static bool starts_with(const char *text, const char *prefix)
