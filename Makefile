@@ -216,7 +216,7 @@ else
 # the gate admits it (tests/support/grader/gate.h): what it defines, what it
 # calls, its sections, no asm. No dependency files: nothing a confined step
 # writes is ever read by make.
-$(OUT)/obj/impl/%.o: $(STAGE)/%.c $(FLAGS_STAMP) $(CONFINE) $(GATE)
+$(OUT)/obj/impl/%.o: $(STAGE)/%.c $(FLAGS_STAMP) $(CONFINE) $(GATE) $(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))
 	@mkdir -p $(@D)
 	$(call say,CC,$(IMPL)/$*.c)$(call confined_compile,$*,$@)
 endif
@@ -286,12 +286,16 @@ confine_step = $(CONFINE) --kit $(CURDIR) --ro-at $(abspath $(STAGE)) $(abspath 
 gate_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
              --imports '$(foreach d,$(ch$(call number,$(1))_uses),$(ch$(call number,$(d))_defines)) $(ch$(call number,$(1))_imports)' \
              --allow tests/support/grader/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
-             --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
+             $(GATE_TRUSTED)
 GATE_VARIANT = $(or $(SAN),plain)
-# $(call confined_compile,NN-name/file,object): preprocess, compile, gate, keep.
+# $(call confined_compile,NN-name/file,object): preprocess, gate the text,
+# compile, gate the object, keep it.
+GATE_TRUSTED = --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
 confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
   $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(INCLUDES) \
     -E $(IMPL)/$(1).c -o $(2).work/source.i && \
+  $(GATE) source --chapter $(firstword $(subst /, ,$(1))) --source $(2).work/source.i --findings $(FINDINGS) \
+    $(GATE_TRUSTED) && \
   $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) \
     -c $(2).work/source.i -o $(2).work/object.o && \
   $(GATE) object $(call gate_rules,$(firstword $(subst /, ,$(1)))) --variant $(GATE_VARIANT) \
@@ -439,9 +443,11 @@ STAGE_CHAPTERS = $(foreach c,$(ACTIVE),--chapter $(c) $(call stage_files,$(c)))
 # $(call stage_submission,report folder): stages what is graded there: the
 # exercises/ folder, or the SUBMISSION folder (whose own exercises/ the gate
 # takes if it is a real folder; a link there is refused, not followed).
+# LOOSE=1 (Gradescope) takes each exercise file by its name, at any depth.
+LOOSE ?=
 stage_submission = rm -rf $(1)/stage $(1)/gate && mkdir -p $(1) && \
-  $(GATE) stage --from $(or $(SUBMISSION_DIR),exercises) $(if $(SUBMISSION),--kit-tree) --to $(1)/stage \
-    --findings $(1)/gate --stubs exercises $(STAGE_CHAPTERS)
+  $(GATE) stage --from $(or $(SUBMISSION_DIR),exercises) $(if $(SUBMISSION),--kit-tree) $(if $(LOOSE),--loose) \
+    --to $(1)/stage --findings $(1)/gate --stubs exercises $(STAGE_CHAPTERS)
 # $(call submission_build,report folder): make's variables that build what
 # is graded from the stage there, confined and gated.
 submission_build = IMPL=$(GRADE_IMPL) CONFINED=1 STAGE=$(1)/stage FINDINGS=$(1)/gate WERROR=

@@ -658,6 +658,11 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
 static void thread_ends(void *raw)
 {
     struct sched_thread *t = raw;
+    if (t->id == 0 && !t->returned) { /* the test's own thread: its checks would never run */
+        sched_fail("the test's own thread ended inside the code under test: pthread_exit ends the thread that "
+                   "calls it, and this one is the test's - return to the caller instead");
+        sched.failer = t->id;
+    }
     at(t, DONE, OP_EXIT, -1, NULL);
     record_step(t, OP_EXIT, -1, -1);
     int i = 0;
@@ -686,6 +691,7 @@ static void *managed_start(void *raw)
     record_step(t, OP_START, -1, -1);
     pthread_cleanup_push(thread_ends, t);
     t->ret = t->fn(t->arg);
+    t->returned = true;
     pthread_cleanup_pop(1);
     return NULL;
 }

@@ -63,6 +63,7 @@ struct sched_thread {
     void *(*fn)(void *);
     void *arg;
     void *ret;
+    bool returned;         /* its function returned (not pthread_exit) */
     /* The model, changed only by the token holder: */
     enum sched_state state;
     enum sched_op op;                 /* the operation it is at */

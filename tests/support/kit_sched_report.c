@@ -325,27 +325,21 @@ static long steps_to_show(void)
 /* The picture draws at most this many of the last steps. */
 #define DRAWN_STEPS 200
 
-void sched_report(const char *test, const char *strategy, long schedule)
+/* The places (file:line) the report names: every live thread's, every shown step's. */
+static void name_places(long first)
 {
-    static char token[16384];
-    bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
-    const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
-    sched_token(token, sizeof token);
-    long shown = steps_to_show();
-    long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++)
         want_place(sched.threads[sched.live[i]]->where);
     for (long i = first; i < sched.nsteps; i++)
         want_place(sched.steps[i].where);
     resolve_places();
+}
+
+/* Where each thread stands at the end, then the steps from `first` on. */
+static void print_threads_and_steps(const char *tag, long first)
+{
     char line[256];
-    if (scheduled)
-        fprintf(stderr, "%s %s: its schedule (%s) failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
-                strategy, sched.nsteps, (double)sched.now / 1e6);
-    else
-        fprintf(stderr, "%s %s: schedule %ld of %s failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
-                schedule + 1, strategy, sched.nsteps, (double)sched.now / 1e6);
     fprintf(stderr, "%s   %s\n%s The threads at the end:\n", tag, sched.message, tag);
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
@@ -362,7 +356,13 @@ void sched_report(const char *test, const char *strategy, long schedule)
         fprintf(stderr, "%s %5ld %-14s %-40s %s\n", tag, i + 1, sched.threads[step->thread]->name, line,
                 sched_place_of(step->where));
     }
-    draw(test, sched.nsteps - first > DRAWN_STEPS ? sched.nsteps - DRAWN_STEPS : first, tag);
+}
+
+/* How to see the same schedule again: make debug for a scheduled test (its
+ * seed gives it), make explore with the token for an explored one. */
+static void print_replay(const char *tag, const char *test, bool scheduled)
+{
+    static char token[16384];
     char make_args[1200];
     sched_make_args(make_args, sizeof make_args);
     if (scheduled) {
@@ -372,8 +372,27 @@ void sched_report(const char *test, const char *strategy, long schedule)
                 program_invocation_name, test);
         return;
     }
+    sched_token(token, sizeof token);
     fprintf(stderr, "%s Replay it: make explore %s TEST=%s REPLAY=%s\n", tag, make_args, test, token);
     fprintf(stderr, "%s        or: KIT_SCHED=replay:%s %s --run %s\n", tag, token, program_invocation_name, test);
+}
+
+void sched_report(const char *test, const char *strategy, long schedule)
+{
+    bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
+    const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
+    long shown = steps_to_show();
+    long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
+    name_places(first);
+    if (scheduled)
+        fprintf(stderr, "%s %s: its schedule (%s) failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
+                strategy, sched.nsteps, (double)sched.now / 1e6);
+    else
+        fprintf(stderr, "%s %s: schedule %ld of %s failed after %ld steps, at virtual time %.3f ms:\n", tag, test,
+                schedule + 1, strategy, sched.nsteps, (double)sched.now / 1e6);
+    print_threads_and_steps(tag, first);
+    draw(test, sched.nsteps - first > DRAWN_STEPS ? sched.nsteps - DRAWN_STEPS : first, tag);
+    print_replay(tag, test, scheduled);
 }
 
 /* A scheduled test that the model itself failed (a deadlock, a misuse of a

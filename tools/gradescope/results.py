@@ -54,7 +54,7 @@ def main():
     with open(log_path, encoding="utf-8", errors="replace") as log:
         output = readable(log.read(), work_dir)
     try:
-        with open(report_path, encoding="utf-8") as f:
+        with open(report_path, encoding="utf-8", errors="replace") as f:
             report = json.load(f)
     except (OSError, ValueError) as err:
         report = {"tests": []}
@@ -65,6 +65,9 @@ def main():
         chapter = test["chapter"][:2]
         per_chapter[chapter] = per_chapter.get(chapter, 0) + 1
         tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test, work_dir))
+    if report.get("integrity"):
+        output = ("INTEGRITY: the grader's gate refused the files of %s, which score 0: see their first test.\n\n"
+                  % ", ".join(report["integrity"])) + output
     results = {
         "score": sum(t["score"] for t in tests),
         "output": output,

@@ -6,17 +6,18 @@
  * The shape of one confined run:
  *
  *     confine_run                 the caller's uid; joins the slot's cgroup (root)
- *       `- child                  limits, the terminal filter, listed fds and variables,
- *            |                    the sandbox uid (root), then exec:
- *            `- bwrap             namespaces, the mounts (CONFINE_NAMESPACES)
- *                 `- shim         kit-confine --exec-limited: RLIMIT_NPROC counted inside
+ *       `- child                  the terminal filter, listed fds and variables, then exec:
+ *            `- bwrap             namespaces, the mounts (CONFINE_NAMESPACES); as root,
+ *                 |               with its privileges, so that it reads what root may
+ *                 `- shim         kit-confine --exec-limited: the sandbox uid (root), the
+ *                      |          limits (RLIMIT_NPROC counted inside), no user namespace
  *                      `- command
  *
- * Every process of the run inherits one end of a "lifetime" pipe that none of
- * them knows about; confine_run returns only when that pipe reads end-of-file,
- * that is, when the last of them is gone - a daemon that called setsid()
- * included. bubblewrap's pid namespace makes that immediate: when the command
- * ends, its pid 1 ends and the kernel kills the rest.
+ * confine_run is the run's subreaper: every process the command leaves
+ * behind, a daemon that called setsid() included, becomes its child, and it
+ * returns only once it has killed and reaped them all. bubblewrap's pid
+ * namespace makes that immediate: when the command ends, its pid 1 ends and
+ * the kernel kills the rest.
  */
 #define _GNU_SOURCE /* pipe2, ppoll, setgroups, clearenv */
 #include "confine.h"
@@ -44,6 +45,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #endif
 
@@ -126,9 +128,9 @@ static void keep_listed_variables(void)
 
 /* ---- descriptors: listed ones only ------------------------------------------ */
 
-static bool fd_is_kept(const struct confine_spec *spec, int fd, int lifetime)
+static bool fd_is_kept(const struct confine_spec *spec, int fd)
 {
-    if (fd <= 2 || fd == lifetime)
+    if (fd <= 2)
         return true;
     for (int i = 0; i < spec->keep_fd_count; i++)
         if (spec->keep_fds[i] == fd)
@@ -136,9 +138,8 @@ static bool fd_is_kept(const struct confine_spec *spec, int fd, int lifetime)
     return false;
 }
 
-/* Closes every descriptor but 0, 1, 2, the kept ones and the lifetime pipe,
- * which stay open across exec. */
-static void close_unlisted_fds(const struct confine_spec *spec, int lifetime)
+/* Closes every descriptor but 0, 1, 2 and the kept ones, which stay open across exec. */
+static void close_unlisted_fds(const struct confine_spec *spec)
 {
     int open_fds[1024], count = 0;
     DIR *dir = opendir("/proc/self/fd");
@@ -151,11 +152,10 @@ static void close_unlisted_fds(const struct confine_spec *spec, int lifetime)
         for (int fd = 3; fd < 1024; fd++)
             open_fds[count++] = fd;
     for (int i = 0; i < count; i++)
-        if (!fd_is_kept(spec, open_fds[i], lifetime))
+        if (!fd_is_kept(spec, open_fds[i]))
             close(open_fds[i]);
     for (int i = 0; i < spec->keep_fd_count; i++)
         fcntl(spec->keep_fds[i], F_SETFD, 0);
-    fcntl(lifetime, F_SETFD, 0);
 }
 
 /* ---- the terminal filter ------------------------------------------------------ */
@@ -192,6 +192,52 @@ static void refuse_terminal_injection(void)
 #endif
 }
 
+/* ---- command lines ---------------------------------------------------------------- */
+
+struct words {
+    char *word[CONFINE_MAX_MOUNTS * 3 + 400];
+    int count;
+};
+
+static void add(struct words *w, const char *a)
+{
+    if (w->count < (int)(sizeof w->word / sizeof w->word[0]) - 1)
+        w->word[w->count++] = (char *)a;
+    w->word[w->count] = NULL;
+}
+
+static void add3(struct words *w, const char *a, const char *b, const char *c)
+{
+    add(w, a);
+    add(w, b);
+    if (c)
+        add(w, c);
+}
+
+/* Inside the sandbox, before the command: no new user namespace, whose
+ * capabilities would let a test remount what it sees (clone3's flags cannot
+ * be read by a filter, so clone3 is "not there": the C library then uses
+ * clone). bubblewrap has made its own namespaces by then. */
+void confine_refuse_user_namespaces(void)
+{
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(SYS_clone3)
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (unsigned)offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (unsigned)offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = { (unsigned short)(sizeof code / sizeof code[0]), code };
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program);
+#endif
+}
+
 /* ---- the level --------------------------------------------------------------- */
 
 const char *confine_level_name(enum confine_level level)
@@ -218,16 +264,21 @@ static bool on_path(const char *program)
     return false;
 }
 
-static void drop_privileges(long uid)
+void confine_drop_privileges(long uid)
 {
-    if (geteuid() != 0)
+    if (geteuid() != 0 || uid <= 0)
         return;
     if (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
         _exit(126);
 }
 
-/* Can bubblewrap make its namespaces here, as the uid tests would run as? */
-static bool bubblewrap_works(long uid)
+/* bubblewrap's namespaces: as root, made by bubblewrap with its privileges
+ * (no user namespace, which would map the sandbox's users to root), the
+ * sandbox uid taken inside, by the shim; as anyone else, in a user namespace. */
+static void add_namespaces(struct words *w);
+
+/* Can bubblewrap make its namespaces here? */
+static bool bubblewrap_works(void)
 {
     if (!on_path("bwrap"))
         return false;
@@ -236,9 +287,13 @@ static bool bubblewrap_works(long uid)
         int null = open("/dev/null", O_RDWR);
         dup2(null, STDOUT_FILENO);
         dup2(null, STDERR_FILENO);
-        drop_privileges(uid);
-        execlp("bwrap", "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-               "--ro-bind", "/", "/", "--proc", "/proc", "--", "true", (char *)NULL);
+        static struct words words;
+        add(&words, "bwrap");
+        add_namespaces(&words);
+        add3(&words, "--ro-bind", "/", "/");
+        add3(&words, "--proc", "/proc", "--");
+        add(&words, "true");
+        execvp("bwrap", words.word);
         _exit(127);
     }
     int status = 0;
@@ -255,7 +310,7 @@ enum confine_level confine_probe(long sandbox_uid, char *why, size_t size)
     else if (cached && strcmp(cached, "uid") == 0 && root)
         level = CONFINE_UID;
     else if (cached == NULL || strcmp(cached, "none") != 0)
-        level = bubblewrap_works(sandbox_uid) ? CONFINE_NAMESPACES : root ? CONFINE_UID : CONFINE_NONE;
+        level = bubblewrap_works() ? CONFINE_NAMESPACES : root ? CONFINE_UID : CONFINE_NONE;
     const char *bwrap = on_path("bwrap") ? "bubblewrap cannot make user namespaces here"
                                          : "bubblewrap (bwrap) is not installed";
     if (level == CONFINE_NAMESPACES)
@@ -364,26 +419,6 @@ static void hand_over_writable(const struct confine_spec *spec)
 
 /* ---- bubblewrap's command line ---------------------------------------------------- */
 
-struct words {
-    char *word[CONFINE_MAX_MOUNTS * 3 + 400];
-    int count;
-};
-
-static void add(struct words *w, const char *a)
-{
-    if (w->count < (int)(sizeof w->word / sizeof w->word[0]) - 1)
-        w->word[w->count++] = (char *)a;
-    w->word[w->count] = NULL;
-}
-
-static void add3(struct words *w, const char *a, const char *b, const char *c)
-{
-    add(w, a);
-    add(w, b);
-    if (c)
-        add(w, c);
-}
-
 /* The system, read-only: programs, libraries, the compiler, gdb; of /etc
  * only what the loader, the compiler's links and gdb read. */
 static void add_system(struct words *w)
@@ -407,17 +442,30 @@ static void add_system(struct words *w)
         add3(w, "--ro-bind-try", etc[i], etc[i]);
     add3(w, "--proc", "/proc", NULL);
     add3(w, "--dev", "/dev", NULL);
-    add3(w, "--size", "67108864", "--tmpfs");
-    add(w, "/tmp");
-    add3(w, "--size", "16777216", "--tmpfs");
-    add(w, "/var/tmp");
-    add3(w, "--size", "16777216", "--tmpfs");
-    add(w, "/dev/shm");
+    static const char *const scratch[][2] = { { "/tmp", "67108864" }, { "/var/tmp", "16777216" },
+                                               { "/dev/shm", "16777216" } };
+    for (int i = 0; i < 3; i++) { /* small, private, writable by anyone (the sandbox uid among them) */
+        add3(w, "--perms", "01777", "--size");
+        add3(w, scratch[i][1], "--tmpfs", scratch[i][0]);
+    }
+}
+
+/* What the sandbox sees besides the system: the kit's headers (when the kit
+ * is shown) and the caller's mounts, each at its own path. */
+struct view {
+    struct confine_mount mount[CONFINE_MAX_MOUNTS + 256];
+    int count;
+};
+
+static void view_add(struct view *view, const char *source, const char *dest, bool writable)
+{
+    if (view->count < (int)(sizeof view->mount / sizeof view->mount[0]))
+        view->mount[view->count++] = (struct confine_mount){ source, dest, writable };
 }
 
 /* The kit's headers, each at its own path in an otherwise empty, read-only
  * folder: its solutions, mutants, submissions and results stay invisible. */
-static void add_headers_below(struct words *w, const char *dir, int depth)
+static void add_headers_below(struct view *view, const char *dir, int depth)
 {
     DIR *folder = opendir(dir);
     for (struct dirent *entry; folder && depth < 4 && (entry = readdir(folder));) {
@@ -428,10 +476,10 @@ static void add_headers_below(struct words *w, const char *dir, int depth)
         struct stat info;
         size_t length = strlen(entry->d_name);
         if (lstat(path, &info) == 0 && S_ISDIR(info.st_mode)) {
-            add_headers_below(w, path, depth + 1);
+            add_headers_below(view, path, depth + 1);
             free(path);
         } else if (S_ISREG(info.st_mode) && length > 2 && strcmp(entry->d_name + length - 2, ".h") == 0) {
-            add3(w, "--ro-bind", path, path);
+            view_add(view, path, path, false);
         } else {
             free(path);
         }
@@ -440,53 +488,101 @@ static void add_headers_below(struct words *w, const char *dir, int depth)
         closedir(folder);
 }
 
-static void add_kit(struct words *w, const char *kit)
+static int by_path(const void *a, const void *b)
 {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every folder between the kit and a mount inside it, made readable to all
+ * first (bubblewrap would make them its own alone), parents before children. */
+static void add_kit_folders(struct words *w, const struct view *view, const char *kit)
+{
+    static char *folders[4096];
+    int count = 0;
+    size_t kit_length = strlen(kit);
+    for (int i = 0; i < view->count; i++) {
+        const char *dest = view->mount[i].dest;
+        if (strncmp(dest, kit, kit_length) != 0 || dest[kit_length] != '/')
+            continue;
+        for (const char *slash = strchr(dest + kit_length + 1, '/'); slash && count < 4096;
+             slash = strchr(slash + 1, '/'))
+            folders[count++] = strndup(dest, (size_t)(slash - dest));
+    }
+    qsort(folders, (size_t)count, sizeof folders[0], by_path);
+    for (int i = 0; i < count; i++)
+        if (i == 0 || strcmp(folders[i], folders[i - 1]) != 0) {
+            add3(w, "--perms", "0755", "--dir");
+            add(w, folders[i]);
+        }
+}
+
+static void add_view(struct words *w, const struct confine_spec *spec)
+{
+    static struct view view;
     static const char *const parts[] = { "chapters", "lib", "exercises", NULL };
-    add3(w, "--size", "16777216", "--tmpfs");
-    add(w, kit);
-    for (int i = 0; parts[i]; i++) {
+    for (int i = 0; spec->kit_root && parts[i]; i++) {
         char *dir = malloc(PATH_MAX); /* kept: the command line points at it */
-        snprintf(dir, PATH_MAX, "%s/%s", kit, parts[i]);
-        add_headers_below(w, dir, 0);
+        snprintf(dir, PATH_MAX, "%s/%s", spec->kit_root, parts[i]);
+        add_headers_below(&view, dir, 0);
+    }
+    for (int i = 0; i < spec->mount_count; i++)
+        view_add(&view, spec->mounts[i].source, spec->mounts[i].dest ? spec->mounts[i].dest : spec->mounts[i].source,
+                 spec->mounts[i].writable);
+    view_add(&view, own_path(), own_path(), false); /* the shim */
+    if (spec->kit_root) {
+        add3(w, "--size", "16777216", "--tmpfs");
+        add(w, spec->kit_root);
+        add_kit_folders(w, &view, spec->kit_root);
+    }
+    for (int i = 0; i < view.count; i++)
+        add3(w, view.mount[i].writable ? "--bind" : "--ro-bind", view.mount[i].source, view.mount[i].dest);
+}
+
+static void add_namespaces(struct words *w)
+{
+    add3(w, "--unshare-ipc", "--unshare-pid", "--unshare-net");
+    add3(w, "--unshare-uts", "--unshare-cgroup-try", NULL);
+    if (geteuid() == 0) {
+        add3(w, "--cap-add", "CAP_SETUID", NULL); /* for the shim alone, which drops them with root */
+        add3(w, "--cap-add", "CAP_SETGID", NULL);
+    } else {
+        add3(w, "--unshare-user", "--disable-userns", NULL);
     }
 }
 
-static void add_limits(struct words *w, const struct confine_spec *spec)
+/* The shim, inside: the sandbox uid (root), the limits, no user namespaces, the command. */
+static void add_shim(struct words *w, const struct confine_spec *spec)
 {
     static char text[5][32];
     snprintf(text[0], sizeof text[0], "%ld", spec->tasks);
     snprintf(text[1], sizeof text[1], "%ld", spec->cpu_seconds);
     snprintf(text[2], sizeof text[2], "%ld", spec->file_size_mb);
     snprintf(text[3], sizeof text[3], "%ld", spec->address_space_unlimited ? 0 : spec->memory_mb);
+    snprintf(text[4], sizeof text[4], "%ld", geteuid() == 0 ? spec->sandbox_uid : 0);
     add3(w, own_path(), "--exec-limited", text[0]);
     add3(w, text[1], text[2], text[3]);
-    add(w, "--");
+    add3(w, text[4], "--", NULL);
 }
 
 static void build_bwrap_words(struct words *w, const struct confine_spec *spec, char *const argv[])
 {
-    add3(w, "bwrap", "--unshare-all", "--unshare-user");
-    add3(w, "--disable-userns", "--die-with-parent", NULL);
+    add(w, "bwrap");
+    add_namespaces(w);
+    add(w, "--die-with-parent");
     add3(w, "--hostname", "kit-sandbox", NULL);
     if (!spec->interactive)
         add(w, "--new-session");
     add_system(w);
-    if (spec->kit_root)
-        add_kit(w, spec->kit_root);
-    add3(w, "--ro-bind", own_path(), own_path());
-    for (int i = 0; i < spec->mount_count; i++) {
-        const struct confine_mount *m = &spec->mounts[i];
-        add3(w, m->writable ? "--bind" : "--ro-bind", m->source, m->dest ? m->dest : m->source);
-    }
+    add_view(w, spec);
     if (spec->kit_root)
         add3(w, "--remount-ro", spec->kit_root, NULL);
+    add3(w, "--remount-ro", "/dev", NULL); /* (its /dev/shm is a mount of its own: it stays writable) */
     add3(w, "--remount-ro", "/", NULL);
     static char cwd[PATH_MAX]; /* the caller's folder, when the kit shown is it */
     bool in_kit = spec->kit_root && getcwd(cwd, sizeof cwd) && strcmp(cwd, spec->kit_root) == 0;
     add3(w, "--chdir", spec->chdir ? spec->chdir : in_kit ? cwd : "/tmp", NULL);
     add(w, "--");
-    add_limits(w, spec);
+    add_shim(w, spec);
     for (int i = 0; argv[i]; i++)
         add(w, argv[i]);
 }
@@ -509,7 +605,7 @@ void confine_set_limits(long tasks, long cpu_seconds, long file_size_mb, long ad
 }
 
 _Noreturn static void enter_confinement(const struct confine_spec *spec, enum confine_level level,
-                                        char *const argv[], int lifetime, int output)
+                                        char *const argv[], int output)
 {
     if (!spec->interactive)
         setpgid(0, 0);
@@ -522,20 +618,19 @@ _Noreturn static void enter_confinement(const struct confine_spec *spec, enum co
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (spec->interactive)
         signal(SIGINT, SIG_IGN); /* Ctrl-C is gdb's, inside: bubblewrap must live on */
-    close_unlisted_fds(spec, lifetime);
+    close_unlisted_fds(spec);
     keep_listed_variables();
     refuse_terminal_injection();
-    if (level == CONFINE_NAMESPACES) {
+    if (level == CONFINE_NAMESPACES) { /* bubblewrap, as the caller: the shim drops root inside */
         static struct words words;
         build_bwrap_words(&words, spec, argv);
-        drop_privileges(spec->sandbox_uid);
         execvp("bwrap", words.word);
         _exit(127);
     }
     bool uid_counts_alone = level == CONFINE_UID;
     confine_set_limits(uid_counts_alone ? spec->tasks : 0, spec->cpu_seconds, spec->file_size_mb,
                        spec->address_space_unlimited ? 0 : spec->memory_mb);
-    drop_privileges(spec->sandbox_uid);
+    confine_drop_privileges(spec->sandbox_uid);
     if (spec->chdir && chdir(spec->chdir) != 0)
         _exit(126);
     execvp(argv[0], argv);
@@ -620,24 +715,31 @@ static int supervise(struct supervision *s, const sigset_t *waiting_mask)
     return status;
 }
 
-/* Returns once no process holds the lifetime pipe: all of the run is dead. */
-static void await_the_end(int lifetime, const struct supervision *s)
+/* SIGKILL to each of this process's children. */
+static void kill_children(void)
 {
-    if (s->level == CONFINE_UID)
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+    FILE *in = fopen(path, "r");
+    for (int child; in && fscanf(in, "%d", &child) == 1;)
+        kill(child, SIGKILL);
+    if (in)
+        fclose(in);
+}
+
+/* kit-confine is the run's subreaper: whatever the command leaves behind -
+ * a daemon in a session of its own, a pid namespace's first process once its
+ * bubblewrap is gone - becomes its child. Kills and reaps them all, round by
+ * round (a killed process's children come to it next), until none is left. */
+static void end_every_descendant(const struct supervision *s)
+{
+    if (s->level == CONFINE_UID) /* and any of the uid's that got away */
         confine_reap_uid(s->spec->sandbox_uid);
-    for (int round = 0;; round++) {
-        struct pollfd fds = { lifetime, POLLIN, 0 };
-        char byte;
-        if (poll(&fds, 1, 2000) > 0 && read(lifetime, &byte, 1) == 0)
-            break;
-        if (s->level == CONFINE_NONE && round == 0) {
-            fprintf(stderr, "kit-confine: a process the submission started is still running (nothing confines it "
-                            "here)\n");
-            break;
-        }
-        stop_everything(s);
+    for (;;) {
+        kill_children();
+        if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+            return;
     }
-    close(lifetime);
 }
 
 void confine_reap_uid(long uid)
@@ -646,7 +748,7 @@ void confine_reap_uid(long uid)
         return;
     pid_t killer = fork();
     if (killer == 0) {
-        drop_privileges(uid);
+        confine_drop_privileges(uid);
         /* kill(-1) reaches every process of this uid; repeat until none is left */
         for (int i = 0; i < 2000 && kill(-1, SIGKILL) == 0; i++) {
             struct timespec pause = { 0, 1000000 };
@@ -666,8 +768,8 @@ int confine_run(const struct confine_spec *spec, char *const argv[])
         join_slot_cgroups(spec);
         hand_over_writable(spec);
     }
-    int lifetime[2], output[2] = { -1, -1 };
-    if (pipe2(lifetime, O_CLOEXEC) != 0 || (spec->output_kb > 0 && pipe2(output, O_CLOEXEC) != 0))
+    int output[2] = { -1, -1 };
+    if (spec->output_kb > 0 && pipe2(output, O_CLOEXEC) != 0)
         return 126 << 8;
     sigset_t blocked, waiting;
     sigemptyset(&blocked);
@@ -686,15 +788,12 @@ int confine_run(const struct confine_spec *spec, char *const argv[])
 #endif
     pid_t child = fork();
     if (child == 0)
-        enter_confinement(spec, level, argv, lifetime[1], output[1]);
-    close(lifetime[1]);
+        enter_confinement(spec, level, argv, output[1]);
     if (output[1] >= 0)
         close(output[1]);
     struct supervision s = { child, level, spec, output[0], spec->output_kb << 10, false, false };
     int status = child > 0 ? supervise(&s, &waiting) : 126 << 8;
-    await_the_end(lifetime[0], &s);
-    while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans of the run, handed to us as their reaper */
-        ;
+    end_every_descendant(&s);
     while (s.output >= 0)
         pass_output(&s);
     if (s.timed_out)

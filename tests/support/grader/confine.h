@@ -68,6 +68,12 @@ long confine_claim_uid(long uid);
 /** Root: kills every process of uid, and waits until none is left. */
 void confine_reap_uid(long uid);
 
+/** Root: becomes uid (and its group), with no supplementary groups; exits 126 if it cannot. */
+void confine_drop_privileges(long uid);
+
+/** Refuses new user namespaces to this process and all it starts (a seccomp filter). */
+void confine_refuse_user_namespaces(void);
+
 /** Sets the limits a confined process runs under (0: leave that one alone); no core files. */
 void confine_set_limits(long tasks, long cpu_seconds, long file_size_mb, long address_space_mb);
 

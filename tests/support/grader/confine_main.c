@@ -95,14 +95,17 @@ static _Noreturn void leave_like(int status)
     exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-/* The shim, inside the namespaces: the limits, then the command. */
+/* The shim, inside the namespaces: the sandbox uid when it runs as root, the
+ * limits, no user namespaces, then the command. */
 static _Noreturn void exec_limited(int argc, char **argv)
 {
-    if (argc < 8 || strcmp(argv[6], "--") != 0)
+    if (argc < 9 || strcmp(argv[7], "--") != 0)
         usage();
+    confine_drop_privileges(atol(argv[6]));
     confine_set_limits(atol(argv[2]), atol(argv[3]), atol(argv[4]), atol(argv[5]));
-    execvp(argv[7], argv + 7);
-    fprintf(stderr, "kit-confine: cannot run %s: %s\n", argv[7], strerror(errno));
+    confine_refuse_user_namespaces();
+    execvp(argv[8], argv + 8);
+    fprintf(stderr, "kit-confine: cannot run %s: %s\n", argv[8], strerror(errno));
     exit(127);
 }
 

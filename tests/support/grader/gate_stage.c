@@ -127,7 +127,7 @@ static const struct stage_chapter *chapter_of(const char *name, const struct sta
 struct walk {
     const char *to;
     const struct stage_chapter *chapters;
-    int count, entries;
+    int count, entries, staged;
 };
 
 /* Stages every file with an exercise's name below dir, at any depth; a
@@ -155,6 +155,9 @@ static void walk(int dir, const char *shown, int depth, struct walk *w)
             bool found;
             gate_set_chapter(chapter->name);
             stage_file(dirfd(folder), inner + (inner[0] == '/'), entry->d_name, to, &found);
+            if (access(to, F_OK) == 0)
+                printf("graded: %s (as %s/%s)\n", inner + (inner[0] == '/'), chapter->name, entry->d_name);
+            w->staged++;
         }
     }
     if (folder)
@@ -168,9 +171,12 @@ static void stage_loose(int from, const char *to, const struct stage_chapter *ch
         snprintf(path, sizeof path, "%s/%s", to, chapters[c].name);
         mkdir(path, 0755);
     }
-    struct walk w = { to, chapters, count, 0 };
+    struct walk w = { to, chapters, count, 0, 0 };
     if (from >= 0)
         walk(dup(from), "", 0, &w);
+    if (w.staged == 0)
+        printf("No exercise file was found in the submission: upload the files you wrote in exercises/ "
+               "(for example msgq.c). The untouched exercises are graded.\n");
 }
 
 /* The folder whose NN-name/ folders are staged: `from` itself (the

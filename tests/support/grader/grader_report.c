@@ -20,6 +20,27 @@ void textf(char *dst, size_t size, const char *fmt, ...)
     va_end(args);
 }
 
+/* One line of tests/rubric.tsv into test; false if it is not one. */
+static bool parse_rubric_line(char *line, struct test_case *test)
+{
+    char *save = NULL;
+    char *chapter = strtok_r(line, "\t", &save);
+    char *name = strtok_r(NULL, "\t", &save);
+    char *points = strtok_r(NULL, "\t", &save);
+    char *description = strtok_r(NULL, "\t", &save);
+    char *end = NULL;
+    long value = points ? strtol(points, &end, 10) : -1;
+    if (!chapter || !name || !points || *end != '\0' || value < 0 || value > 1000 || !description)
+        return false;
+    memset(test, 0, sizeof *test);
+    snprintf(test->chapter, sizeof test->chapter, "%s", chapter);
+    snprintf(test->name, sizeof test->name, "%s", name);
+    snprintf(test->description, sizeof test->description, "%s", description);
+    test->points = (int)value;
+    test->verdict = V_NOT_RUN;
+    return true;
+}
+
 /* tests/rubric.tsv: chapter <TAB> test <TAB> points <TAB> description.
  * Blank lines and lines starting with '#' are comments. */
 int load_rubric(const char *path, struct test_case *tests, int max_tests, char *error, size_t error_size)
@@ -36,31 +57,14 @@ int load_rubric(const char *path, struct test_case *tests, int max_tests, char *
         line[strcspn(line, "\r\n")] = '\0';
         if (line[0] == '\0' || line[0] == '#')
             continue;
-        char *save = NULL;
-        char *chapter = strtok_r(line, "\t", &save);
-        char *name = strtok_r(NULL, "\t", &save);
-        char *points = strtok_r(NULL, "\t", &save);
-        char *description = strtok_r(NULL, "\t", &save);
-        char *end = NULL;
-        long value = points ? strtol(points, &end, 10) : -1;
-        if (!chapter || !name || !points || *end != '\0' || value < 0 || value > 1000 || !description) {
-            snprintf(error, error_size, "%s:%d: expected chapter, test, points, description separated by tabs", path,
-                     number);
+        if (count == max_tests || !parse_rubric_line(line, &tests[count])) {
+            snprintf(error, error_size, count == max_tests ? "%s:%d: more lines than the grader takes"
+                                                            : "%s:%d: expected chapter, test, points, description "
+                                                              "separated by tabs", path, number);
             fclose(in);
             return -1;
         }
-        if (count == max_tests) {
-            snprintf(error, error_size, "%s: more than %d lines", path, max_tests);
-            fclose(in);
-            return -1;
-        }
-        struct test_case *test = &tests[count++];
-        memset(test, 0, sizeof *test);
-        snprintf(test->chapter, sizeof test->chapter, "%s", chapter);
-        snprintf(test->name, sizeof test->name, "%s", name);
-        snprintf(test->description, sizeof test->description, "%s", description);
-        test->points = (int)value;
-        test->verdict = V_NOT_RUN;
+        count++;
     }
     fclose(in);
     return count;
@@ -77,7 +81,8 @@ void print_chapter_header(const char *chapter)
  * problem: the line passed, was not run, or has no test binary. */
 static const char *debug_test(const struct test_case *test, char *name, size_t size)
 {
-    if (test->verdict == V_PASSED || test->verdict == V_NOT_RUN || test->verdict == V_MISSING)
+    if (test->verdict == V_PASSED || test->verdict == V_NOT_RUN || test->verdict == V_MISSING ||
+        test->verdict == V_REJECTED)
         return NULL;
     if (strcmp(test->name, "tsan") != 0)
         return test->name;
