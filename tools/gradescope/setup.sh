@@ -4,6 +4,7 @@
 # builds the grader and the tests once so that each submission compiles only
 # the student's files. The kit is in source/kit beside this file.
 set -eu
+umask 022 # the grader's sandbox uid reads what is built here
 here=$(cd "$(dirname "$0")" && pwd)
 apt-get update -q >/dev/null 2>&1 || true
 cd "$here/kit"

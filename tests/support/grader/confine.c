@@ -493,20 +493,38 @@ static int by_path(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every folder between the kit and a mount inside it, made readable to all
- * first (bubblewrap would make them its own alone), parents before children. */
-static void add_kit_folders(struct words *w, const struct view *view, const char *kit)
+/* A folder the system's part of the view holds (or is): never made again. */
+static bool system_folder(const char *path)
 {
-    static char *folders[4096];
+    static const char *const roots[] = { "/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", NULL };
+    static const char *const scratch[] = { "/tmp", "/var", "/var/tmp", NULL };
+    for (int i = 0; roots[i]; i++) {
+        size_t length = strlen(roots[i]);
+        if (strncmp(path, roots[i], length) == 0 && (path[length] == '\0' || path[length] == '/'))
+            return true;
+    }
+    for (int i = 0; scratch[i]; i++)
+        if (strcmp(path, scratch[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Every folder on the way to a mount, made first and readable to all:
+ * bubblewrap would make the ones inside a tmpfs its own alone, and the
+ * sandbox uid could not reach what is mounted there. Parents before children. */
+static void add_folders(struct words *w, const struct view *view)
+{
+    static char *folders[8192];
     int count = 0;
-    size_t kit_length = strlen(kit);
     for (int i = 0; i < view->count; i++) {
         const char *dest = view->mount[i].dest;
-        if (strncmp(dest, kit, kit_length) != 0 || dest[kit_length] != '/')
-            continue;
-        for (const char *slash = strchr(dest + kit_length + 1, '/'); slash && count < 4096;
-             slash = strchr(slash + 1, '/'))
-            folders[count++] = strndup(dest, (size_t)(slash - dest));
+        for (const char *slash = strchr(dest + 1, '/'); slash && count < 8192; slash = strchr(slash + 1, '/')) {
+            char *folder = strndup(dest, (size_t)(slash - dest));
+            if (folder && !system_folder(folder))
+                folders[count++] = folder;
+            else
+                free(folder);
+        }
     }
     qsort(folders, (size_t)count, sizeof folders[0], by_path);
     for (int i = 0; i < count; i++)
@@ -532,8 +550,8 @@ static void add_view(struct words *w, const struct confine_spec *spec)
     if (spec->kit_root) {
         add3(w, "--size", "16777216", "--tmpfs");
         add(w, spec->kit_root);
-        add_kit_folders(w, &view, spec->kit_root);
     }
+    add_folders(w, &view);
     for (int i = 0; i < view.count; i++)
         add3(w, view.mount[i].writable ? "--bind" : "--ro-bind", view.mount[i].source, view.mount[i].dest);
 }
@@ -620,6 +638,7 @@ _Noreturn static void enter_confinement(const struct confine_spec *spec, enum co
         signal(SIGINT, SIG_IGN); /* Ctrl-C is gdb's, inside: bubblewrap must live on */
     close_unlisted_fds(spec);
     keep_listed_variables();
+    umask(022); /* what a step makes (an object, a test program), the next step's uid reads */
     refuse_terminal_injection();
     if (level == CONFINE_NAMESPACES) { /* bubblewrap, as the caller: the shim drops root inside */
         static struct words words;

@@ -28,7 +28,7 @@ enum { MAX_FILE = 1 << 20, MAX_ENTRIES = 20000, MAX_DEPTH = 8 };
 static bool write_file(const char *path, const char *text, size_t size)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    bool ok = fd >= 0 && write(fd, text, size) == (ssize_t)size;
+    bool ok = fd >= 0 && fchmod(fd, 0644) == 0 && write(fd, text, size) == (ssize_t)size; /* whatever the umask */
     if (fd >= 0)
         close(fd);
     return ok;
@@ -96,6 +96,7 @@ static void stage_chapter(int from, const char *to, const char *stubs, const str
     char path[2048], shown[2048];
     snprintf(path, sizeof path, "%s/%s", to, chapter->name);
     mkdir(path, 0755);
+    chmod(path, 0755);
     int dir = from >= 0 ? openat(from, chapter->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (dir < 0 && errno != ENOENT)
         gate_finding("%s/: is not a folder (a symbolic link?): submit the folder itself\n", chapter->name);
@@ -170,6 +171,7 @@ static void stage_loose(int from, const char *to, const struct stage_chapter *ch
     for (int c = 0; c < count; c++) {
         snprintf(path, sizeof path, "%s/%s", to, chapters[c].name);
         mkdir(path, 0755);
+        chmod(path, 0755);
     }
     struct walk w = { to, chapters, count, 0, 0 };
     if (from >= 0)
@@ -202,6 +204,7 @@ int gate_stage(const char *from, bool kit_tree, const char *to, const char *stub
                const struct stage_chapter *chapters, int count, bool loose)
 {
     mkdir(to, 0755);
+    chmod(to, 0755); /* the sandbox uid reads the stage, whatever the umask */
     int source = open_source(from, kit_tree, chapters, count);
     if (loose)
         stage_loose(source, to, chapters, count);

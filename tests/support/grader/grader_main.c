@@ -510,6 +510,7 @@ static void build_submission(const struct config *config)
 
 static void configure(struct config *config)
 {
+    umask(022); /* what the grade builds, the sandbox uid must read */
     struct limits *limits = &config->run.limits;
     limits->cpu_seconds = (long)(limits->wall_seconds * 2) + 10;
     if (config->run.wrapper || config->unlimited_memory) /* valgrind and sanitizers map far more than they use */
