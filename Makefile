@@ -110,7 +110,8 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
 SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pthread_mutex_timedlock \
                pthread_mutex_destroy pthread_cond_destroy pthread_cond_clockwait \
-               sched_yield nanosleep clock_nanosleep usleep sleep clock_gettime timespec_get gettimeofday time
+               sched_yield nanosleep clock_nanosleep usleep sleep clock_gettime timespec_get gettimeofday time \
+               sem_wait sem_timedwait sem_clockwait sem_trywait sem_post sem_getvalue sem_destroy
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
@@ -127,6 +128,7 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
+                tests/support/kit_sched_memory.c tests/support/kit_sched_tsan.c \
                 tests/support/kit_sched_explore.c tests/support/kit_sched_report.c tests/support/kit_sched_svg.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
@@ -141,28 +143,40 @@ CONFINE := build/tools/kit-confine
 GATE := build/tools/kit-gate
 
 KITLIB := $(COMMON)/libkit.a
-SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(SUPPORT_SRCS))
+# (A ThreadSanitizer build has the sanitizer's runtime: not the kit's own.)
+SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(filter-out $(if $(filter tsan,$(SAN)),tests/support/kit_sched_tsan.c),$(SUPPORT_SRCS)))
 
-# Objects of chapter $(1)'s implementation, from $(IMPL).
-impl_objs = $(patsubst %.c,$(OUT)/obj/impl/$(1)/%.o,$(ch$(call number,$(1))_impl))
+# Tests link the implementation instrumented (TEST_OBJ=sched): compiled with
+# ThreadSanitizer's instrumentation but linked without its runtime, so that
+# every load, store and atomic of the code under test reaches the kit's
+# scheduler (tests/support/kit_sched_memory.c) - a switch point, and its data
+# race detector. Sanitizer builds link it plain, under the sanitizer's own
+# runtime; the programs and the benchmark link it plain, always.
+TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
+INSTRUMENT := -fsanitize=thread
+# Objects of chapter $(1)'s implementation, from $(IMPL), as $(2) (impl, the
+# default, or sched) links them.
+impl_objs = $(patsubst %.c,$(OUT)/obj/$(or $(2),impl)/$(1)/%.o,$(ch$(call number,$(1))_impl))
 # An earlier chapter $(1) that a chapter builds on is linked from the
 # reference, so that one unfinished chapter does not break the next: compiled
 # from solutions/ in the full kit, or taken already compiled from reference/
 # in the student kit (`make dist-student` ships the objects, not the source).
 # EARLIER=mine, or a kit that has neither, links the implementation's own.
-REFERENCE_OBJS := reference/$(if $(filter tsan asan,$(SAN)),$(SAN),plain)
+reference_dir = reference/$(if $(filter sched,$(1)),sched,$(if $(filter tsan asan,$(SAN)),$(SAN),plain))
 ref_objs = $(patsubst %.c,$(2)/$(1)/%.o,$(ch$(call number,$(1))_impl))
 used_objs = $(strip \
-  $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1)), \
-  $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(COMMON)/ref), \
-  $(if $(wildcard $(REFERENCE_OBJS)/$(1)),$(call ref_objs,$(1),$(REFERENCE_OBJS)), \
-  $(call impl_objs,$(1))))))
+  $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1),$(2)), \
+  $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(COMMON)/ref$(if $(filter sched,$(2)),-sched)), \
+  $(if $(wildcard $(call reference_dir,$(2))/$(1)),$(call ref_objs,$(1),$(call reference_dir,$(2))), \
+  $(call impl_objs,$(1),$(2))))))
 support_objs = $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(call number,$(1))_support))
 # The chapters some later chapter builds on, and their objects for IMPL:
 # `make dist-student` ships these, compiled from the reference, in reference/.
 USED_CHAPTERS = $(sort $(foreach c,$(CHAPTER_DIRS),$(ch$(call number,$(c))_uses)))
-USED_IMPL_OBJS = $(foreach c,$(USED_CHAPTERS),$(call impl_objs,$(c)))
-chapter_objs = $(call impl_objs,$(1)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d))) $(call support_objs,$(1))
+USED_IMPL_OBJS = $(foreach c,$(USED_CHAPTERS),$(call impl_objs,$(c),$(KIND)))
+# $(call chapter_objs,chapter,kind): what a program (kind impl) or a test (kind TEST_OBJ) links.
+chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d),$(2))) \
+               $(call support_objs,$(1))
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
@@ -207,6 +221,9 @@ ifeq ($(CONFINED),)
 $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
+$(OUT)/obj/sched/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
 else
 # A submission (CONFINED=1: make grade, and make debug or explore of a
 # SUBMISSION) is built from its stage (STAGE: kit-gate stage copied its
@@ -216,9 +233,13 @@ else
 # the gate admits it (tests/support/grader/gate.h): what it defines, what it
 # calls, its sections, no asm. No dependency files: nothing a confined step
 # writes is ever read by make.
-$(OUT)/obj/impl/%.o: $(STAGE)/%.c $(FLAGS_STAMP) $(CONFINE) $(GATE) $(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))
+CONFINED_DEPS = $(FLAGS_STAMP) $(CONFINE) $(GATE) $(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))
+$(OUT)/obj/impl/%.o: $(STAGE)/%.c $(CONFINED_DEPS)
 	@mkdir -p $(@D)
-	$(call say,CC,$(IMPL)/$*.c)$(call confined_compile,$*,$@)
+	$(call say,CC,$(IMPL)/$*.c)$(call confined_compile,$*,$@,,$(or $(SAN),plain))
+$(OUT)/obj/sched/%.o: $(STAGE)/%.c $(CONFINED_DEPS)
+	@mkdir -p $(@D)
+	$(call say,CC,$(IMPL)/$*.c (instrumented))$(call confined_compile,$*,$@,$(INSTRUMENT),sched)
 endif
 
 # An earlier chapter's reference, linked into a later chapter's programs and
@@ -228,6 +249,9 @@ endif
 $(COMMON)/ref/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@ && objcopy --strip-debug $@
+$(COMMON)/ref-sched/%.o: solutions/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -c $< -o $@ && objcopy --strip-debug $@
 
 $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)
@@ -240,7 +264,7 @@ $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
@@ -250,7 +274,7 @@ $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
 define solution_linked_test
-$(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c))) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c),$(TEST_OBJ))) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
 endef
@@ -287,18 +311,17 @@ gate_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
              --imports '$(foreach d,$(ch$(call number,$(1))_uses),$(ch$(call number,$(d))_defines)) $(ch$(call number,$(1))_imports)' \
              --allow tests/support/grader/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
              $(GATE_TRUSTED)
-GATE_VARIANT = $(or $(SAN),plain)
-# $(call confined_compile,NN-name/file,object): preprocess, gate the text,
-# compile, gate the object, keep it.
+# $(call confined_compile,NN-name/file,object,extra flags,gate variant):
+# preprocess, gate the text, compile, gate the object, keep it.
 GATE_TRUSTED = --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
 confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
-  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(INCLUDES) \
+  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(3) $(INCLUDES) \
     -E $(IMPL)/$(1).c -o $(2).work/source.i && \
   $(GATE) source --chapter $(firstword $(subst /, ,$(1))) --source $(2).work/source.i --findings $(FINDINGS) \
     $(GATE_TRUSTED) && \
-  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) \
+  $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(3) \
     -c $(2).work/source.i -o $(2).work/object.o && \
-  $(GATE) object $(call gate_rules,$(firstword $(subst /, ,$(1)))) --variant $(GATE_VARIANT) \
+  $(GATE) object $(call gate_rules,$(firstword $(subst /, ,$(1)))) --variant $(4) \
     --object $(2).work/object.o --source $(2).work/source.i --display $(IMPL)/$(1).c --findings $(FINDINGS) && \
   mv $(2).work/object.o $(2) && rm -rf $(2).work
 # $(call link_test,command,binary): the link, confined when CONFINED (it
@@ -451,6 +474,8 @@ stage_submission = rm -rf $(1)/stage $(1)/gate && mkdir -p $(1) && \
 # $(call submission_build,report folder): make's variables that build what
 # is graded from the stage there, confined and gated.
 submission_build = IMPL=$(GRADE_IMPL) CONFINED=1 STAGE=$(1)/stage FINDINGS=$(1)/gate WERROR=
+# The chapters whose race-free line is a ThreadSanitizer run (chNN_races := tsan).
+TSAN_CHAPTERS = $(foreach c,$(ACTIVE),$(if $(filter tsan,$(ch$(call number,$(c))_races)),--tsan-chapter $(c)))
 # Where the machine cannot confine a submission, every grade says so first.
 CONFINE_NOTE = level=$$($(CONFINE) --probe) || echo "NOT CONFINED - $${level\#*: }"
 
@@ -463,7 +488,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
 	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
-	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(if $(AUTOLAB),--autolab) \
+	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
 	  $(if $(REAL_THREADS),--real-threads) --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)

@@ -26,3 +26,7 @@ ch07_libs    := $(or $(shell pkg-config --libs hiredis 2>/dev/null),-lhiredis)
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch07_defines := dmw_reap dmw_worker_run
 ch07_imports := dmw_* freeReplyObject gethostname getpid
+# Its tests run on real threads (a Redis server, other processes), where the
+# scheduler's race detector does not run: its race-free line is a run of
+# every test under ThreadSanitizer instead.
+ch07_races   := tsan

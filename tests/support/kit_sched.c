@@ -53,6 +53,7 @@ int __real_pthread_cond_destroy(pthread_cond_t *cond);
 int __real_sched_yield(void);
 int __real_nanosleep(const struct timespec *request, struct timespec *left);
 int __real_clock_gettime(clockid_t clock, struct timespec *now);
+int __real_sem_getvalue(sem_t *sem, int *value);
 void *__real_calloc(size_t count, size_t size);
 void __real_free(void *block);
 
@@ -61,6 +62,12 @@ static void stop_here(void) __attribute__((noreturn));
 bool kit_sched_active(void)
 {
     return me != NULL;
+}
+
+struct sched_thread *sched_me(void);
+struct sched_thread *sched_me(void)
+{
+    return me;
 }
 
 /* ---- Virtual time ----------------------------------------------------------
@@ -74,7 +81,64 @@ bool kit_sched_active(void)
 static int64_t virtual_of(const struct timespec *when)
 {
     int64_t ns = (int64_t)when->tv_sec * NS_PER_S + when->tv_nsec;
-    return ns - (when->tv_sec > 1000000000 ? REALTIME_BASE : MONOTONIC_BASE);
+    return ns - (when->tv_sec > 1000000000 ? REALTIME_BASE + sched.wall_offset : MONOTONIC_BASE);
+}
+
+/* A deadline computed on the other clock than the one the wait runs on: a
+ * wall-clock value where the monotonic clock reads a few minutes since boot
+ * (the wait would last decades), or the other way round (it would end at once). */
+static bool on_the_other_clock(const struct timespec *deadline, bool wall)
+{
+    const time_t decade = 10 * 365 * 24 * 3600L;
+    if (wall)
+        return deadline->tv_sec < decade;
+    return deadline->tv_sec > (REALTIME_BASE / NS_PER_S) - decade &&
+           deadline->tv_sec < (REALTIME_BASE / NS_PER_S) + decade;
+}
+
+static void misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* A timed wait's deadline as virtual time, on the clock the wait runs on. */
+static int64_t deadline_on(const struct timespec *deadline, clockid_t clock, const char *what)
+{
+    bool wall = clock == CLOCK_REALTIME;
+    if (on_the_other_clock(deadline, wall))
+        misuse("%s %s has a deadline computed on %s, but it times out on %s: on that clock the deadline is decades "
+               "%s, and the wait would %s - compute it from clock_gettime(%s, ...)", kit_thread_name(), what,
+               wall ? "CLOCK_MONOTONIC" : "CLOCK_REALTIME", wall ? "CLOCK_REALTIME" : "CLOCK_MONOTONIC",
+               wall ? "behind" : "ahead", wall ? "end at once" : "never time out",
+               wall ? "CLOCK_REALTIME" : "CLOCK_MONOTONIC");
+    int64_t ns = (int64_t)deadline->tv_sec * NS_PER_S + deadline->tv_nsec;
+    int64_t at = ns - (wall ? REALTIME_BASE + sched.wall_offset : MONOTONIC_BASE);
+    return at > 0 ? at : 0; /* (a deadline before the schedule began has passed: -1 would be "none") */
+}
+
+/* The clock a condition variable times out on (pthread_condattr_setclock):
+ * glibc keeps it in a bit of __wrefs; elsewhere, the default. */
+static clockid_t condition_clock(const pthread_cond_t *cond)
+{
+#if defined(__GLIBC__)
+    return (cond->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+#else
+    (void)cond;
+    return CLOCK_REALTIME;
+#endif
+}
+
+static void record_step(struct sched_thread *t, enum sched_op op, int obj, int other);
+
+/* The first wait of a schedule on the wall clock: the clock steps forward
+ * an hour, as NTP may step it, so that wait's deadline has passed at once.
+ * Code that trusts that ETIMEDOUT returns early; code that measures its
+ * timeout on CLOCK_MONOTONIC, as the kit's does, waits on - and a wait on
+ * CLOCK_MONOTONIC no step moves. */
+static void step_the_wall_clock(struct sched_thread *t)
+{
+    static const int64_t hour = 3600 * NS_PER_S;
+    if (sched.wall_offset != 0)
+        return;
+    sched.wall_offset = hour;
+    record_step(t, OP_CLOCK, -1, -1);
 }
 
 /* With timeouts_race, a deadline up to this far ahead may expire at any
@@ -133,9 +197,13 @@ static int object_of(const void *addr, char kind)
         beyond_the_model("more than %d mutexes and condition variables in one schedule", SCHED_MAX_OBJECTS);
     if (free_slot < 0)
         free_slot = (int)at;
-    int serial = ++sched.serials[kind == 'M' ? 0 : 1];
-    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0 };
+    int serial = ++sched.serials[kind == 'M' ? 0 : kind == 'C' ? 1 : 2];
+    int count = 0;
+    if (kind == 'S') /* a semaphore first used here: its value so far is the real one's */
+        __real_sem_getvalue((sem_t *)addr, &count);
+    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0, count };
     sched.index[free_slot] = sched.nobjects + 1;
+    sched_memory_forget_object(sched.nobjects); /* a new object has no history */
     return sched.nobjects++;
 }
 
@@ -172,6 +240,7 @@ static void take_mutex(int obj, int thread)
 {
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
+    sched_memory_acquire(thread, obj); /* what the last unlock saw, the new owner sees */
 }
 
 /* The thread of the i-th live slot. */
@@ -191,43 +260,52 @@ static int waiting_threads(void)
     return n;
 }
 
-/* The ways thread t can go on now: none, one, or (waiting) two. */
+/* A waiter on a condition variable, once its mutex is free: signalled, it
+ * goes on; at its deadline it times out - even when a signal chose it, as
+ * POSIX allows (the timeout raced the signal and consumed it: the caller
+ * sees ETIMEDOUT while what it waited for is there); and it may wake for
+ * nothing (spuriously). */
+static int ways_to_wake(const struct sched_thread *t, enum sched_how *how)
+{
+    int n = 0;
+    if (!mutex_free(t->obj2))
+        return 0;
+    if (t->woken)
+        how[n++] = GO;
+    if (expired(t))
+        how[n++] = TIMEOUT;
+    if (!t->woken && sched.spurious_left > 0)
+        how[n++] = SPURIOUS;
+    return n;
+}
+
+/* One way on when `can` holds; else, at its deadline, a time-out. */
+static int go_or_time_out(const struct sched_thread *t, bool can, enum sched_how *how)
+{
+    how[0] = can ? GO : TIMEOUT;
+    return can || expired(t) ? 1 : 0;
+}
+
+/* The ways thread t can go on now: none, one, or (waiting) up to three. */
 static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
 {
     switch (t->state) {
     case RUNNABLE:
         how[0] = GO;
         return 1;
-    case LOCKING:
-        how[0] = GO;
-        if (mutex_free(t->obj))
-            return 1;
-        how[0] = TIMEOUT; /* pthread_mutex_timedlock at its deadline */
-        return expired(t) ? 1 : 0;
+    case LOCKING: /* (pthread_mutex_timedlock times out at its deadline) */
+        return go_or_time_out(t, mutex_free(t->obj), how);
     case JOINING:
         how[0] = GO;
         return sched.threads[t->target]->state == DONE ? 1 : 0;
     case SLEEPING:
-        how[0] = TIMEOUT;
-        return expired(t) ? 1 : 0;
+        return go_or_time_out(t, false, how);
     case AWAITING:
-        how[0] = GO;
-        if (waiting_threads() >= t->target)
-            return 1;
-        how[0] = TIMEOUT;
-        return expired(t) ? 1 : 0;
-    case WAITING: {
-        int n = 0;
-        if (!mutex_free(t->obj2))
-            return 0;
-        if (t->woken)
-            how[n++] = GO;
-        if (!t->woken && expired(t))
-            how[n++] = TIMEOUT;
-        if (!t->woken && sched.spurious_left > 0)
-            how[n++] = SPURIOUS;
-        return n;
-    }
+        return go_or_time_out(t, waiting_threads() >= t->target, how);
+    case SEMAPHORE:
+        return go_or_time_out(t, sched.objects[t->obj].count > 0, how);
+    case WAITING:
+        return ways_to_wake(t, how);
     case DONE:
         return 0;
     }
@@ -272,6 +350,12 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     }
     if (t->state == AWAITING && how == TIMEOUT)
         t->result = ETIMEDOUT;
+    if (t->state == SEMAPHORE && how == GO) {
+        sched.objects[t->obj].count--;
+        sched_memory_acquire(t->id, t->obj); /* what the post saw, the waiter sees */
+    }
+    if (t->state == SEMAPHORE && how == TIMEOUT)
+        t->result = ETIMEDOUT;
     t->state = RUNNABLE;
     sched.current = t->id;
 }
@@ -283,7 +367,7 @@ static bool advance_time(void)
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = live(i);
         bool timed = t->state == SLEEPING || t->state == AWAITING || t->state == LOCKING ||
-                     (t->state == WAITING && !t->woken);
+                     t->state == SEMAPHORE || (t->state == WAITING && !t->woken);
         timed = timed && has_deadline(t) && t->deadline > sched.now;
         if (timed && (earliest < 0 || t->deadline < earliest))
             earliest = t->deadline;
@@ -343,19 +427,18 @@ static void park_forever(void) __attribute__((noreturn));
 static void park_forever(void)
 {
     for (;;)
-        sem_wait(&me->go);
+        __real_sem_wait(&me->go);
 }
 
 /* The schedule failed on this thread: tell the controller, and never run again.
  * (The thread's memory stays: the failed schedule's threads are left parked.) */
 static void stop_here(void)
 {
-    sem_post(&sched.done);
+    __real_sem_post(&sched.done);
     park_forever();
 }
 
 /* Fail the schedule for a misuse of a pthread object, on the running thread. */
-static void misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void misuse(const char *fmt, ...)
 {
     va_list args;
@@ -413,17 +496,17 @@ static void switch_point(void)
     struct sched_thread *next = choose_next();
     if (next == NULL) {
         ending = ending && !sched.failed;
-        sem_post(&sched.done);
+        __real_sem_post(&sched.done);
         if (!ending)
             park_forever();
         return;
     }
     if (next == self)
         return;
-    sem_post(&next->go);
+    __real_sem_post(&next->go);
     if (ending)
         return;
-    while (sem_wait(&self->go) != 0)
+    while (__real_sem_wait(&self->go) != 0)
         ; /* EINTR */
 }
 
@@ -528,7 +611,9 @@ static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, v
         return relock(obj, kind);
     }
     at(me, LOCKING, OP_LOCK, obj, where);
-    me->deadline = deadline ? virtual_of(deadline) : -1;
+    char what[64];
+    snprintf(what, sizeof what, "locking M%d with pthread_mutex_timedlock", sched.objects[obj].serial);
+    me->deadline = deadline ? deadline_on(deadline, CLOCK_REALTIME, what) : -1; /* (POSIX: on the wall clock) */
     switch_point();
     me->deadline = -1;
     record_step(me, OP_LOCK, obj, -1);
@@ -578,34 +663,57 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
         return 0;
     }
     sched.objects[obj].owner = -1;
+    sched_memory_release(me->id, obj);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
     switch_point();
     return 0;
 }
 
-int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
+/* The checks a wait makes before it sleeps: a held mutex, held once. */
+static void check_wait(int obj, int lock)
+{
+    if (sched.objects[lock].owner != me->id)
+        misuse("%s waits on C%d without holding M%d", kit_thread_name(), sched.objects[obj].serial,
+               sched.objects[lock].serial);
+    if (sched.objects[lock].times_held > 1)
+        misuse("%s waits on C%d holding the recursive M%d %d times: the wait would unlock it once, and the "
+               "thread that is to signal could never lock it", kit_thread_name(), sched.objects[obj].serial,
+               sched.objects[lock].serial, sched.objects[lock].times_held);
+}
+
+/* A timed wait's deadline, on its clock (clock -1: the condition variable's own). */
+static int64_t wait_deadline(const pthread_cond_t *cond, int obj, const struct timespec *deadline, clockid_t clock)
+{
+    char what[64];
+    snprintf(what, sizeof what, "waiting on C%d", sched.objects[obj].serial);
+    clockid_t on = clock == (clockid_t)-1 ? condition_clock(cond) : clock;
+    if (on == CLOCK_REALTIME)
+        step_the_wall_clock(me);
+    return deadline_on(deadline, on, what);
+}
+
+int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, clockid_t clock,
                         bool harness, void *where)
 {
     if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S))
         return EINVAL; /* as glibc says, before it waits */
     int obj = object_of(cond, 'C');
     int lock = object_of(mutex, 'M');
-    if (sched.objects[lock].owner != me->id)
-        misuse("%s waits on C%d without holding M%d", kit_thread_name(),
-                         sched.objects[obj].serial, sched.objects[lock].serial);
-    if (sched.objects[lock].times_held > 1)
-        misuse("%s waits on C%d holding the recursive M%d %d times: the wait would unlock it once, and the "
-               "thread that is to signal could never lock it", kit_thread_name(), sched.objects[obj].serial,
-               sched.objects[lock].serial, sched.objects[lock].times_held);
+    check_wait(obj, lock);
+    if (sched_memory_races_seen() && !harness) { /* lock-free code may slip in between the check and the sleep */
+        at(me, RUNNABLE, OP_WAIT, obj, where);
+        switch_point();
+    }
     at(me, WAITING, OP_WAIT, obj, where);
     me->obj2 = lock;
-    me->deadline = deadline ? virtual_of(deadline) : -1;
+    me->deadline = deadline ? wait_deadline(cond, obj, deadline, clock) : -1;
     me->woken = false;
     me->harness = harness;
     me->wait_seq = ++sched.wait_seq;
     me->how = GO;
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
+    sched_memory_release(me->id, lock);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();
     me->deadline = -1;
@@ -680,7 +788,7 @@ static void *managed_start(void *raw)
 {
     struct sched_thread *t = raw;
     me = t;
-    while (sem_wait(&t->go) != 0)
+    while (__real_sem_wait(&t->go) != 0)
         ;
     char name[KIT_THREAD_NAME_MAX];
     if (t->id == 0) /* a scheduled test's body is the test's main thread, as on real threads */
@@ -689,6 +797,16 @@ static void *managed_start(void *raw)
         snprintf(name, sizeof name, "thread-%d", t->id); /* the same in every schedule */
     kit_thread_set_name(name);
     record_step(t, OP_START, -1, -1);
+    pthread_attr_t attr; /* its stack: whatever another thread did there before is no race with it */
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *low;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+            t->stack_low = (uintptr_t)low;
+            t->stack_high = (uintptr_t)low + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
     pthread_cleanup_push(thread_ends, t);
     t->ret = t->fn(t->arg);
     t->returned = true;
@@ -726,12 +844,13 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
     sem_init(&t->go, 0, 0);
     if (__real_pthread_create(&t->real, attr, managed_start, t) != 0) {
-        sem_destroy(&t->go);
+        __real_sem_destroy(&t->go);
         __real_free(t);
         return NULL;
     }
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;
+    sched_memory_thread_created(me ? me->id : -1, t->id);
     return t;
 }
 
@@ -771,6 +890,7 @@ int __wrap_pthread_join(pthread_t thread, void **ret)
     me->target = t->id;
     switch_point();
     record_step(me, OP_JOIN, -1, t->id);
+    sched_memory_thread_joined(me->id, t->id);
     __real_pthread_join(t->real, NULL); /* it has ended in the model; the real thread is leaving */
     t->real_joined = true;
     if (ret)
@@ -785,6 +905,131 @@ int __wrap_pthread_detach(pthread_t thread)
     if (t != NULL)
         t->detached = true;
     return __real_pthread_detach(thread);
+}
+
+/* ---- Semaphores ------------------------------------------------------------------------
+ * A semaphore of the code under test is modelled like a mutex: its value in
+ * the model (taken from the real one at its first use in a schedule), a
+ * thread that must wait for it blocked in the model, a post a release and a
+ * successful wait an acquire for the race detector. The real semaphore is
+ * never touched while a schedule runs. */
+
+static int semaphore_of(sem_t *sem)
+{
+    return object_of(sem, 'S');
+}
+
+/* sem_wait, sem_timedwait, sem_clockwait: -1 and errno, as POSIX says. */
+static int semaphore_down(sem_t *sem, const struct timespec *deadline, clockid_t clock, void *where)
+{
+    if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S)) {
+        errno = EINVAL;
+        return -1;
+    }
+    int obj = semaphore_of(sem);
+    at(me, SEMAPHORE, OP_SEM_WAIT, obj, where);
+    char what[64];
+    snprintf(what, sizeof what, "waiting on semaphore S%d", sched.objects[obj].serial);
+    if (deadline && clock == CLOCK_REALTIME)
+        step_the_wall_clock(me);
+    me->deadline = deadline ? deadline_on(deadline, clock, what) : -1;
+    switch_point();
+    me->deadline = -1;
+    record_step(me, OP_SEM_WAIT, obj, me->result);
+    if (me->result != 0) {
+        errno = me->result;
+        return -1;
+    }
+    return 0;
+}
+
+int __real_sem_trywait(sem_t *sem);
+int __real_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *deadline);
+int __real_sem_getvalue(sem_t *sem, int *value);
+int __wrap_sem_wait(sem_t *sem);
+int __wrap_sem_timedwait(sem_t *sem, const struct timespec *deadline);
+int __wrap_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *deadline);
+int __wrap_sem_trywait(sem_t *sem);
+int __wrap_sem_post(sem_t *sem);
+int __wrap_sem_getvalue(sem_t *sem, int *value);
+int __wrap_sem_destroy(sem_t *sem);
+
+int __wrap_sem_wait(sem_t *sem)
+{
+    if (me == NULL)
+        return __real_sem_wait(sem);
+    return semaphore_down(sem, NULL, CLOCK_REALTIME, __builtin_return_address(0));
+}
+
+int __wrap_sem_timedwait(sem_t *sem, const struct timespec *deadline)
+{
+    if (me == NULL)
+        return __real_sem_timedwait(sem, deadline);
+    return semaphore_down(sem, deadline, CLOCK_REALTIME, __builtin_return_address(0)); /* (POSIX: the wall clock) */
+}
+
+int __wrap_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *deadline)
+{
+    if (me == NULL)
+        return __real_sem_clockwait(sem, clock, deadline);
+    if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) {
+        errno = EINVAL;
+        return -1;
+    }
+    return semaphore_down(sem, deadline, clock, __builtin_return_address(0));
+}
+
+int __wrap_sem_trywait(sem_t *sem)
+{
+    if (me == NULL)
+        return __real_sem_trywait(sem);
+    int obj = semaphore_of(sem);
+    at(me, RUNNABLE, OP_SEM_TRY, obj, __builtin_return_address(0));
+    switch_point();
+    bool taken = sched.objects[obj].count > 0;
+    if (taken) {
+        sched.objects[obj].count--;
+        sched_memory_acquire(me->id, obj);
+    }
+    record_step(me, OP_SEM_TRY, obj, taken ? 0 : EAGAIN);
+    if (!taken)
+        errno = EAGAIN;
+    return taken ? 0 : -1;
+}
+
+int __wrap_sem_post(sem_t *sem)
+{
+    if (me == NULL)
+        return __real_sem_post(sem);
+    int obj = semaphore_of(sem);
+    at(me, RUNNABLE, OP_SEM_POST, obj, __builtin_return_address(0));
+    sched.objects[obj].count++;
+    sched_memory_release(me->id, obj);
+    record_step(me, OP_SEM_POST, obj, -1);
+    switch_point();
+    return 0;
+}
+
+int __wrap_sem_getvalue(sem_t *sem, int *value)
+{
+    if (me == NULL)
+        return __real_sem_getvalue(sem, value);
+    *value = sched.objects[semaphore_of(sem)].count;
+    return 0;
+}
+
+/* Destroying a semaphore a thread waits on is undefined. */
+int __wrap_sem_destroy(sem_t *sem)
+{
+    if (me != NULL) {
+        int obj = semaphore_of(sem);
+        for (int i = 0; i < sched.nlive; i++)
+            if (live(i)->state == SEMAPHORE && live(i)->obj == obj)
+                misuse("%s destroys semaphore S%d while %s still waits on it", kit_thread_name(),
+                       sched.objects[obj].serial, live(i)->name);
+        forget_object(obj);
+    }
+    return __real_sem_destroy(sem);
 }
 
 /* ---- The calls only this file wraps ------------------------------------------------ */
@@ -842,6 +1087,13 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
         forget_object(obj);
     }
     return __real_pthread_cond_destroy(cond);
+}
+
+void sched_memory_point(void *pc, enum sched_op op)
+{
+    at(me, RUNNABLE, op, -1, pc);
+    switch_point();
+    record_step(me, op, -1, -1);
 }
 
 int __wrap_sched_yield(void);
@@ -948,7 +1200,7 @@ static bool virtual_clock(clockid_t clock)
 
 static void virtual_time(bool wall, struct timespec *now)
 {
-    int64_t ns = sched.now + (wall ? REALTIME_BASE : MONOTONIC_BASE);
+    int64_t ns = sched.now + (wall ? REALTIME_BASE + sched.wall_offset : MONOTONIC_BASE);
     now->tv_sec = (time_t)(ns / NS_PER_S);
     now->tv_nsec = (long)(ns % NS_PER_S);
 }

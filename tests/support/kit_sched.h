@@ -48,8 +48,12 @@
  * an exploration fails, saying so; a scheduled test runs again on real
  * threads.
  *
- * Plain memory races between switch points are not explored: two threads
- * never run at once here. ThreadSanitizer keeps that job.
+ * The code under test is compiled with ThreadSanitizer's instrumentation and
+ * linked with kit_sched_memory.c instead of its runtime: every access it makes
+ * reaches the scheduler, which keeps happens-before (vector clocks), reports
+ * the first data race it sees with both places, and makes the places of a
+ * race switch points from then on - a lost update is then a choice the
+ * search makes, and the test's own check fails with the steps.
  */
 #ifndef KIT_SCHED_H
 #define KIT_SCHED_H
@@ -178,12 +182,23 @@ void kit_sched_dump_stacks(const char *why, const char *message);
  * schedule is under way, which that thread would now run beside. */
 bool kit_sched_outsider(const char *call);
 
+/* ---- The code under test's memory (kit_sched_memory.c) -----------------------
+ * Memory just handed out by an allocator: what was done to it before is no
+ * race with what is done to it now. */
+void kit_sched_forget_memory(const void *block, size_t size);
+/* Whether a schedule of this test process saw a data race (its first one
+ * is printed by kit_sched_print_race()). */
+bool kit_sched_saw_race(void);
+/* Prints the first data race this test process saw, with both places. */
+void kit_sched_print_race(void);
+
 /* ---- Hooks for the link-time wrappers (kit_wrap.c) --------------------------
  * True on a thread the scheduler runs; then the wrapper hands the call over. */
 bool kit_sched_active(void);
 int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where);
 int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where);
-int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline,
+/* clock: pthread_cond_clockwait's, or (clockid_t)-1 for the condition variable's own. */
+int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, clockid_t clock,
                         bool harness, void *where);
 /* kit_await_waiting_threads() on a scheduled thread: 0, or ETIMEDOUT after
  * timeout_ms of virtual time (< 0: no time-out). */

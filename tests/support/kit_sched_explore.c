@@ -197,11 +197,13 @@ static void *body_main(void *raw)
 
 static void reset_schedule(void)
 {
+    sched_memory_begin();
     sched.nthreads = 0;
     sched.nlive = 0;
     sched.current = 0;
     sched_forget_objects();
-    sched.serials[0] = sched.serials[1] = 0;
+    sched.serials[0] = sched.serials[1] = sched.serials[2] = 0;
+    sched.wall_offset = 0;
     sched.now = 0;
     sched.wait_seq = 0;
     sched.spurious_left = sched.options.spurious;
@@ -224,7 +226,7 @@ static void release_threads(void)
         struct sched_thread *t = sched.threads[i];
         if (!t->real_joined && !t->detached)
             __real_pthread_join(t->real, NULL);
-        sem_destroy(&t->go);
+        __real_sem_destroy(&t->go);
         __real_free(t);
     }
     sched.nthreads = 0;
@@ -261,7 +263,7 @@ bool kit_sched_outsider(const char *call)
         return false;
     if (!atomic_exchange(&foreign_called, true)) {
         snprintf(foreign_call, sizeof foreign_call, "%s", call);
-        sem_post(&sched.done); /* the controller looks at once */
+        __real_sem_post(&sched.done); /* the controller looks at once */
     }
     return true;
 }
@@ -275,7 +277,7 @@ static bool await_schedule_end(void)
         struct timespec until;
         __real_clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += STALL_SECONDS;
-        int err = sem_timedwait(&sched.done, &until) == 0 ? 0 : errno;
+        int err = __real_sem_timedwait(&sched.done, &until) == 0 ? 0 : errno;
         if (atomic_load(&foreign_called))
             return false;
         if (err == 0)
@@ -319,7 +321,7 @@ static bool run_schedule(struct body_call *call)
         fail_msg("the explorer could not start a thread");
     schedules_run++;
     atomic_store(&running, true);
-    sem_post(&first->go);
+    __real_sem_post(&first->go);
     bool ended = await_schedule_end();
     atomic_store(&running, false);
     if (!ended) { /* its threads are left as they are, for good */
@@ -465,7 +467,7 @@ static void end_search(void)
 {
     if (atomic_load(&sched_abandoned))
         return; /* a thread of the abandoned schedule may still be on its way to a switch point */
-    sem_destroy(&sched.done);
+    __real_sem_destroy(&sched.done);
     __real_free(sched.steps);
     __real_free(sched.decisions);
     __real_free(sched.prefix);
@@ -491,6 +493,14 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
      * threads, where its explorations run as they do in make test. */
     if (kit_sched_active())
         sched_give_up("the test explores schedules of its own");
+    if (atomic_load(&sched_abandoned)) { /* an earlier search gave up: its threads may still run */
+        if (result) {
+            memset(result, 0, sizeof *result);
+            result->failed = result->gave_up = true;
+            snprintf(result->message, sizeof result->message, "an earlier schedule in this test process was given up");
+        }
+        return false;
+    }
     begin_search(options);
     sched.scheduled_test = false;
     long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);

@@ -13,6 +13,7 @@
 #define KIT_SCHED_INTERNAL_H
 
 #include <semaphore.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -36,7 +37,9 @@
 /** What a thread does at a switch point, as the steps list names it. */
 enum sched_op {
     OP_START, OP_LOCK, OP_TRYLOCK, OP_UNLOCK, OP_WAIT, OP_WAKE, OP_SIGNAL, OP_BROADCAST,
-    OP_CREATE, OP_JOIN, OP_YIELD, OP_SLEEP, OP_AWAIT, OP_EXIT
+    OP_CREATE, OP_JOIN, OP_YIELD, OP_SLEEP, OP_AWAIT, OP_EXIT,
+    OP_READ, OP_WRITE, OP_ATOMIC, /* a racing access, an atomic: kit_sched_memory.c */
+    OP_SEM_WAIT, OP_SEM_POST, OP_SEM_TRY, OP_CLOCK
 };
 
 /** Where a thread stands in the model. */
@@ -47,6 +50,7 @@ enum sched_state {
     JOINING,  /* waits for thread `target` to end */
     SLEEPING, /* until `deadline` */
     AWAITING, /* until `target` threads are WAITING (kit_explore_await_sleepers) */
+    SEMAPHORE, /* until semaphore `obj` is above 0 */
     DONE
 };
 
@@ -64,6 +68,7 @@ struct sched_thread {
     void *arg;
     void *ret;
     bool returned;         /* its function returned (not pthread_exit) */
+    uintptr_t stack_low, stack_high; /* its stack: another thread's later, once it has ended */
     /* The model, changed only by the token holder: */
     enum sched_state state;
     enum sched_op op;                 /* the operation it is at */
@@ -83,11 +88,12 @@ struct sched_thread {
 
 struct sched_object {
     const void *addr;
-    char kind;                        /* 'M' mutex, 'C' condition variable */
+    char kind;                        /* 'M' mutex, 'C' condition variable, 'S' semaphore */
     int serial;                       /* M1, M2, C1 ... in order of first use */
     int owner;                        /* mutex: owning thread id, or -1 */
     int slot;                         /* its entry in sched.index */
     int times_held;                   /* mutex: its owner's locks not yet unlocked (a recursive mutex: 1 or more) */
+    int count;                        /* semaphore: its value */
 };
 
 struct sched_step {
@@ -119,8 +125,9 @@ struct sched_world {
     struct sched_object objects[SCHED_MAX_OBJECTS];
     int nobjects;
     int index[SCHED_INDEX_SIZE];      /* open addressing by address: object + 1, 0 empty, -1 removed */
-    int serials[2];                   /* last serial given to a mutex, a condition */
+    int serials[3];                   /* last serial given to a mutex, a condition, a semaphore */
     int64_t now;                      /* virtual ns since the schedule began */
+    int64_t wall_offset;              /* how far the wall clock was stepped (NTP), in ns */
     unsigned long wait_seq;
     int spurious_left;
     long points;                      /* switch points passed */
@@ -155,6 +162,40 @@ extern atomic_long sched_progress;
  * their next switch point, and its memory is never freed. */
 extern atomic_bool sched_abandoned;
 
+
+/* The semaphores the scheduler itself passes its token with: never the
+ * model's (the wrappers in kit_sched.c model the code under test's). */
+int __real_sem_wait(sem_t *sem);
+int __real_sem_timedwait(sem_t *sem, const struct timespec *deadline);
+int __real_sem_post(sem_t *sem);
+int __real_sem_destroy(sem_t *sem);
+
+/* kit_sched_memory.c: happens-before, the race detector, the racing places. */
+struct sched_race {
+    uintptr_t addr;
+    void *pc[2];          /* the access that found the race, and the earlier one */
+    bool write[2];
+    char thread[2][KIT_THREAD_NAME_MAX];
+    long step;            /* the steps taken when it was found */
+    char test[128];
+};
+void sched_memory_begin(void);
+void sched_memory_forget_object(int obj);
+void sched_memory_thread_created(int parent, int child);
+void sched_memory_thread_joined(int joiner, int ended);
+void sched_memory_acquire(int thread, int obj);
+void sched_memory_release(int thread, int obj);
+bool kit_sched_raced(struct sched_race *race);
+/* An access of the code under test (kit_sched_tsan.c): checked, and a switch point if its place raced. */
+void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
+/* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
+void sched_memory_atomic(const volatile void *addr, void *pc);
+/* Whether a race was seen in this process: then a wait gets a switch point
+ * of its own before it sleeps, where lock-free code may slip in. */
+bool sched_memory_races_seen(void);
+
+/* kit_sched.c: a switch point at an access or an atomic of the token holder. */
+void sched_memory_point(void *pc, enum sched_op op);
 
 /* kit_sched_explore.c: the choices. */
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_threads,

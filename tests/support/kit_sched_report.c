@@ -29,6 +29,9 @@ static const char *const op_names[] = {
     [OP_WAIT] = "waits on",      [OP_WAKE] = "wakes from", [OP_SIGNAL] = "signals",   [OP_BROADCAST] = "broadcasts",
     [OP_CREATE] = "creates",     [OP_JOIN] = "joins",      [OP_YIELD] = "yields",     [OP_SLEEP] = "sleeps",
     [OP_AWAIT] = "sees threads asleep",  [OP_EXIT] = "ends",
+    [OP_READ] = "reads shared memory", [OP_WRITE] = "writes shared memory", [OP_ATOMIC] = "makes an atomic access",
+    [OP_SEM_WAIT] = "waits on", [OP_SEM_POST] = "posts", [OP_SEM_TRY] = "tries",
+    [OP_CLOCK] = "sees the wall clock step forward an hour (as NTP may step it)",
 };
 
 const char *sched_op_name(enum sched_op op)
@@ -145,13 +148,46 @@ const char *sched_place_of(void *addr)
     return place ? place->text : "";
 }
 
+/* ---- A data race ------------------------------------------------------------------- */
+
+/* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)". */
+static void print_access(const struct sched_race *race, int which, const char *after)
+{
+    const struct place *place = place_of(race->pc[which]);
+    fprintf(stderr, "[ race     ]   %s by %s at %s%s%s%s%s\n", race->write[which] ? "a write" : "a read",
+            race->thread[which], place ? place->text : "?", place && place->function[0] ? " (in " : "",
+            place ? place->function : "", place && place->function[0] ? ")" : "", after);
+}
+
+void kit_sched_print_race(void)
+{
+    struct sched_race race;
+    if (!kit_sched_raced(&race))
+        return;
+    nplaces = 0;
+    want_place(race.pc[0]);
+    want_place(race.pc[1]);
+    resolve_places();
+    fprintf(stderr, "[ race     ] DATA RACE in %s: two threads touch the same memory, at least one of them writes, "
+                    "and nothing orders the two accesses (no mutex held by both around them, no create or join "
+                    "between them):\n", race.test);
+    print_access(&race, 1, ", first,");
+    print_access(&race, 0, ", then, with nothing in between that orders it after the first");
+    fprintf(stderr, "[ race     ] (found at step %ld of its schedule; from then on both places were switch points, "
+                    "where another thread may run: a lost update, if there is one, is then a choice the search "
+                    "makes)\n", race.step);
+}
+
 /* ---- The report ---------------------------------------------------------------------- */
 
 static const char *object_name(int obj, char *out, size_t size)
 {
     if (obj < 0)
         return "";
-    snprintf(out, size, "%c%d", sched.objects[obj].kind, sched.objects[obj].serial);
+    if (sched.objects[obj].kind == 'S')
+        snprintf(out, size, "semaphore S%d", sched.objects[obj].serial);
+    else
+        snprintf(out, size, "%c%d", sched.objects[obj].kind, sched.objects[obj].serial);
     return out;
 }
 
@@ -175,6 +211,14 @@ void sched_describe_step(const struct sched_step *step, char *out, size_t size)
         break;
     case OP_TRYLOCK:
         snprintf(out, size, "trylocks %s: %s", object_name(step->obj, a, sizeof a), step->other ? "busy" : "got it");
+        break;
+    case OP_SEM_WAIT:
+    case OP_SEM_TRY:
+        snprintf(out, size, "%s %s: %s", op_names[step->op], object_name(step->obj, a, sizeof a),
+                 step->other == 0 ? "takes it" : step->other == ETIMEDOUT ? "times out" : "it is 0");
+        break;
+    case OP_CLOCK:
+        snprintf(out, size, "%s", op_names[step->op]);
         break;
     case OP_CREATE:
     case OP_JOIN:
@@ -208,6 +252,10 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
         break;
     case AWAITING:
         snprintf(out, size, "waits until %d threads are asleep", t->target);
+        break;
+    case SEMAPHORE:
+        snprintf(out, size, "waits on %s (it is 0)%s", object_name(t->obj, a, sizeof a),
+                 t->deadline >= 0 ? ", until its deadline" : "");
         break;
     case DONE:
         snprintf(out, size, "has ended");
@@ -271,6 +319,7 @@ static const char *blocking_call(const struct sched_thread *t)
     case JOINING: return "pthread_join";
     case SLEEPING:
     case AWAITING: return "nanosleep";
+    case SEMAPHORE: return t->deadline >= 0 ? "sem_timedwait" : "sem_wait";
     default: return NULL;
     }
 }
@@ -403,6 +452,7 @@ void sched_end_failed_test(void)
     sched_print_stacks(sched.message, NULL, NULL, 0);
     kit_note_stacks_dumped();
     fprintf(stderr, "[  FAILED  ] the test stopped here, on its schedule\n");
+    kit_verdict_end(false);
     fflush(stdout);
     fflush(stderr);
     _exit(1);

@@ -34,42 +34,59 @@ static const char *base_name(const char *path)
 }
 
 /* ---- the verdict --------------------------------------------------------------
- * Graded, a test runs as `test_x --run NAME --verdict IN OUT`: IN is a pipe
- * that holds the grader's one-time token, OUT a pipe back to the grader.
- * Only after cmocka reports that the test passed does the harness move the
- * token from IN to OUT, and it does so in the kernel (splice): the token is
- * never in this process's memory, nor in its environment, arguments or
- * files. The code under test may not read or write descriptors (the
- * grader's gate admits no such call), so it cannot pass the verdict itself;
- * a test process that ends early, even with status 0, passes nothing. */
-static int verdict_in = -1, verdict_out = -1;
+ * Graded, a test runs as `test_x --run NAME --verdict PASS OUT RACE`: PASS
+ * and RACE are pipes that each hold one of the grader's one-time tokens, OUT
+ * a pipe back to the grader. When the test ends, the harness moves the PASS
+ * token to OUT if cmocka says the test passed, then the RACE token if no
+ * schedule of this process saw a data race (kit_sched_memory.c). It moves
+ * them inside the kernel (splice): a token is never in this process's memory,
+ * nor in its environment, arguments or files. The code under test may not
+ * read or write descriptors (the grader's gate admits no such call), so it
+ * cannot pass a verdict itself; a test process that ends early, even with
+ * status 0, passes nothing. */
+static int verdict_pass = -1, verdict_out = -1, verdict_race = -1;
+static pid_t verdict_owner; /* the test process: a process it forks passes nothing */
 
 static void take_verdict_fds(int *argc, char **argv)
 {
-    if (*argc != 6 || strcmp(argv[3], "--verdict") != 0)
+    if (*argc != 7 || strcmp(argv[3], "--verdict") != 0)
         return;
-    verdict_in = atoi(argv[4]);
+    verdict_pass = atoi(argv[4]);
     verdict_out = atoi(argv[5]);
-    fcntl(verdict_in, F_SETFD, FD_CLOEXEC); /* no program the test starts (gdb, a server) inherits them */
+    verdict_race = atoi(argv[6]);
+    verdict_owner = getpid();
+    fcntl(verdict_pass, F_SETFD, FD_CLOEXEC); /* no program the test starts (gdb, a server) inherits them */
     fcntl(verdict_out, F_SETFD, FD_CLOEXEC);
+    fcntl(verdict_race, F_SETFD, FD_CLOEXEC);
     *argc = 3;
 }
 
-static void pass_the_token(void)
+static void move_token(int from)
 {
-    if (verdict_in < 0 || verdict_out < 0)
-        return;
 #if defined(__linux__)
-    while (splice(verdict_in, NULL, verdict_out, NULL, 256, 0) > 0)
+    while (splice(from, NULL, verdict_out, NULL, 256, 0) > 0)
         ;
 #else
     char token[256];
-    ssize_t n = read(verdict_in, token, sizeof token);
+    ssize_t n = read(from, token, sizeof token);
     if (n > 0 && write(verdict_out, token, (size_t)n) != n)
         perror("verdict");
 #endif
-    close(verdict_in);
+}
+
+void kit_verdict_end(bool passed)
+{
+    kit_sched_print_race();
+    if (verdict_out < 0 || getpid() != verdict_owner)
+        return;
+    if (passed)
+        move_token(verdict_pass);
+    if (!kit_sched_saw_race())
+        move_token(verdict_race);
+    close(verdict_pass);
+    close(verdict_race);
     close(verdict_out);
+    verdict_out = -1;
 }
 
 /* ---- Graded on one schedule -------------------------------------------------
@@ -114,9 +131,10 @@ static _Noreturn void run_again_on_real_threads(const char *test, const char *re
     fflush(stderr);
     unsetenv("KIT_SCHEDULE_TESTS");
     setenv("KIT_REAL_THREADS_BECAUSE", reason, 1);
-    if (verdict_in >= 0) { /* the same descriptors, still unread, for the run again */
-        fcntl(verdict_in, F_SETFD, 0);
+    if (verdict_out >= 0) { /* the same descriptors, still unread, for the run again */
+        fcntl(verdict_pass, F_SETFD, 0);
         fcntl(verdict_out, F_SETFD, 0);
+        fcntl(verdict_race, F_SETFD, 0);
     }
     execv("/proc/self/exe", test_argv);
     execvp(test_argv[0], test_argv);
@@ -187,15 +205,15 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
         }
         schedule_from_env();
         int failed = run_armed(argv[2], &tests[i], 1);
-        if (failed == 0)
-            pass_the_token();
+        kit_verdict_end(failed == 0);
         return failed == 0 ? 0 : 1;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [--list | --run TEST_NAME [--verdict IN OUT]]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--list | --run TEST_NAME [--verdict PASS OUT RACE]]\n", argv[0]);
         return 2;
     }
     int failed = run_armed(base_name(file), tests, count);
+    kit_sched_print_race();
     return failed == 0 ? 0 : 1;
 }
 
@@ -265,6 +283,7 @@ void __wrap__fail(const char *const file, const int line)
     if (alive > 0 || kit_sched_active()) { /* (a scheduled thread is not cmocka's: it cannot jump there) */
         fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
         fprintf(stderr, "[  FAILED  ] the test stopped here: %d of its threads still run\n", alive);
+        kit_verdict_end(false);
         fflush(stdout);
         fflush(stderr);
         _exit(1);

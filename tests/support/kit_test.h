@@ -69,6 +69,12 @@
 int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count,
                   const char *file);
 
+/* The test process ends: its data race, if a schedule saw one, is printed,
+ * and the grader's tokens are passed on - the pass token if @p passed, the
+ * race token if no race was seen (kit_test.c). Every way out of a test but a
+ * crash calls it once. */
+void kit_verdict_end(bool passed);
+
 /**
  * @brief A test that needs real threads in grading too, in a test table:
  *        `kit_real_threads_test(test_x)` instead of `cmocka_unit_test(test_x)`.

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h> /* malloc_usable_size */
+#endif
 
 #include "kit_errno.h"
 #include "kit_gate.h"
@@ -173,7 +176,7 @@ static int wait_on(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct ti
     if (kit_sched_active()) {
         if (clock != OWN_CLOCK && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
             return EINVAL; /* as glibc says of a clock it cannot wait on */
-        return kit_sched_cond_wait(cond, mutex, deadline, harness_waiting > 0, where);
+        return kit_sched_cond_wait(cond, mutex, deadline, clock, harness_waiting > 0, where);
     }
     kit_sched_outsider(!deadline ? "pthread_cond_wait" : clock == OWN_CLOCK ? "pthread_cond_timedwait"
                                                                             : "pthread_cond_clockwait");
@@ -526,12 +529,23 @@ static bool this_call_fails(void)
     return target != 0 && call == target;
 }
 
+/* New memory has no history: whatever was done to it before it was freed
+ * and handed out again is no data race with what is done to it now. */
+static void *fresh(void *block)
+{
+#if defined(__GLIBC__)
+    if (block && kit_sched_active())
+        kit_sched_forget_memory(block, malloc_usable_size(block));
+#endif
+    return block;
+}
+
 /* A block handed to the code under test: one more to give back. */
 static void *counted(void *block)
 {
     if (block)
         atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return fresh(block);
 }
 
 void *__wrap_malloc(size_t size)
@@ -555,7 +569,7 @@ void *__wrap_realloc(void *old, size_t size)
     void *block = __real_realloc(old, size);
     if (block && old == NULL)
         atomic_fetch_add(&live_blocks, 1);
-    return block;
+    return block != old ? fresh(block) : block;
 }
 
 void __wrap_free(void *block)

@@ -156,7 +156,7 @@ static const char *why_refused(const char *name)
           "it starts other programs" },
         { "kill raise signal sigaction sigprocmask pthread_sigmask pthread_kill alarm setitimer tgkill",
           "it sends or catches signals" },
-        { "getenv secure_getenv setenv putenv unsetenv clearenv environ __environ", "it reads or changes the environment" },
+        { "setenv putenv unsetenv clearenv environ __environ", "it changes the environment (getenv reads a variable)" },
         { "dlopen dlsym dlvsym dladdr dl_iterate_phdr", "it looks up the program's symbols" },
         { "syscall ptrace process_vm_readv process_vm_writev prctl", "it calls the kernel directly" },
         { "setjmp _setjmp __sigsetjmp longjmp _longjmp siglongjmp __longjmp_chk", "it jumps across functions" },

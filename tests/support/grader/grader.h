@@ -38,6 +38,7 @@ struct test_case {
     int points;
     enum verdict verdict;
     bool integrity;        /* the gate refused the chapter's files: an attempt on the grader, or a mistake */
+    bool race_free;        /* the test delivered its race token: none of its schedules saw a data race */
     double seconds;
     char detail[4096];     /* why it did not pass, a few lines */
 };
@@ -63,6 +64,7 @@ struct run_options {
     const char *confine;     /* kit-confine's path: run each test confined; NULL: unconfined (make test) */
     const char *kit_root;    /* the kit, whose headers the confinement shows */
     long *log_budget;        /* bytes of logs this grade may still keep (shared by every test) */
+    bool race_fails_test;    /* make test, mutants: a data race fails its test (graded: the race-free line) */
 };
 
 /* How a process ended. */
@@ -93,6 +95,7 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
 char *read_log(const char *path);
 void append_line(char *detail, size_t size, const char *line, size_t length);
 void cap_log(const char *path, long *budget);
+void race_lines(const char *log, char *detail, size_t size);
 
 /* grader_tests.c: which binary has which test, and the race-freedom line */
 enum { MAX_BINARIES = 16, MAX_NAMES = 256 };

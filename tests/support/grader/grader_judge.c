@@ -256,12 +256,26 @@ static void point_at_logs(struct test_case *test, const char *log, const char *l
     }
 }
 
+/* The race report a test printed ("[ race     ] ..." lines), cut to its words. */
+void race_lines(const char *log, char *detail, size_t size)
+{
+    static const char tag[] = "[ race     ] ";
+    for (const char *line = log ? strstr(log, tag) : NULL; line; line = strstr(line + 1, tag)) {
+        const char *text = line + strlen(tag);
+        append_line(detail, size, text, strcspn(text, "\n"));
+    }
+}
+
 void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
                 const char *stuck_threads, const struct run_options *options)
 {
     test->seconds = end->seconds;
     char *log = read_log(log_path);
     judge(test, end, token_ok, log, options);
+    if (test->verdict == V_PASSED && !test->race_free && options->race_fails_test) {
+        test->verdict = V_RACE; /* the reference, a mutant: a race is a failure of its own */
+        race_lines(log, test->detail, sizeof test->detail);
+    }
     if (end->timed_out)
         textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s",
               options->limits.wall_seconds, stuck_threads);

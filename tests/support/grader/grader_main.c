@@ -29,6 +29,8 @@ enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32 };
 struct config {
     const char *rubric, *bin_dir, *mode, *report_dir, *implementation;
     const char *tsan_bin_dir, *tsan_build, *tsan_wrapper;
+    const char *tsan_chapters[MAX_CHAPTERS]; /* whose race-free line is a ThreadSanitizer run */
+    int tsan_chapter_count;
     const char *build, *build_log; /* the build of the submission, run once the slot is ours */
     const char *gate_dir;   /* the gate's findings, one file per chapter it refused */
     const char *debug_args; /* set: name `make debug` for each test that does not pass */
@@ -44,7 +46,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: kit-grade --rubric FILE --bin DIR [--mode test|grade|mutant] [--chapter NAME]...\n"
             "                 [--timeout SECONDS] [--wrapper 'CMD ARGS'] [--unlimited-memory]\n"
-            "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD']]\n"
+            "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD'] [--tsan-chapter NAME]...]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
             "                 [--confine KIT_CONFINE [--sandbox-uid UID] [--sandbox-cpus N]] [--chaos SEED]\n"
             "                 [--build 'CMD' [--build-log FILE]] [--gate DIR]\n"
@@ -94,6 +96,8 @@ static void parse_arguments(int argc, char **argv, struct config *config)
         else if (strcmp(arg, "--chaos") == 0 && value) setenv("KIT_CHAOS", value, 1);
         else if (strcmp(arg, "--chapter") == 0 && value && config->chapter_count < MAX_CHAPTERS)
             config->chapters[config->chapter_count++] = value;
+        else if (strcmp(arg, "--tsan-chapter") == 0 && value && config->tsan_chapter_count < MAX_CHAPTERS)
+            config->tsan_chapters[config->tsan_chapter_count++] = value;
         else usage();
         i += takes_value;
     }
@@ -172,7 +176,51 @@ static void reject_chapter(struct test_case *tests, int count, const char *chapt
     }
 }
 
-/* ---- the race-freedom line -------------------------------------------------------- */
+/* ---- the race-free line -----------------------------------------------------------
+ * Graded, a chapter's race-free line is earned when each of its tests ran to
+ * its end without a data race on any of its schedules: each delivered its
+ * race token (kit_sched_memory.c, kit_test.c), whether it passed or not - the
+ * same verdict in every grading. A chapter whose tests all run on real threads
+ * (on a Redis server: --tsan-chapter) earns it under ThreadSanitizer instead,
+ * once every test passes. */
+
+static bool race_line_by_tsan(const struct config *config, const char *chapter)
+{
+    for (int i = 0; i < config->tsan_chapter_count; i++)
+        if (strcmp(config->tsan_chapters[i], chapter) == 0)
+            return true;
+    return false;
+}
+
+/* Why a test gave no race token: the race it printed, or that it ended first. */
+static void explain_no_race_token(const struct config *config, const struct test_case *test, struct test_case *line)
+{
+    char path[1200];
+    textf(path, sizeof path, "%s/%s.%s.log", config->run.log_dir, test->chapter, test->name);
+    char *log = read_log(path);
+    if (log && strstr(log, "[ race     ] DATA RACE")) {
+        line->verdict = V_RACE;
+        textf(line->detail, sizeof line->detail, "%s saw a data race on its schedule:\n", test->name);
+        race_lines(log, line->detail, sizeof line->detail);
+    } else {
+        line->verdict = V_FAILED;
+        textf(line->detail, sizeof line->detail,
+              "%s ended before it could say it saw no data race (it crashed, was stopped or did not run): this "
+              "line is earned once every test of the chapter runs to its end without a race\n", test->name);
+    }
+    free(log);
+}
+
+static void judge_race_line(const struct config *config, struct test_case *line, const struct test_case *tests,
+                            int count)
+{
+    line->verdict = V_PASSED;
+    for (int i = 0; i < count; i++)
+        if (strcmp(tests[i].chapter, line->chapter) == 0 && &tests[i] != line && !tests[i].race_free) {
+            explain_no_race_token(config, &tests[i], line);
+            return;
+        }
+}
 
 /* Why the race-freedom line is not run (set in its detail), or false. */
 static bool tsan_line_waits(const struct config *config, struct test_case *line, const struct test_case *tests,
@@ -287,6 +335,11 @@ struct totals {
 static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
                        const struct chapter_tests *found, int *max)
 {
+    if (strcmp(test->name, "tsan") == 0 && !race_line_by_tsan(config, test->chapter)) {
+        judge_race_line(config, test, tests, count);
+        *max += test->points;
+        return;
+    }
     if (strcmp(test->name, "tsan") == 0) {
         run_tsan_line(config, test, tests, count);
         *max += config->tsan_bin_dir ? test->points : 0;
@@ -316,9 +369,15 @@ static bool chapter_refused(const struct config *config, const char *chapter, st
     return true;
 }
 
+/* Whether a line counts: a ThreadSanitizer line counts only with its build. */
+static bool line_scored(const struct config *config, const struct test_case *test)
+{
+    return config->tsan_bin_dir || strcmp(test->name, "tsan") != 0 || !race_line_by_tsan(config, test->chapter);
+}
+
 static void count_line(const struct config *config, const struct test_case *test, struct totals *totals)
 {
-    bool tsan_scored = config->tsan_bin_dir || strcmp(test->name, "tsan") != 0;
+    bool tsan_scored = line_scored(config, test);
     if (test->verdict == V_PASSED || !tsan_scored)
         return;
     totals->problems++;
@@ -345,7 +404,7 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
         if (strcmp(test->chapter, chapter) != 0 || (!is_mode(config, "grade") && tsan))
             continue; /* make test and make tsan check races directly */
         if (refused)
-            max += !tsan || config->tsan_bin_dir ? test->points : 0;
+            max += line_scored(config, test) ? test->points : 0;
         else
             grade_line(config, test, tests, count, found, &max);
         if (!refused && chapter_refused(config, chapter, tests, count)) {
@@ -378,7 +437,7 @@ static int graded_lines(const struct config *config, const struct test_case *tes
 {
     int n = 0;
     for (int i = 0; i < count; i++)
-        if (selected(config, tests[i].chapter) && (config->tsan_bin_dir || strcmp(tests[i].name, "tsan") != 0))
+        if (selected(config, tests[i].chapter) && line_scored(config, &tests[i]))
             kept[n++] = tests[i];
     return n;
 }
@@ -524,6 +583,7 @@ static void configure(struct config *config)
     config->run.kit_root = kit;
     static long log_budget = 64L << 20;
     config->run.log_budget = &log_budget;
+    config->run.race_fails_test = !is_mode(config, "grade");
     claim_slot(config);
     prepare_logs(config);
     prepare_environment(config);

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_ARGS = 64, VERDICT_IN = 3, VERDICT_OUT = 4 };
+enum { MAX_ARGS = 64, VERDICT_PASS = 3, VERDICT_OUT = 4, VERDICT_RACE = 5 };
 
 const char *verdict_text(enum verdict verdict)
 {
@@ -79,20 +79,23 @@ static void place_fd(int from, int to)
 }
 
 /* In the child, between fork and exec: a process group of its own (so the
- * whole group can be stopped), output to the log, the verdict pipes at 3
- * and 4, and - unconfined, kit-confine sets them otherwise - the limits. */
-static void exec_child(char *const argv[], const char *log_path, const struct limits *limits, const int fds[2])
+ * whole group can be stopped), output to the log, the verdict pipes at 3, 4
+ * and 5, and - unconfined, kit-confine sets them otherwise - the limits. */
+static void exec_child(char *const argv[], const char *log_path, const struct limits *limits, const int fds[3])
 {
     setpgid(0, 0);
     int log = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
     int nothing = open("/dev/null", O_RDONLY);
-    int in = fds ? fcntl(fds[0], F_DUPFD, 10) : -1, out = fds ? fcntl(fds[1], F_DUPFD, 10) : -1;
+    int high[3] = { -1, -1, -1 };
+    for (int i = 0; fds && i < 3; i++)
+        high[i] = fcntl(fds[i], F_DUPFD, 10);
     dup2(log >= 0 ? log : nothing, STDOUT_FILENO);
     dup2(log >= 0 ? log : nothing, STDERR_FILENO);
     dup2(nothing, STDIN_FILENO);
     if (fds) {
-        place_fd(in, VERDICT_IN);
-        place_fd(out, VERDICT_OUT);
+        place_fd(high[0], VERDICT_PASS);
+        place_fd(high[1], VERDICT_OUT);
+        place_fd(high[2], VERDICT_RACE);
     }
     sigset_t none;
     sigemptyset(&none);
@@ -155,7 +158,7 @@ struct run {
     char *const *argv;
     const char *log_path;
     const struct limits *limits; /* NULL: kit-confine sets them */
-    const int *verdict_fds;      /* the ends the test gets at 3 and 4, or NULL */
+    const int *verdict_fds;      /* the ends the test gets at 3, 4 and 5, or NULL */
     double timeout_seconds;
     on_timeout_fn on_timeout;
     void *ctx;
@@ -262,50 +265,63 @@ static void make_token(char *token, size_t size)
 }
 
 struct verdict_channel {
-    char token[64];
-    int test_ends[2]; /* what the test gets: the token's pipe to read, the result's to write */
+    char pass[64], race_free[64]; /* the tokens */
+    int test_ends[3]; /* what the test gets: the pass token's pipe, the result's, the race token's */
     int result;       /* the grader's end of the result pipe */
 };
 
-/* The token waits in a pipe whose writing end is closed at once. */
-static int open_channel(struct verdict_channel *channel)
+/* A pipe that holds token and nothing more: its writing end is closed at once. */
+static int token_pipe(const char *token, int *read_end)
 {
-    int token_pipe[2], result_pipe[2];
-    make_token(channel->token, sizeof channel->token);
-    if (pipe(token_pipe) != 0)
+    int ends[2];
+    if (pipe(ends) != 0)
         return errno;
-    if (pipe(result_pipe) != 0) {
-        int err = errno;
-        close(token_pipe[0]);
-        close(token_pipe[1]);
-        return err;
-    }
-    ssize_t length = (ssize_t)strlen(channel->token);
-    bool written = write(token_pipe[1], channel->token, (size_t)length) == length;
-    close(token_pipe[1]);
-    channel->test_ends[0] = token_pipe[0];
-    channel->test_ends[1] = result_pipe[1];
-    channel->result = result_pipe[0];
-    fcntl(channel->test_ends[0], F_SETFD, FD_CLOEXEC);
-    fcntl(channel->test_ends[1], F_SETFD, FD_CLOEXEC);
-    fcntl(channel->result, F_SETFD, FD_CLOEXEC);
-    fcntl(channel->result, F_SETFL, O_NONBLOCK);
+    ssize_t length = (ssize_t)strlen(token);
+    bool written = write(ends[1], token, (size_t)length) == length;
+    close(ends[1]);
+    *read_end = ends[0];
+    fcntl(ends[0], F_SETFD, FD_CLOEXEC);
     return written ? 0 : EIO;
 }
 
-/* After the run: the test's ends are closed, so the result pipe holds all it
- * will ever hold. A pass is exactly the token, nothing more, nothing less. */
-static bool close_channel(struct verdict_channel *channel)
+static int open_channel(struct verdict_channel *channel)
 {
-    close(channel->test_ends[0]);
-    close(channel->test_ends[1]);
-    char buffer[128];
+    int result[2];
+    make_token(channel->pass, sizeof channel->pass);
+    make_token(channel->race_free, sizeof channel->race_free);
+    int err = token_pipe(channel->pass, &channel->test_ends[0]);
+    if (err != 0)
+        return err;
+    if ((err = token_pipe(channel->race_free, &channel->test_ends[2])) != 0 || pipe(result) != 0) {
+        err = err ? err : errno;
+        close(channel->test_ends[0]);
+        return err;
+    }
+    channel->test_ends[1] = result[1];
+    channel->result = result[0];
+    fcntl(result[1], F_SETFD, FD_CLOEXEC);
+    fcntl(result[0], F_SETFD, FD_CLOEXEC);
+    fcntl(result[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* After the run: the test's ends are closed, so the result pipe holds all it
+ * will ever hold - the pass token if the test passed, then the race token if
+ * it saw no data race: exactly those, nothing else. */
+static void close_channel(struct verdict_channel *channel, bool *passed, bool *race_free)
+{
+    for (int i = 0; i < 3; i++)
+        close(channel->test_ends[i]);
+    char buffer[256];
     ssize_t n = read(channel->result, buffer, sizeof buffer - 1);
     close(channel->result);
-    if (n <= 0)
-        return false;
-    buffer[n] = '\0';
-    return strcmp(buffer, channel->token) == 0;
+    buffer[n > 0 ? n : 0] = '\0';
+    size_t p = strlen(channel->pass);
+    *passed = strncmp(buffer, channel->pass, p) == 0;
+    const char *rest = *passed ? buffer + p : buffer;
+    *race_free = strcmp(rest, channel->race_free) == 0;
+    if (!*race_free && rest[0] != '\0') /* anything else in the pipe: no verdict at all */
+        *passed = false;
 }
 
 /* ---- one test case --------------------------------------------------------- */
@@ -329,8 +345,8 @@ static void add_confinement(char **argv, int *argc, const struct run_options *op
     snprintf(text[2], 32, "%ld", limits->file_size_mb);
     snprintf(text[3], 32, "%ld", limits->processes);
     char *words[] = { (char *)options->confine, "--kit", (char *)options->kit_root, "--ro", (char *)binaries,
-                      "--rw", (char *)drawings, "--fd", "3", "--fd", "4", "--cpu", text[0], "--memory", text[1],
-                      "--file-size", text[2], "--tasks", text[3], NULL };
+                      "--rw", (char *)drawings, "--fd", "3", "--fd", "4", "--fd", "5", "--cpu", text[0],
+                      "--memory", text[1], "--file-size", text[2], "--tasks", text[3], NULL };
     for (int i = 0; words[i]; i++)
         argv[(*argc)++] = words[i];
     if (limits->address_space_mb == 0)
@@ -350,7 +366,7 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
     if (options->confine)
         add_confinement(argv, &argc, options, text, binaries, drawings);
     add_words(argv, &argc, wrapper_copy);
-    char *tail[] = { (char *)test->binary, "--run", (char *)test->name, "--verdict", "3", "4", NULL };
+    char *tail[] = { (char *)test->binary, "--run", (char *)test->name, "--verdict", "3", "4", "5", NULL };
     for (int i = 0; tail[i]; i++)
         argv[argc++] = tail[i];
     argv[argc] = NULL;
@@ -400,8 +416,11 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     struct run run = { argv, log_path, options->confine ? NULL : &options->limits, channel.test_ends,
                        options->limits.wall_seconds, diagnose_with_gdb, &diagnosis };
     struct process_end end;
-    err = err ? err : run_process(&run, &end);
-    bool token_ok = close_channel(&channel);
+    bool token_ok = false;
+    if (err == 0) {
+        err = run_process(&run, &end);
+        close_channel(&channel, &token_ok, &test->race_free);
+    }
     if (err != 0) {
         test->verdict = V_FAILED;
         snprintf(test->detail, sizeof test->detail, "runner: cannot start the test: %s\n", strerror(err));

@@ -1,0 +1,382 @@
+/**
+ * @file kit_sched_memory.c
+ * @brief Every shared access of the code under test, seen by the scheduler:
+ *        a data race detector on the schedule, and the switch points where a
+ *        race can be made to matter.
+ *
+ * The tests link the code under test (the exercise, the reference) compiled
+ * with ThreadSanitizer's instrumentation but without its runtime: each load,
+ * store and atomic calls one of the __tsan_* functions below. On a thread the
+ * scheduler runs, they:
+ *
+ * - keep happens-before with vector clocks: a thread's clock, a mutex's
+ *   (unlock releases into it, lock acquires from it), create and join, a
+ *   semaphore's, an atomic location's (every atomic both acquires and
+ *   releases: a relaxed one orders more than C11 says - a race hidden, never
+ *   one invented);
+ * - check each access against the last few accesses to the same bytes (four
+ *   cells per 8-byte granule, as ThreadSanitizer keeps): two accesses by
+ *   different threads, at least one a write, neither before the other, are a
+ *   data race, reported with both places;
+ * - make the places of a race switch points, from then on in this test
+ *   process (the explorer's next schedules, the rest of a scheduled test):
+ *   the preemption a lost update needs is then a choice the search makes,
+ *   as Landslide adds preemption points at the races a detector found;
+ * - make every atomic a switch point.
+ * On any other thread (real threads, no schedule) they do nothing.
+ *
+ * Everything here runs on the token holder alone (kit_sched_internal.h).
+ */
+#define _GNU_SOURCE
+#include "kit_sched_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *__real_calloc(size_t count, size_t size);
+void *__real_realloc(void *block, size_t size);
+void __real_free(void *block);
+
+/* ---- Vector clocks ---------------------------------------------------------------- */
+
+/* Thread ids a schedule may have for its clocks: beyond them the detector
+ * stops for that schedule (a stress test that starts thousands of threads). */
+#define VC_THREADS 1024
+
+struct vclock {
+    uint32_t *clock;
+    int length;
+    int capacity;
+};
+
+static struct vclock thread_clock[VC_THREADS];
+static struct vclock object_clock[SCHED_MAX_OBJECTS];
+
+/* A location an atomic operation touched: its clock. */
+#define ATOMIC_SLOTS 4096
+static struct atomic_location {
+    uintptr_t addr;
+    uint32_t generation;
+    struct vclock vc;
+} atomic_locations[ATOMIC_SLOTS];
+
+static bool vc_reserve(struct vclock *vc, int length)
+{
+    if (length <= vc->capacity)
+        return true;
+    int capacity = (length + 63) & ~63;
+    uint32_t *clock = __real_realloc(vc->clock, (size_t)capacity * sizeof *clock);
+    if (clock == NULL)
+        return false;
+    memset(clock + vc->capacity, 0, (size_t)(capacity - vc->capacity) * sizeof *clock);
+    vc->clock = clock;
+    vc->capacity = capacity;
+    return true;
+}
+
+static uint32_t vc_get(const struct vclock *vc, int tid)
+{
+    return tid < vc->length ? vc->clock[tid] : 0;
+}
+
+/* into = max(into, from), element by element. */
+static void vc_join(struct vclock *into, const struct vclock *from)
+{
+    if (!vc_reserve(into, from->length))
+        return;
+    for (int i = 0; i < from->length; i++)
+        if (from->clock[i] > into->clock[i])
+            into->clock[i] = from->clock[i];
+    if (from->length > into->length)
+        into->length = from->length;
+}
+
+static void vc_copy(struct vclock *into, const struct vclock *from)
+{
+    if (!vc_reserve(into, from->length))
+        return;
+    memcpy(into->clock, from->clock, (size_t)from->length * sizeof *into->clock);
+    if (into->length > from->length)
+        memset(into->clock + from->length, 0, (size_t)(into->length - from->length) * sizeof *into->clock);
+    into->length = from->length;
+}
+
+static void vc_tick(struct vclock *vc, int tid)
+{
+    if (!vc_reserve(vc, tid + 1))
+        return;
+    vc->clock[tid]++;
+    if (tid + 1 > vc->length)
+        vc->length = tid + 1;
+}
+
+/* ---- This schedule's detector ------------------------------------------------------ */
+
+static struct {
+    bool on;             /* a schedule is under way, and its threads fit VC_THREADS */
+    uint32_t generation; /* the schedule's number: shadow cells of earlier ones are empty */
+} detector;
+
+/* The token holder, when the scheduler runs this thread (kit_sched.c). */
+struct sched_thread *sched_me(void);
+
+static struct sched_thread *tracked(void)
+{
+    struct sched_thread *me = detector.on ? sched_me() : NULL;
+    return me && me->id < VC_THREADS ? me : NULL;
+}
+
+void sched_memory_begin(void)
+{
+    detector.on = true;
+    if (++detector.generation == 0)
+        detector.generation = 1;
+    for (int i = 0; i < VC_THREADS; i++)
+        thread_clock[i].length = 0;
+}
+
+void sched_memory_forget_object(int obj)
+{
+    object_clock[obj].length = 0;
+}
+
+void sched_memory_thread_created(int parent, int child)
+{
+    if (child >= VC_THREADS || parent >= VC_THREADS) {
+        detector.on = false; /* too many threads to keep clocks for: no reports in this schedule */
+        return;
+    }
+    if (parent >= 0) {
+        vc_copy(&thread_clock[child], &thread_clock[parent]);
+        vc_tick(&thread_clock[parent], parent);
+    }
+    vc_tick(&thread_clock[child], child);
+}
+
+void sched_memory_thread_joined(int joiner, int ended)
+{
+    if (joiner < VC_THREADS && ended < VC_THREADS)
+        vc_join(&thread_clock[joiner], &thread_clock[ended]);
+}
+
+/* A mutex (or semaphore) obj was taken by thread: what its last release saw, it now sees. */
+void sched_memory_acquire(int thread, int obj)
+{
+    if (thread < VC_THREADS)
+        vc_join(&thread_clock[thread], &object_clock[obj]);
+}
+
+/* Thread gave obj up (unlock, a wait that unlocks, a post): its history goes with it. */
+void sched_memory_release(int thread, int obj)
+{
+    if (thread >= VC_THREADS)
+        return;
+    vc_join(&object_clock[obj], &thread_clock[thread]);
+    vc_tick(&thread_clock[thread], thread);
+}
+
+static struct vclock *atomic_clock(uintptr_t addr)
+{
+    unsigned start = (unsigned)((addr >> 3) * 0x9E3779B1u) & (ATOMIC_SLOTS - 1);
+    for (unsigned probe = 0; probe < 64; probe++) {
+        struct atomic_location *slot = &atomic_locations[(start + probe) & (ATOMIC_SLOTS - 1)];
+        if (slot->generation == detector.generation && slot->addr == addr)
+            return &slot->vc;
+        if (slot->generation != detector.generation) {
+            slot->generation = detector.generation;
+            slot->addr = addr;
+            slot->vc.length = 0;
+            return &slot->vc;
+        }
+    }
+    return NULL;
+}
+
+/* ---- Shadow memory ------------------------------------------------------------------ */
+
+/* One access of a granule's bytes: who, when (their clock then), where. */
+struct shadow_cell {
+    void *pc;
+    uint32_t clock;
+    uint16_t thread;
+    uint8_t bytes; /* which of the granule's 8 bytes */
+    uint8_t write;
+};
+
+#define CELLS 4
+struct shadow_entry {
+    uintptr_t granule;
+    uint32_t generation;
+    uint8_t next; /* the cell to replace when all are taken */
+    struct shadow_cell cell[CELLS];
+};
+
+#define SHADOW_SIZE (1u << 17)
+static struct shadow_entry *shadow;
+
+static struct shadow_entry *entry_of(uintptr_t granule)
+{
+    if (shadow == NULL && (shadow = __real_calloc(SHADOW_SIZE, sizeof *shadow)) == NULL)
+        return NULL;
+    unsigned start = (unsigned)(granule * 0x9E3779B97F4A7C15ULL >> 40) & (SHADOW_SIZE - 1);
+    for (unsigned probe = 0; probe < 64; probe++) {
+        struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
+        if (e->generation == detector.generation && e->granule == granule)
+            return e;
+        if (e->generation != detector.generation) {
+            memset(e, 0, sizeof *e);
+            e->granule = granule;
+            e->generation = detector.generation;
+            return e;
+        }
+    }
+    return NULL; /* full around here: this granule goes unwatched */
+}
+
+/* Freed memory may come back as another object: what was done to it before is forgotten. */
+void kit_sched_forget_memory(const void *block, size_t size)
+{
+    if (tracked() == NULL || block == NULL)
+        return;
+    for (uintptr_t g = (uintptr_t)block >> 3; g <= ((uintptr_t)block + size - 1) >> 3 && size > 0; g++) {
+        struct shadow_entry *e = entry_of(g);
+        if (e)
+            memset(e->cell, 0, sizeof e->cell);
+    }
+}
+
+/* ---- Races -------------------------------------------------------------------------- */
+
+static struct sched_race first_race;
+static bool raced;
+
+/* Places where a race was seen: their accesses are switch points from now on. */
+#define RACY_PLACES 256
+static void *racy[RACY_PLACES];
+static int nracy;
+
+static bool is_racy(void *pc)
+{
+    for (int i = 0; i < nracy; i++)
+        if (racy[i] == pc)
+            return true;
+    return false;
+}
+
+static void mark_racy(void *pc)
+{
+    if (!is_racy(pc) && nracy < RACY_PLACES)
+        racy[nracy++] = pc;
+}
+
+/* A cell of another thread's stack, which that thread has left: its memory is
+ * a new thread's stack now, and what the old one did there is no race. */
+static bool stale(const struct shadow_cell *cell, uintptr_t addr)
+{
+    if (cell->thread >= sched.nthreads)
+        return true;
+    const struct sched_thread *owner = sched.threads[cell->thread];
+    return owner->state == DONE && addr >= owner->stack_low && addr < owner->stack_high;
+}
+
+static void record_race(const struct sched_thread *me, const struct shadow_cell *cell, uintptr_t addr,
+                        bool write, void *pc)
+{
+    mark_racy(pc);
+    mark_racy(cell->pc);
+    if (raced)
+        return;
+    raced = true;
+    first_race = (struct sched_race){ .addr = addr, .pc = { pc, cell->pc }, .write = { write, cell->write },
+                                      .step = sched.nsteps };
+    snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
+    snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);
+    snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
+}
+
+/* The access me makes now against the cells of its granule; then its own cell. */
+static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
+{
+    struct shadow_entry *e = entry_of(addr >> 3);
+    if (e == NULL)
+        return;
+    const struct vclock *now = &thread_clock[me->id];
+    int mine = -1;
+    for (int i = 0; i < CELLS; i++) {
+        struct shadow_cell *cell = &e->cell[i];
+        if (cell->bytes == 0)
+            continue;
+        bool ordered = cell->clock <= vc_get(now, cell->thread);
+        if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
+            !stale(cell, addr))
+            record_race(me, cell, addr, write, pc);
+        if (cell->thread == me->id && cell->bytes == bytes && (write || !cell->write))
+            mine = i; /* a write replaces this thread's read or write of the same bytes; a read its read */
+    }
+    if (mine < 0) {
+        for (int i = 0; i < CELLS && mine < 0; i++)
+            if (e->cell[i].bytes == 0 || e->cell[i].clock <= vc_get(now, e->cell[i].thread))
+                mine = i; /* free, or ordered before this access: nothing left to race with */
+        if (mine < 0)
+            mine = e->next++ % CELLS;
+    }
+    e->cell[mine] = (struct shadow_cell){ pc, vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+}
+
+void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
+{
+    struct sched_thread *me = tracked();
+    if (me == NULL)
+        return;
+    if (is_racy(pc)) /* a preemption here may make the race matter */
+        sched_memory_point(pc, write ? OP_WRITE : OP_READ);
+    for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
+        unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
+        check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
+        a += n;
+        size -= n;
+    }
+}
+
+bool kit_sched_saw_race(void)
+{
+    return raced;
+}
+
+bool sched_memory_races_seen(void)
+{
+    return nracy > 0;
+}
+
+bool kit_sched_raced(struct sched_race *race)
+{
+    if (raced && race)
+        *race = first_race;
+    return raced;
+}
+
+void sched_memory_end(void)
+{
+    detector.on = false;
+}
+
+/* ---- Atomics ----------------------------------------------------------------------- */
+
+/* An atomic operation on addr by the token holder: a switch point before it,
+ * then it acquires the location's history and releases its own into it. */
+void sched_memory_atomic(const volatile void *addr, void *pc)
+{
+    struct sched_thread *me = tracked();
+    if (me == NULL)
+        return;
+    sched_memory_point(pc, OP_ATOMIC);
+    struct vclock *vc = atomic_clock((uintptr_t)addr);
+    if (vc == NULL)
+        return;
+    vc_join(&thread_clock[me->id], vc);
+    vc_join(vc, &thread_clock[me->id]);
+    vc_tick(&thread_clock[me->id], me->id);
+}
+
