@@ -29,6 +29,7 @@
 #include "kit_errno.h"
 #include "kit_thread.h"
 #include "kit_time.h"
+#include "kit_sched.h"
 #include "tpool.h"
 
 #if defined(__linux__)
@@ -725,6 +726,12 @@ static int64_t race_wait_ran(struct race *r, long want, long timeout_ms)
 static void sleep_until(int64_t target_ns)
 {
     int64_t left = target_ns - kit_now_ns();
+    if (kit_sched_active()) { /* virtual time: a sleep lands exactly, and spinning would never see time pass */
+        struct timespec exact = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+        if (left > 0)
+            nanosleep(&exact, NULL);
+        return;
+    }
     if (left > 150000)
         kit_sleep_us((long)((left - 150000) / 1000));
     while (kit_now_ns() < target_ns)
@@ -795,8 +802,9 @@ static void test_tpool_stress_idle_exit_race(void **state)
     precise_timers(true);
     kit_lock_delays(RACE_LOCK_DELAY_US, kit_test_seed());
     long retire_us = measure_retirement_us(p, &r, &ran);
-    long rounds = kit_test_repeat(slow_run() ? 150 : 1500);
     long steps = 2 * RACE_SPAN_US / RACE_STEP_US + 1;
+    /* On a schedule, time is virtual and exact: one pass over the span is every offset there is. */
+    long rounds = kit_sched_active() ? steps : kit_test_repeat(slow_run() ? 150 : 1500);
     long first_offset = retire_us - RACE_SPAN_US, stranded_at = -1;
     int64_t last_end = race_wait_ran(&r, ran, 0);
     int64_t budget_end = kit_now_ns() + RACE_BUDGET_MS * 1000000LL;
@@ -1214,7 +1222,7 @@ static void test_tpool_stress_stats_add_up(void **state)
  * not grant: a task waits for its partner a short while only, and once the
  * test's time budget is spent the remaining tasks return at once. Pairs that
  * did not meet still count their runs, so the check below always applies. */
-enum { PAIR_ROUNDS_FAST = 20000, PAIR_ROUNDS_SLOW = 300 };
+enum { PAIR_ROUNDS_FAST = 20000, PAIR_ROUNDS_SLOW = 300, PAIR_ROUNDS_SCHEDULED = 200 };
 enum { PAIR_WAIT_MS = 2, PAIR_BUDGET_MS = 3000, PAIR_SPINS = 1 << 10 };
 
 struct pair_round {
@@ -1227,6 +1235,8 @@ static void meet_partner_then_return(void *raw)
 {
     struct pair_round *round = raw;
     atomic_fetch_add(&round->arrived, 1);
+    if (kit_sched_active())
+        return; /* on a schedule the scheduler interleaves the two ends itself: no spinning */
     int64_t now = kit_now_ns();
     if (now > pairs_deadline_ns)
         return;
@@ -1240,7 +1250,8 @@ static void meet_partner_then_return(void *raw)
 static void test_tpool_stress_counters_when_tasks_end_together(void **state)
 {
     (void)state;
-    long rounds = kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
+    long rounds = kit_sched_active() ? PAIR_ROUNDS_SCHEDULED
+                                     : kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
     struct pair_round *pairs = calloc((size_t)rounds, sizeof *pairs);
     assert_non_null(pairs);
     pairs_deadline_ns = kit_now_ns() + PAIR_BUDGET_MS * 1000000LL;
@@ -1514,9 +1525,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_policy_caller_runs_on_the_calling_thread),
     cmocka_unit_test(test_tpool_workers_retire_after_keep_alive),
     cmocka_unit_test(test_tpool_pool_grows_again_after_retiring),
-    /* real threads: a keep-alive running out on a loaded machine (the
-     * idle-exit race's explored twin is test_tpool_explore_idle_exit_race) */
-    kit_real_threads_test_teardown(test_tpool_stress_idle_exit_race, race_teardown),
+    /* (on real threads, a keep-alive running out on a loaded machine; on a
+     * schedule, on virtual time. Its explored twin: test_tpool_explore_idle_exit_race) */
+    cmocka_unit_test_teardown(test_tpool_stress_idle_exit_race, race_teardown),
     cmocka_unit_test(test_tpool_task_fail_counts_and_worker_survives),
     cmocka_unit_test(test_tpool_task_fail_survives_a_nested_caller_runs_task),
     cmocka_unit_test(test_tpool_workers_are_named_after_the_pool),
@@ -1528,9 +1539,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_destroy_from_a_task_does_nothing),
     cmocka_unit_test(test_tpool_execute_after_shutdown_fails),
     /* real threads: a reader racing the workers' counters */
-    kit_real_threads_test(test_tpool_stress_stats_add_up),
+    cmocka_unit_test(test_tpool_stress_stats_add_up),
     /* real threads: counters updated by workers that really end at once */
-    kit_real_threads_test(test_tpool_stress_counters_when_tasks_end_together),
+    cmocka_unit_test(test_tpool_stress_counters_when_tasks_end_together),
     cmocka_unit_test(test_tpool_destroy_joins_every_worker),
     cmocka_unit_test(test_tpool_execute_reports_a_failed_worker_start),
     cmocka_unit_test(test_tpool_shutdown_runs_a_task_left_without_a_worker),
