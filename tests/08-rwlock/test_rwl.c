@@ -807,7 +807,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rwl_writer_excludes_readers_and_writers),
     cmocka_unit_test(test_rwl_waiting_writer_holds_back_new_readers),
     cmocka_unit_test(test_rwl_reader_takes_the_lock_again_while_a_writer_waits),
-    cmocka_unit_test(test_rwl_writer_is_not_starved_by_a_stream_of_readers),
+    kit_real_threads_test(test_rwl_writer_is_not_starved_by_a_stream_of_readers),
     cmocka_unit_test(test_rwl_upgrade_gives_edeadlk_instead_of_hanging),
     cmocka_unit_test(test_rwl_unlock_by_a_thread_that_does_not_hold_it_gives_eperm),
     cmocka_unit_test(test_rwl_read_lock_timed_waits_its_timeout_while_a_writer_holds),
