@@ -168,10 +168,10 @@ test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
-# Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
+# Fault injection across chapters 03-06 and 08 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.
 FAULT_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker \
-                  06-keyed-executor
+                  06-keyed-executor 08-rwlock
 # Invariants checked on recorded traces (tests/traces/), likewise.
 SOLUTION_LINKED_TESTS := faults/test_faults traces/test_traces
 FAULT_TEST_BINS := $(addprefix $(OUT)/tests/,$(SOLUTION_LINKED_TESTS))
