@@ -628,25 +628,30 @@ static void test_rwl_timed_locks_time_out_despite_stolen_wakeups(void **state)
     rwl_destroy(l);
 }
 
-/* The test's thread reads; a timed writer waits, and a reader waits behind
- * it. When the writer gives up, nothing holds that reader back any more: it
- * must get in while the test's thread still reads. */
+/* The test's thread reads; a timed writer waits, and two readers wait
+ * behind it. When the writer gives up, nothing holds those readers back any
+ * more: both must get in while the test's thread still reads. */
 static void test_rwl_writer_that_times_out_lets_the_waiting_readers_in(void **state)
 {
     (void)state;
     rwl_t *l = make_lock();
     assert_ok(rwl_read_lock(l));
-    static struct call write, read;
-    static kit_worker_t writer, reader;
+    static struct call write, reads[2];
+    static kit_worker_t writer, readers[2];
     write = call_of(l, WRITE_TIMED, 300);
-    read = call_of(l, READ, 0);
     kit_worker_start(&writer, "writer", call_on_worker, &write);
     kit_await_waiting_threads(1, "a timed writer waiting for the reader to leave");
-    kit_worker_start(&reader, "reader", call_on_worker, &read);
+    for (int i = 0; i < 2; i++) {
+        reads[i] = call_of(l, READ, 0);
+        kit_worker_start(&readers[i], "reader", call_on_worker, &reads[i]);
+    }
     kit_worker_must_finish(&writer, "rwl_write_lock_timed(300 ms) while a reader holds the lock");
     assert_err(write.err, ETIMEDOUT);
-    kit_worker_must_finish(&reader, "a reader held back by a writer that then gave up (the lock is read-held only)");
-    assert_granted(&read);
+    for (int i = 0; i < 2; i++) {
+        kit_worker_must_finish(&readers[i],
+                               "a reader held back by a writer that then gave up (the lock is read-held only)");
+        assert_granted(&reads[i]);
+    }
     assert_ok(rwl_read_unlock(l));
     rwl_destroy(l);
 }

@@ -239,24 +239,27 @@ static void test_rwl_explore_last_reader_out_lets_the_writer_in(void **state)
     kit_explore(&options, last_reader_out_against_a_waiting_writer, NULL);
 }
 
-/* The body reads; a writer waits with a 100 ms timeout; a reader waits
- * behind it. The writer gives up: the reader must then get in, although
+/* The body reads; a writer waits with a 100 ms timeout; two readers wait
+ * behind it. The writer gives up: both readers must then get in, although
  * the body still reads - on virtual time, the time-out comes at once. */
-static void timed_writer_gives_up_against_a_waiting_reader(void *ctx)
+static void timed_writer_gives_up_against_waiting_readers(void *ctx)
 {
     (void)ctx;
     rwl_t *l = NULL;
-    pthread_t writer, reader;
-    struct part write, read;
+    pthread_t writer, readers[2];
+    struct part write, read[2];
     explore_ok(rwl_create(&l));
     explore_ok(rwl_read_lock(l));
     start(&writer, "writer", write_once, &write, l, 100);
     kit_explore_await_sleepers(1);
-    start(&reader, "reader", read_once, &read, l, 0);
+    start(&readers[0], "reader-0", read_once, &read[0], l, 0);
+    start(&readers[1], "reader-1", read_once, &read[1], l, 0);
     explore_ok(pthread_join(writer, NULL));
     explore_err(write.lock_err, ETIMEDOUT);
-    explore_ok(pthread_join(reader, NULL));
-    check_granted(&read, "the reader");
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(readers[i], NULL));
+        check_granted(&read[i], "a reader");
+    }
     explore_ok(rwl_read_unlock(l));
     rwl_destroy(l);
 }
@@ -267,7 +270,7 @@ static void test_rwl_explore_writer_giving_up_lets_readers_in(void **state)
     kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 150, .spurious = 1,
                               .deadlock_means = "a reader sleeps although only readers hold the lock: a writer "
                                                 "that gives up must let in the readers it held back" };
-    kit_explore(&options, timed_writer_gives_up_against_a_waiting_reader, NULL);
+    kit_explore(&options, timed_writer_gives_up_against_waiting_readers, NULL);
 }
 
 /* ---- The upgrade deadlock ------------------------------------------------------------------------ */
