@@ -182,10 +182,10 @@ test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
-# Fault injection across chapters 03-06 (tests/faults/): run by `make test`,
+# Fault injection across chapters 03-06 and 08 (tests/faults/): run by `make test`,
 # scored 0 - it holds the reference solutions to the reliability bar.
 FAULT_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker \
-                  06-keyed-executor
+                  06-keyed-executor 08-rwlock
 # Invariants checked on recorded traces (tests/traces/), likewise.
 SOLUTION_LINKED_TESTS := faults/test_faults traces/test_traces
 FAULT_TEST_BINS := $(addprefix $(OUT)/tests/,$(SOLUTION_LINKED_TESTS))
@@ -616,9 +616,10 @@ explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore
 # against; nothing else in the kit links GLib. GLib's headers are included
 # with -isystem: the kit's warnings are for the kit's code, not GLib's.
 # (-lm: chapter 04's sizing.c, linked in for chapter 06, uses <math.h>.)
+# Chapter 08's lock is measured against glibc's own pthread_rwlock_t.
 BENCH := build/bench/kit-bench
 BENCH_SRCS := $(wildcard tests/bench/*.c)
-BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor
+BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor 08-rwlock
 GLIB_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags glib-2.0))
 GLIB_LIBS = $(shell pkg-config --libs glib-2.0)
 
@@ -632,7 +633,7 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 	$(call say,LD,$@)$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
 
 .PHONY: bench
-bench: ## measure the kit against GLib: a table of medians and ratios, and build/bench/results.json
+bench: ## measure the kit against GLib and glibc: a table of medians and ratios, and build/bench/results.json
 	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
 	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)

@@ -18,10 +18,12 @@
 static long rounds = 9, idle_rounds = 5;
 static long queue_items = 2000000, pool_tasks = 1000000, thread_tasks = 20000, idle_ms = 2000;
 static long mw_tasks = 1000, mw_task_us = 200, keyed_tasks = 100000, keyed_task_us = 5;
+static long rwlock_ops = 60000, rwlock_read_us = 5, rwlock_write_us = 5;
 static const char *only = "all";
 static const char *json_path = "build/bench/results.json";
 
-static const char *const benchmark_names[] = { "all", "queue", "pool", "idle", "reclaim", "mw", "keyed", NULL };
+static const char *const benchmark_names[] = { "all", "queue", "pool", "idle", "reclaim", "mw", "keyed", "rwlock",
+                                               NULL };
 
 static const kit_opt_t options[] = {
     { "rounds", KIT_OPT_LONG, "N", "interleaved rounds of every benchmark but idle", &rounds, 1, BENCH_MAX_ROUNDS,
@@ -37,12 +39,17 @@ static const kit_opt_t options[] = {
     { "mw-task-us", KIT_OPT_LONG, "US", "5: CPU time of one task", &mw_task_us, 1, 1000000, NULL },
     { "keyed-tasks", KIT_OPT_LONG, "N", "6: tasks per keyed-executor run", &keyed_tasks, 1, 100000000, NULL },
     { "keyed-task-us", KIT_OPT_LONG, "US", "6: CPU time of one task", &keyed_task_us, 0, 1000000, NULL },
+    { "rwlock-ops", KIT_OPT_LONG, "N", "8: lock calls per readers-writer lock run", &rwlock_ops, 4, 100000000, NULL },
+    { "rwlock-read-us", KIT_OPT_LONG, "US", "8: work of one read, in the lock", &rwlock_read_us, 0, 1000000, NULL },
+    { "rwlock-write-us", KIT_OPT_LONG, "US", "8: work of one write, in the lock", &rwlock_write_us, 0, 1000000,
+      NULL },
 };
 
 static const kit_cli_t cli = {
     "kit-bench",
-    "Measures the kit's queues, pools and executors side by side with GLib's, in\n"
-    "  interleaved rounds; prints medians, min-max and ratios, and writes them as JSON.",
+    "Measures the kit's queues, pools and executors side by side with GLib's, and its\n"
+    "  readers-writer lock with glibc's, in interleaved rounds; prints medians, min-max\n"
+    "  and ratios, and writes them as JSON.",
     "examples:\n"
     "  kit-bench                       # everything, as `make bench` runs it\n"
     "  kit-bench --only queue --rounds 9",
@@ -59,6 +66,7 @@ static const struct {
     { "queue", bench_queue_1x1 }, { "queue", bench_queue_4x4 }, { "pool", bench_pool },
     { "idle", bench_idle },       { "reclaim", bench_reclaim }, { "mw", bench_mw },
     { "keyed", bench_keyed },     { "keyed", bench_keyed_overhead },
+    { "rwlock", bench_rwlock_reader_heavy }, { "rwlock", bench_rwlock_writer_heavy },
 };
 enum { BENCHMARKS = sizeof benchmarks / sizeof benchmarks[0] };
 
@@ -82,7 +90,8 @@ int main(int argc, char **argv)
     bench_options_t o = { .rounds = (int)rounds, .idle_rounds = (int)idle_rounds, .queue_items = queue_items,
                           .pool_tasks = pool_tasks, .thread_tasks = thread_tasks, .idle_ms = idle_ms,
                           .mw_tasks = mw_tasks, .mw_task_us = mw_task_us, .keyed_tasks = keyed_tasks,
-                          .keyed_task_us = keyed_task_us };
+                          .keyed_task_us = keyed_task_us, .rwlock_ops = rwlock_ops,
+                          .rwlock_read_us = rwlock_read_us, .rwlock_write_us = rwlock_write_us };
     static bench_result_t results[BENCHMARKS];
     size_t count = 0;
     int failed = 0;

@@ -22,6 +22,9 @@ typedef struct bench_options {
     long mw_task_us;     /**< 5: CPU time of one such task, about */
     long keyed_tasks;    /**< 6: tasks per run through the keyed executor */
     long keyed_task_us;  /**< 6: CPU time of one such task, about */
+    long rwlock_ops;     /**< 8: lock calls per run, shared by the threads */
+    long rwlock_read_us; /**< 8: work a read does while it holds the lock, about */
+    long rwlock_write_us; /**< 8: work a write does while it holds the lock, about */
 } bench_options_t;
 
 /** @brief 1. Queue handoff, 1 producer / 1 consumer. */
@@ -40,5 +43,9 @@ int bench_mw(const bench_options_t *o, bench_result_t *out);
 int bench_keyed(const bench_options_t *o, bench_result_t *out);
 /** @brief 6. The same with empty tasks: what the keyed executor costs per task. */
 int bench_keyed_overhead(const bench_options_t *o, bench_result_t *out);
+/** @brief 8. Readers-writer locks, 2% writes: rwl, glibc's pthread_rwlock_t both ways, a mutex. */
+int bench_rwlock_reader_heavy(const bench_options_t *o, bench_result_t *out);
+/** @brief 8. The same with half of the calls writes. */
+int bench_rwlock_writer_heavy(const bench_options_t *o, bench_result_t *out);
 
 #endif

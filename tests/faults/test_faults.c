@@ -1,7 +1,8 @@
 /**
  * @file test_faults.c
  * @brief Faults: every allocation and every thread creation the structures of
- *        chapters 03-06 make, failed in turn.
+ *        chapters 03-06 make, failed in turn; and chapter 08's lock, whose
+ *        read lock allocates when more threads read at once than it has room for.
  *
  * For each public function that allocates, kit_sweep_allocation_failures()
  * runs a short scenario once per allocation it makes, with that one
@@ -24,7 +25,10 @@
 
 #include "future.h"
 #include "keyed.h"
+#include "kit_gate.h"
+#include "kit_thread.h"
 #include "mw.h"
+#include "rwl.h"
 #include "tpool.h"
 
 enum { TASKS = 3 };
@@ -304,6 +308,82 @@ static void test_faults_keyed_thread_creation(void **state)
     assert_no_leak_since(before);
 }
 
+/* ---- Chapter 08: readers the lock cannot record ------------------------------ */
+
+enum { CROWD = 6 };
+
+struct crowd_reader {
+    rwl_t *l;
+    kit_gate_t *leave;
+    int err;        /* its read lock */
+    int unlock_err; /* its read unlock: EPERM when the lock returned an error */
+};
+
+static void *read_and_stay(void *raw)
+{
+    struct crowd_reader *r = raw;
+    r->err = rwl_read_lock(r->l);
+    kit_gate_wait(r->leave); /* arrives holding the read lock, or having been refused */
+    r->unlock_err = rwl_read_unlock(r->l);
+    return NULL;
+}
+
+/* create; six threads take the read lock and stay until all have tried; a
+ * writer must wait while any of them reads; they leave; the lock is free.
+ * A reader refused with ENOMEM must hold nothing (its unlock says EPERM). */
+static int crowd_round(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    int err = rwl_create(&l);
+    if (err != 0)
+        return l == NULL ? err : EFAULT;
+    kit_gate_t leave;
+    if (kit_gate_init(&leave) != 0) {
+        rwl_destroy(l);
+        return EFAULT;
+    }
+    struct crowd_reader readers[CROWD];
+    pthread_t threads[CROWD];
+    int started = 0, reading = 0, wrong = 0;
+    while (started < CROWD && err == 0) {
+        readers[started] = (struct crowd_reader){ l, &leave, -1, -1 };
+        err = kit_thread_start(&threads[started], "reader", read_and_stay, &readers[started]);
+        started += err == 0;
+    }
+    if (kit_gate_await_arrivals(&leave, (size_t)started, KIT_HANG_MS) != 0)
+        wrong++;
+    for (int i = 0; i < started; i++)
+        reading += readers[i].err == 0;
+    int writer = rwl_write_lock_timed(l, 0);
+    wrong += reading > 0 ? writer != ETIMEDOUT : writer != 0;
+    if (writer == 0)
+        rwl_write_unlock(l);
+    kit_gate_open(&leave);
+    for (int i = 0; i < started; i++) {
+        pthread_join(threads[i], NULL);
+        if (readers[i].err == 0)
+            wrong += readers[i].unlock_err != 0;
+        else if (readers[i].err == ENOMEM)
+            wrong += readers[i].unlock_err != EPERM; /* refused: holds nothing */
+        else
+            wrong++;
+        if (err == 0)
+            err = readers[i].err;
+    }
+    if (rwl_write_lock_timed(l, 0) != 0 || rwl_write_unlock(l) != 0)
+        wrong++; /* everyone has left: the lock is free */
+    kit_gate_destroy(&leave);
+    rwl_destroy(l);
+    return wrong ? EFAULT : err;
+}
+
+static void test_faults_rwl_allocation_sweep(void **state)
+{
+    (void)state;
+    kit_sweep_allocation_failures("rwl create + 6 readers at once", crowd_round, NULL);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_faults_tpool_allocation_sweep),
     cmocka_unit_test(test_faults_tpool_thread_creation_sweep),
@@ -312,6 +392,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_faults_mw_thread_creation_sweep),
     cmocka_unit_test(test_faults_keyed_allocation_sweep),
     cmocka_unit_test(test_faults_keyed_thread_creation),
+    cmocka_unit_test(test_faults_rwl_allocation_sweep),
 };
 
 KIT_TEST_MAIN(tests)

@@ -35,6 +35,9 @@ try_mutant() {
     start=$(date +%s)
     rm -rf "$work"; mkdir -p "$work"
     cp -r solutions "$work/solutions"
+    # The grader reads each binary's test names from its source, under
+    # --source-root: the copy must show the kit's tests beside its solutions.
+    ln -s "$root/tests" "$work/tests"
     if ! patch -s -p1 --batch --forward -d "$work" <"$patch" >"$work/patch.log" 2>&1; then
         result="NO-APPLY"; caught="$(head -1 "$work/patch.log")"
     elif ! make --no-print-directory -s IMPL="$root/$work/solutions" OUT="$work/out" CH="$chapter" \
@@ -49,6 +52,8 @@ try_mutant() {
                     ${REAL_THREADS:+--real-threads} >"$work/run.log" 2>&1; then
                 result="killed"; caught=$(sed -n 's/^killed by //p' "$work/run.log")
                 [ "$run" -eq 1 ] || caught="$caught  [only in run $run of $tries]"
+                # A test the grader could not find kills nothing: the run is broken.
+                case "$caught" in *"(MISSING)"*) result="NO-TESTS" ;; esac
                 break
             fi
         done

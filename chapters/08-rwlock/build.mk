@@ -1,0 +1,10 @@
+# Chapter 08 - the files that make it up (read by the top-level Makefile).
+ch08_impl    := rwl.c                 # what students write: solutions/ and exercises/08-rwlock/
+ch08_uses    :=                       # it builds on no earlier chapter's code
+ch08_main    := main.c                # the program; its reader-preferring lock for --policy reader is its own
+ch08_program := ch08-rwlock
+ch08_tests   := test_rwl test_rwl_explore
+ch08_smoke   := --readers 2 --writers 1 --read-ms 5 --write-ms 2 --duration-ms 100 --quiet
+# What a submission's files may define (the gate refuses anything else that is
+# not static) - and, for this chapter alone, may call besides imports.allow.
+ch08_defines := rwl_*

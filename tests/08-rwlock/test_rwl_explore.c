@@ -1,0 +1,335 @@
+/**
+ * @file test_rwl_explore.c
+ * @brief Chapter 08 under the schedule explorer: a few readers and writers,
+ *        and every interleaving the strategies reach - with fixed seeds, so
+ *        the same lock gets the same verdict every run.
+ *
+ * What each body checks is what rwl.h promises under *any* interleaving: a
+ * writer is alone in the lock, a waiting writer holds back new readers, an
+ * upgrade is refused, and nobody is left asleep while the lock would let
+ * them in (the explorer reports that at once, naming where each thread
+ * waits: a lost wake-up).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kit_test.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kit_errno.h"
+#include "kit_sched.h"
+#include "kit_thread.h"
+#include "rwl.h"
+
+/* One thread's part: what it is, what its calls returned. */
+struct part {
+    rwl_t *l;
+    long timeout_ms;  /* for the timed parts */
+    int lock_err;     /* the lock call's result */
+    int unlock_err;   /* the unlock's, when the lock was granted */
+    int upgrade_err;  /* upgrade: write lock asked while reading */
+    int write_err;    /* upgrade: write lock asked after the read unlock */
+};
+
+/* Who is inside, counted by the threads themselves. */
+static atomic_int readers_inside, writers_inside;
+
+/* Starts @p fn on a thread named @p name; @p timeout_ms > 0 makes its lock call a timed one. */
+static void start(pthread_t *thread, const char *name, void *(*fn)(void *), struct part *p, rwl_t *l,
+                  long timeout_ms)
+{
+    memset(p, 0, sizeof *p);
+    p->l = l;
+    p->timeout_ms = timeout_ms;
+    p->lock_err = p->unlock_err = p->upgrade_err = p->write_err = -1;
+    explore_ok(kit_thread_start(thread, name, fn, p));
+}
+
+static void *read_once(void *raw)
+{
+    struct part *p = raw;
+    p->lock_err = p->timeout_ms > 0 ? rwl_read_lock_timed(p->l, p->timeout_ms) : rwl_read_lock(p->l);
+    if (p->lock_err == 0)
+        p->unlock_err = rwl_read_unlock(p->l);
+    return NULL;
+}
+
+static void *write_once(void *raw)
+{
+    struct part *p = raw;
+    p->lock_err = p->timeout_ms > 0 ? rwl_write_lock_timed(p->l, p->timeout_ms) : rwl_write_lock(p->l);
+    if (p->lock_err == 0)
+        p->unlock_err = rwl_write_unlock(p->l);
+    return NULL;
+}
+
+/* A reader that stays inside across a switch point, checking that no writer is in. */
+static void *read_and_check(void *raw)
+{
+    struct part *p = raw;
+    p->lock_err = rwl_read_lock(p->l);
+    if (p->lock_err != 0)
+        return NULL;
+    atomic_fetch_add(&readers_inside, 1);
+    kit_explore_check(atomic_load(&writers_inside) == 0, "a reader got in while a writer held the lock");
+    sched_yield(); /* others may run while it reads */
+    kit_explore_check(atomic_load(&writers_inside) == 0, "a writer got in while a reader held the lock");
+    atomic_fetch_sub(&readers_inside, 1);
+    p->unlock_err = rwl_read_unlock(p->l);
+    return NULL;
+}
+
+/* A writer that stays inside across a switch point, checking that it is alone. */
+static void *write_and_check(void *raw)
+{
+    struct part *p = raw;
+    p->lock_err = rwl_write_lock(p->l);
+    if (p->lock_err != 0)
+        return NULL;
+    atomic_fetch_add(&writers_inside, 1);
+    kit_explore_check(atomic_load(&readers_inside) == 0, "a writer got in while %d reader(s) held the lock",
+                      atomic_load(&readers_inside));
+    kit_explore_check(atomic_load(&writers_inside) == 1, "two writers held the lock together");
+    sched_yield();
+    kit_explore_check(atomic_load(&readers_inside) == 0, "a reader got in while a writer held the lock");
+    atomic_fetch_sub(&writers_inside, 1);
+    p->unlock_err = rwl_write_unlock(p->l);
+    return NULL;
+}
+
+static void check_granted(const struct part *p, const char *who)
+{
+    kit_explore_check(p->lock_err == 0, "%s's lock returned %s", who, kit_errno_name(p->lock_err));
+    kit_explore_check(p->unlock_err == 0, "%s's unlock returned %s", who, kit_errno_name(p->unlock_err));
+}
+
+/* ---- A writer is alone --------------------------------------------------------------------- */
+
+/* Two readers and two writers, each in once, staying inside across a switch. */
+static void readers_and_writers(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t readers[2], writers[2];
+    struct part read[2], write[2];
+    atomic_store(&readers_inside, 0);
+    atomic_store(&writers_inside, 0);
+    explore_ok(rwl_create(&l));
+    start(&readers[0], "reader-0", read_and_check, &read[0], l, 0);
+    start(&writers[0], "writer-0", write_and_check, &write[0], l, 0);
+    start(&readers[1], "reader-1", read_and_check, &read[1], l, 0);
+    start(&writers[1], "writer-1", write_and_check, &write[1], l, 0);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(readers[i], NULL));
+        explore_ok(pthread_join(writers[i], NULL));
+        check_granted(&read[i], "a reader");
+        check_granted(&write[i], "a writer");
+    }
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_readers_and_writers_exclude_each_other(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .spurious = 1,
+                              .deadlock_means = "a thread sleeps in a lock call although the lock would let it "
+                                                "in: a wake-up was not sent" };
+    kit_explore(&options, readers_and_writers, NULL);
+}
+
+/* ---- Writers first --------------------------------------------------------------------------- */
+
+/* The body reads; a writer comes and waits; then a reader comes with a
+ * 50 ms timed lock. The body lets go of its read lock only after that
+ * reader has returned, so the writer waits throughout: writers first
+ * means the reader waits too, and times out. */
+static void waiting_writer_against_a_new_reader(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t writer, reader;
+    struct part write, read;
+    explore_ok(rwl_create(&l));
+    explore_ok(rwl_read_lock(l));
+    start(&writer, "writer", write_once, &write, l, 0);
+    kit_explore_await_sleepers(1);
+    start(&reader, "reader", read_once, &read, l, 50);
+    explore_ok(pthread_join(reader, NULL));
+    explore_ok(rwl_read_unlock(l));
+    explore_ok(pthread_join(writer, NULL));
+    check_granted(&write, "the writer");
+    kit_explore_check(read.lock_err != 0,
+                      "a new reader got the read lock while a writer waited: once a writer waits, new readers "
+                      "wait behind it (writers first)");
+    explore_err(read.lock_err, ETIMEDOUT);
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_waiting_writer_holds_back_new_readers(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 150, .spurious = 1 };
+    kit_explore(&options, waiting_writer_against_a_new_reader, NULL);
+}
+
+/* ---- Wake-ups ------------------------------------------------------------------------------------ */
+
+/* The body writes; two readers come and sleep; the body unlocks: both must get in. */
+static void write_unlock_against_sleeping_readers(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t readers[2];
+    struct part read[2];
+    explore_ok(rwl_create(&l));
+    explore_ok(rwl_write_lock(l));
+    start(&readers[0], "reader-0", read_once, &read[0], l, 0);
+    start(&readers[1], "reader-1", read_once, &read[1], l, 0);
+    kit_explore_await_sleepers(2);
+    explore_ok(rwl_write_unlock(l));
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(readers[i], NULL));
+        check_granted(&read[i], "a reader");
+    }
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_write_unlock_wakes_every_reader(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 150, .spurious = 1,
+                              .deadlock_means = "a reader sleeps on a lock nobody holds: the writer's unlock must "
+                                                "wake every waiting reader, not one" };
+    kit_explore(&options, write_unlock_against_sleeping_readers, NULL);
+}
+
+/* Two readers, each inside across a switch point, and a writer, in any
+ * order: whenever the writer waits for readers, the last one out must let
+ * it in, and the readers that came after it get in when it leaves. */
+static void last_reader_out_against_a_waiting_writer(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t writer, readers[2];
+    struct part write, read[2];
+    atomic_store(&readers_inside, 0);
+    atomic_store(&writers_inside, 0);
+    explore_ok(rwl_create(&l));
+    start(&readers[0], "reader-0", read_and_check, &read[0], l, 0);
+    start(&writer, "writer", write_and_check, &write, l, 0);
+    start(&readers[1], "reader-1", read_and_check, &read[1], l, 0);
+    explore_ok(pthread_join(writer, NULL));
+    check_granted(&write, "the writer");
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(readers[i], NULL));
+        check_granted(&read[i], "a reader");
+    }
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_last_reader_out_lets_the_writer_in(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 150, .spurious = 1,
+                              .deadlock_means = "a thread sleeps on a lock that would let it in: the last reader "
+                                                "out must wake a waiting writer, and the writer the readers" };
+    kit_explore(&options, last_reader_out_against_a_waiting_writer, NULL);
+}
+
+/* The body reads; a writer waits with a 100 ms timeout; two readers wait
+ * behind it. The writer gives up: both readers must then get in, although
+ * the body still reads - on virtual time, the time-out comes at once. */
+static void timed_writer_gives_up_against_waiting_readers(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t writer, readers[2];
+    struct part write, read[2];
+    explore_ok(rwl_create(&l));
+    explore_ok(rwl_read_lock(l));
+    start(&writer, "writer", write_once, &write, l, 100);
+    kit_explore_await_sleepers(1);
+    start(&readers[0], "reader-0", read_once, &read[0], l, 0);
+    start(&readers[1], "reader-1", read_once, &read[1], l, 0);
+    explore_ok(pthread_join(writer, NULL));
+    explore_err(write.lock_err, ETIMEDOUT);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(readers[i], NULL));
+        check_granted(&read[i], "a reader");
+    }
+    explore_ok(rwl_read_unlock(l));
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_writer_giving_up_lets_readers_in(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 150, .spurious = 1,
+                              .deadlock_means = "a reader sleeps although only readers hold the lock: a writer "
+                                                "that gives up must let in the readers it held back" };
+    kit_explore(&options, timed_writer_gives_up_against_waiting_readers, NULL);
+}
+
+/* ---- The upgrade deadlock ------------------------------------------------------------------------ */
+
+static void *read_then_upgrade(void *raw)
+{
+    struct part *p = raw;
+    p->lock_err = rwl_read_lock(p->l);
+    if (p->lock_err != 0)
+        return NULL;
+    p->upgrade_err = rwl_write_lock(p->l);
+    if (p->upgrade_err == 0)
+        (void)rwl_write_unlock(p->l);
+    p->unlock_err = rwl_read_unlock(p->l);
+    p->write_err = rwl_write_lock(p->l);
+    if (p->write_err == 0)
+        (void)rwl_write_unlock(p->l);
+    return NULL;
+}
+
+/* Two readers each ask for the write lock while reading: each would wait
+ * for the other's read lock, and its own. Both are refused at once, and
+ * both get the write lock once they have let go of their read lock. */
+static void two_readers_upgrade(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t threads[2];
+    struct part parts[2];
+    explore_ok(rwl_create(&l));
+    start(&threads[0], "reader-0", read_then_upgrade, &parts[0], l, 0);
+    start(&threads[1], "reader-1", read_then_upgrade, &parts[1], l, 0);
+    for (int i = 0; i < 2; i++) {
+        explore_ok(pthread_join(threads[i], NULL));
+        explore_ok(parts[i].lock_err);
+        kit_explore_check(parts[i].upgrade_err == EDEADLK, "a reader asking for the write lock got %s, not EDEADLK",
+                          kit_errno_name(parts[i].upgrade_err));
+        explore_ok(parts[i].unlock_err);
+        explore_ok(parts[i].write_err);
+    }
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_upgrade_is_refused_not_hung(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2 random:6", .schedules = 150,
+                              .deadlock_means = "a reader waits for the write lock, which waits for its own read "
+                                                "lock to go: the upgrade must return EDEADLK at once" };
+    kit_explore(&options, two_readers_upgrade, NULL);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_rwl_explore_readers_and_writers_exclude_each_other),
+    cmocka_unit_test(test_rwl_explore_waiting_writer_holds_back_new_readers),
+    cmocka_unit_test(test_rwl_explore_write_unlock_wakes_every_reader),
+    cmocka_unit_test(test_rwl_explore_last_reader_out_lets_the_writer_in),
+    cmocka_unit_test(test_rwl_explore_writer_giving_up_lets_readers_in),
+    cmocka_unit_test(test_rwl_explore_upgrade_is_refused_not_hung),
+};
+
+KIT_TEST_MAIN(tests)
