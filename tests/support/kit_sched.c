@@ -221,8 +221,35 @@ void sched_forget_objects(void)
     sched.nobjects = 0;
 }
 
+/* What a step touches, for the partial-order reduction: two steps on
+ * different objects give the same result in either order; a step whose
+ * reach the model does not see (a thread made or ended, time, memory)
+ * touches everything. */
+static void touch_step(enum sched_op op, enum sched_how how, int obj, int other)
+{
+    if (how == TIMEOUT || how == SPURIOUS) {
+        sched_touch_everything();
+        return;
+    }
+    switch (op) {
+    case OP_LOCK: case OP_TRYLOCK: case OP_UNLOCK: case OP_SIGNAL: case OP_BROADCAST:
+    case OP_SEM_WAIT: case OP_SEM_POST: case OP_SEM_TRY:
+        sched_touch(obj);
+        return;
+    case OP_WAIT: case OP_WAKE:
+        sched_touch(obj);
+        sched_touch(other);
+        return;
+    case OP_START: case OP_YIELD:
+        return;
+    default:
+        sched_touch_everything();
+    }
+}
+
 static void record_step(struct sched_thread *t, enum sched_op op, int obj, int other)
 {
+    touch_step(op, t->how, obj, other);
     snprintf(t->name, sizeof t->name, "%s", kit_thread_name());
     if (sched.nsteps >= sched.options.max_steps)
         return;
@@ -286,6 +313,26 @@ static int go_or_time_out(const struct sched_thread *t, bool can, enum sched_how
     return can || expired(t) ? 1 : 0;
 }
 
+static int ways_to_go(const struct sched_thread *t, enum sched_how *how);
+
+/* Whether every thread but t is stuck for good: none can go on now, and
+ * none waits with a deadline that time could reach. */
+static bool others_quiet(const struct sched_thread *t)
+{
+    enum sched_how how[3];
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *other = live(i);
+        if (other == t)
+            continue;
+        if (ways_to_go(other, how) > 0)
+            return false;
+        bool timed = other->state != JOINING && other->state != QUIETING && !(other->state == WAITING && other->woken);
+        if (timed && has_deadline(other))
+            return false;
+    }
+    return true;
+}
+
 /* The ways thread t can go on now: none, one, or (waiting) up to three. */
 static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
 {
@@ -304,6 +351,9 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
         return go_or_time_out(t, waiting_threads() >= t->target, how);
     case SEMAPHORE:
         return go_or_time_out(t, sched.objects[t->obj].count > 0, how);
+    case QUIETING:
+        how[0] = GO;
+        return others_quiet(t) ? 1 : 0;
     case WAITING:
         return ways_to_wake(t, how);
     case DONE:
@@ -375,6 +425,7 @@ static bool advance_time(void)
     if (earliest < 0)
         return false;
     sched.now = earliest;
+    sched_touch_everything();
     return true;
 }
 
@@ -1123,6 +1174,21 @@ void kit_explore_await_sleepers(int count)
     if (me == NULL)
         fail_msg("kit_explore_await_sleepers outside an explored body");
     kit_sched_await_sleepers(count, -1, __builtin_return_address(0));
+}
+
+void kit_explore_await_quiet(void)
+{
+    if (me == NULL)
+        fail_msg("kit_explore_await_quiet outside an explored body");
+    at(me, QUIETING, OP_AWAIT, -1, __builtin_return_address(0));
+    switch_point();
+    record_step(me, OP_AWAIT, -1, -1);
+}
+
+void kit_sched_touch_history(void)
+{
+    if (me != NULL)
+        sched_touch(SCHED_HISTORY_OBJECT);
 }
 
 static bool virtual_clock(clockid_t clock);

@@ -29,6 +29,10 @@
  *                          priorities, DEPTH-1 priority change points);
  * - `dfs:BOUND`            every schedule with at most BOUND preemptions,
  *                          depth first;
+ * - `dpor:BOUND`           the same search with partial-order reduction
+ *                          (kit_sched_dpor.c): one schedule of each class of
+ *                          equivalent ones; when it runs out of branches it
+ *                          is complete, and says so (kit_explore_result_t);
  * - `replay:TOKEN`         one recorded schedule.
  * KIT_SCHEDULES=N overrides the number of schedules each strategy runs
  * (KIT_SLOW, set by make tsan and make valgrind, runs a fifth of them);
@@ -108,6 +112,23 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 void kit_explore_await_sleepers(int count);
 
 /**
+ * @brief Inside an explored body: go on only once every other thread is
+ *        stuck for good - none can go on now, and none waits with a
+ *        deadline (time moves on to each deadline first). What is asleep
+ *        then stays asleep unless this thread wakes it: a scenario checks
+ *        its calls here (kit_scenario.h).
+ */
+void kit_explore_await_quiet(void);
+
+/**
+ * @brief Inside an explored body: the harness recorded an event every thread
+ *        of the scenario orders itself by (a call began or returned). Two
+ *        steps that both record one are never swapped by the partial-order
+ *        reduction, so the order of calls a check sees is one that ran.
+ */
+void kit_sched_touch_history(void);
+
+/**
  * @brief A count that tasks raise and an explored body waits on: "wait until
  *        3 tasks have run", with no time-out - a task that never runs leaves
  *        the body asleep, which the explorer reports at once.
@@ -150,6 +171,13 @@ typedef struct kit_explore_result {
                                not model (a semaphore, a robust mutex, a thread
                                it did not start): no bug of the code */
     long schedules;       /**< schedules run */
+    bool complete;        /**< a dpor:BOUND strategy ran out of branches: every
+                               interleaving, up to equivalence, within the bound */
+    long interleavings;   /**< ... how many classes of equivalent schedules that was */
+    long redundant;       /**< ... and schedules found equivalent to one already run */
+    bool bound_reached;   /**< ... some schedules needed more preemptions than the
+                               bound: complete within it only */
+    int bound;            /**< ... the bound */
     long long virtual_ns; /**< the last schedule's virtual time at its end */
     char message[2048];   /**< why it failed */
     char token[8192];     /**< the failing schedule's replay token (without "replay:") */
@@ -161,6 +189,13 @@ typedef struct kit_explore_result {
  */
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result);
+
+/* A generated scenario's number (kit_scenario.c), printed in every replay
+ * command until called again with NULL: SCENARIO=N for make, KIT_SCENARIO=N
+ * for the test program. */
+void kit_sched_replay_scenario(const char *number);
+/* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */
+void sched_make_args(char *out, size_t size);
 
 /* ---- Ordinary tests on one schedule (kit_test.c) -----------------------------
  * In grading, kit_test_main() runs a test function on one schedule, seeded

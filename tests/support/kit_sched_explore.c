@@ -68,7 +68,14 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, 
         sched_fail("more than %ld choices in one schedule", 2 * sched.options.max_steps);
         return -1;
     }
-    if (index < sched.prefix_len) {
+    if (sched.strategy == STRAT_DPOR) {
+        choice = sched_dpor_choose(index, n, alt, how);
+        if (choice >= n) {
+            sched_fail("the search's choice %ld is %d of %d: the test does not run the same way twice", index + 1,
+                       choice, n);
+            return -1;
+        }
+    } else if (index < sched.prefix_len) {
         choice = sched.prefix[index];
         if (choice >= n) {
             sched_fail("the replay token does not fit this test (choice %ld is %d of %d)", index + 1, choice, n);
@@ -363,6 +370,8 @@ static bool parse_plan(const char *word, struct plan *plan)
         plan->strategy = STRAT_PCT;
     } else if (sscanf(word, "dfs:%d", &depth) == 1 && depth >= 0) {
         plan->strategy = STRAT_DFS;
+    } else if (sscanf(word, "dpor:%d", &depth) == 1 && depth >= 0) {
+        plan->strategy = STRAT_DPOR;
     } else {
         return false;
     }
@@ -384,6 +393,28 @@ static void plan_schedule(const struct plan *plan, long index)
     }
     if (plan->strategy == STRAT_RANDOM || plan->strategy == STRAT_PCT)
         sched.prefix_len = 0;
+    sched_dpor_begin_schedule();
+}
+
+/* What the last dpor search that ran out of branches proved. */
+static struct {
+    bool complete;
+    long interleavings, redundant;
+    bool bound_reached;
+    int bound;
+} proof;
+
+static void note_complete(const char *word, int bound, long schedules)
+{
+    proof.complete = true;
+    sched_dpor_figures(&proof.redundant, &proof.bound_reached);
+    proof.interleavings = schedules - proof.redundant;
+    proof.bound = bound;
+    if (getenv("KIT_EXPLORE_STATS") != NULL)
+        fprintf(stderr, "[ explore  ] complete: %ld interleavings, all passed (%s: %s; %ld redundant schedules "
+                "run to their end)\n", proof.interleavings, word,
+                proof.bound_reached ? "some needed more preemptions and were left out" : "the bound was never reached",
+                proof.redundant);
 }
 
 /* Run one strategy for its budget; false at the first failing schedule. */
@@ -391,7 +422,8 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
 {
     struct plan plan;
     if (!parse_plan(word, &plan))
-        fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND or replay:TOKEN", word);
+        fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND, dpor:BOUND or replay:TOKEN",
+                 word);
     if (plan.strategy == STRAT_REPLAY) {
         if (!parse_token(plan.token))
             fail_msg("KIT_SCHED: \"%s\" is not a replay token", plan.token);
@@ -400,6 +432,9 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
         sched.prefix_len = 0;
     }
     sched.pct_length = 0;
+    if (plan.strategy == STRAT_DPOR && !sched_dpor_start())
+        fail_msg("the explorer is out of memory");
+    long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
         if (!run_schedule(call)) {
@@ -418,6 +453,10 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             sched.pct_length = sched.points;
         if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth))
             break; /* every schedule within the bound was run */
+        if (plan.strategy == STRAT_DPOR && !sched_dpor_next(plan.depth)) {
+            note_complete(word, plan.depth, schedules_run - first);
+            break; /* one schedule of every class within the bound was run */
+        }
     }
     return true;
 }
@@ -459,6 +498,7 @@ static void begin_search(const kit_explore_t *options)
     atomic_store(&foreign_called, false);
     schedules_run = 0;
     steps_run = 0;
+    memset(&proof, 0, sizeof proof);
 }
 
 /* A failed schedule's threads stay parked on their own semaphores; they
@@ -480,6 +520,11 @@ static void fill_result(kit_explore_result_t *result, bool passed)
     result->deadlocked = !passed && sched.deadlocked;
     result->gave_up = !passed && (atomic_load(&sched_abandoned) || sched.gave_up);
     result->schedules = schedules_run;
+    result->complete = passed && proof.complete;
+    result->interleavings = proof.interleavings;
+    result->redundant = proof.redundant;
+    result->bound_reached = proof.bound_reached;
+    result->bound = proof.bound;
     result->virtual_ns = sched.now;
     snprintf(result->message, sizeof result->message, "%s", passed ? "" : failure_message());
     if (!passed && !atomic_load(&sched_abandoned))
@@ -503,6 +548,7 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     }
     begin_search(options);
     sched.scheduled_test = false;
+    snprintf(sched.test, sizeof sched.test, "%s", test); /* a race report names it */
     long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
     /* Under ThreadSanitizer or valgrind (make tsan, make valgrind) the point is
      * memory and race errors on the explored paths, not more paths: a fifth. */

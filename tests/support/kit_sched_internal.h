@@ -29,6 +29,8 @@
  * them by address has twice as many slots, so probes stay short. */
 #define SCHED_MAX_OBJECTS 131072
 #define SCHED_INDEX_SIZE (2 * SCHED_MAX_OBJECTS)
+/* The scenario harness's history, as an object a step may touch (no real object has this number). */
+#define SCHED_HISTORY_OBJECT SCHED_MAX_OBJECTS
 /* A waiter can go on in two ways at most (signalled; or timed out, or spuriously). */
 #define SCHED_MAX_ALTS (SCHED_MAX_THREADS * 2)
 /* Frames kept of the stack a thread had when it last blocked. */
@@ -51,6 +53,7 @@ enum sched_state {
     SLEEPING, /* until `deadline` */
     AWAITING, /* until `target` threads are WAITING (kit_explore_await_sleepers) */
     SEMAPHORE, /* until semaphore `obj` is above 0 */
+    QUIETING, /* until no other thread can go on, now or at a deadline (kit_explore_await_quiet) */
     DONE
 };
 
@@ -111,7 +114,7 @@ struct sched_decision {
     bool preemptive;                  /* any choice but 0 preempts a thread that could go on */
 };
 
-enum sched_strategy { STRAT_RANDOM, STRAT_PCT, STRAT_DFS, STRAT_REPLAY };
+enum sched_strategy { STRAT_RANDOM, STRAT_PCT, STRAT_DFS, STRAT_DPOR, STRAT_REPLAY };
 
 /** One schedule's world, and the exploration around it. */
 struct sched_world {
@@ -196,6 +199,20 @@ bool sched_memory_races_seen(void);
 
 /* kit_sched.c: a switch point at an access or an atomic of the token holder. */
 void sched_memory_point(void *pc, enum sched_op op);
+
+/* kit_sched_explore.c: what each transition touches, for the partial-order
+ * reduction (dpor:BOUND): a modelled object's number, or everything (thread
+ * creation and ends, time, a memory access - anything another thread's next
+ * step may depend on in ways the objects do not show). */
+void sched_touch(int obj);
+void sched_touch_everything(void);
+
+/* kit_sched_dpor.c: the sleep sets of dpor:BOUND. */
+bool sched_dpor_start(void);
+void sched_dpor_begin_schedule(void);
+int sched_dpor_choose(long index, int n, const struct sched_thread *const *alt, const enum sched_how *how);
+bool sched_dpor_next(int bound);
+void sched_dpor_figures(long *redundant_schedules, bool *reached_bound);
 
 /* kit_sched_explore.c: the choices. */
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_threads,

@@ -253,6 +253,9 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
     case AWAITING:
         snprintf(out, size, "waits until %d threads are asleep", t->target);
         break;
+    case QUIETING:
+        snprintf(out, size, "waits until no other thread can go on");
+        break;
     case SEMAPHORE:
         snprintf(out, size, "waits on %s (it is 0)%s", object_name(t->obj, a, sizeof a),
                  t->deadline >= 0 ? ", until its deadline" : "");
@@ -268,6 +271,13 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
 /* What a printed make command needs to run this test again on the same
  * code: "CH=03" from build/.../03-thread-pool/test_tpool_explore, and what
  * the grader graded (KIT_MAKE_ARGS: SUBMISSION=dir, EARLIER=mine, ...). */
+static char scenario[16]; /* kit_sched_replay_scenario() */
+
+void kit_sched_replay_scenario(const char *number)
+{
+    snprintf(scenario, sizeof scenario, "%s", number ? number : "");
+}
+
 void sched_make_args(char *out, size_t size)
 {
     const char *program = program_invocation_name;
@@ -277,8 +287,8 @@ void sched_make_args(char *out, size_t size)
         start--;
     size_t length = start ? strspn(start, "0123456789") : 0;
     const char *graded = getenv("KIT_MAKE_ARGS");
-    snprintf(out, size, "CH=%.*s%s%s", length > 0 ? (int)length : 2, length > 0 ? start : "NN",
-             graded && graded[0] ? " " : "", graded ? graded : "");
+    snprintf(out, size, "CH=%.*s%s%s%s%s", length > 0 ? (int)length : 2, length > 0 ? start : "NN",
+             graded && graded[0] ? " " : "", graded ? graded : "", scenario[0] ? " SCENARIO=" : "", scenario);
 }
 
 /* The picture goes next to the test program, or into $KIT_EXPLORE_SVG_DIR
@@ -318,6 +328,7 @@ static const char *blocking_call(const struct sched_thread *t)
     case WAITING: return t->deadline >= 0 ? "pthread_cond_timedwait" : "pthread_cond_wait";
     case JOINING: return "pthread_join";
     case SLEEPING:
+    case QUIETING:
     case AWAITING: return "nanosleep";
     case SEMAPHORE: return t->deadline >= 0 ? "sem_timedwait" : "sem_wait";
     default: return NULL;
@@ -423,7 +434,8 @@ static void print_replay(const char *tag, const char *test, bool scheduled)
     }
     sched_token(token, sizeof token);
     fprintf(stderr, "%s Replay it: make explore %s TEST=%s REPLAY=%s\n", tag, make_args, test, token);
-    fprintf(stderr, "%s        or: KIT_SCHED=replay:%s %s --run %s\n", tag, token, program_invocation_name, test);
+    fprintf(stderr, "%s        or: %s%s%sKIT_SCHED=replay:%s %s --run %s\n", tag, scenario[0] ? "KIT_SCENARIO=" : "",
+            scenario, scenario[0] ? " " : "", token, program_invocation_name, test);
 }
 
 void sched_report(const char *test, const char *strategy, long schedule)
