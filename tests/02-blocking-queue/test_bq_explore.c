@@ -114,9 +114,7 @@ static void two_and_two(void *ctx)
 static void test_bq_explore_two_producers_two_consumers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1,
-                              .deadlock_means = "a thread sleeps in put or take although the queue can serve it: "
-                                                "the side that can proceed was not woken" };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
     kit_explore(&options, two_and_two, NULL);
 }
 
@@ -155,9 +153,7 @@ static void two_puts_for_two_sleepers(void *ctx)
 static void test_bq_explore_each_put_wakes_a_sleeping_taker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1,
-                              .deadlock_means = "a taker sleeps although an item waits in the queue: every put "
-                                                "must wake a sleeping taker" };
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, two_puts_for_two_sleepers, NULL);
 }
 
@@ -191,9 +187,7 @@ static void close_against_both_sides(void *ctx)
 static void test_bq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100,
-                              .deadlock_means = "a thread still sleeps in put or take after bq_close: close must "
-                                                "wake every sleeper" };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100 };
     kit_explore(&options, close_against_both_sides, NULL);
 }
 
@@ -227,9 +221,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1,
-                              .deadlock_means = "bq_destroy and a sleeper wait for each other: destroy must wake "
-                                                "every sleeper and wait for each to leave" };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -660,8 +652,7 @@ static const kit_spec_t queue_spec = {
 static void test_bq_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true,
-                              .deadlock_means = "a call still waits after the queue was closed" };
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true };
     kit_scenarios(&queue_spec, 100, &options);
 }
 

@@ -119,9 +119,7 @@ static void two_keys_two_submitters(void *ctx)
 static void test_keyed_explore_same_key_serial_in_order(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120,
-                              .deadlock_means = "a key's task waits in its queue with no drain left to run it (as "
-                                                "when a drain's empty-check and the key's removal are two steps)" };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120 };
     kit_explore(&options, two_keys_two_submitters, NULL);
 }
 
@@ -252,9 +250,7 @@ static void test_keyed_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     bool drained_first[] = { true, false };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 100, .spurious = 1,
-                              .deadlock_means = "a thread still waits for termination after the last key drained: "
-                                                "the end must wake every awaiter" };
+        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 100, .spurious = 1 };
         kit_explore(&options, several_await_keyed, &drained_first[i]);
     }
 }

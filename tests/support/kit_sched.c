@@ -463,12 +463,8 @@ static struct sched_thread *choose_next(void)
         if (all_done())
             return NULL;
         if (!advance_time()) {
-            sched.deadlocked = true;
-            if (sched.options.deadlock_means)
-                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline - "
-                           "here: %s", sched.options.deadlock_means);
-            else
-                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+            sched.deadlocked = true; /* the report says who waits on what (sched_explain_deadlock) */
+            sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
             return NULL;
         }
     }

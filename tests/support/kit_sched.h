@@ -78,10 +78,6 @@ typedef struct kit_explore {
                                switch point */
     long max_steps;       /**< a schedule longer than this fails (default 20000) */
     bool quiet;           /**< kit_explore_search(): print no report of a failure */
-    const char *deadlock_means; /**< what a deadlock of this body means, in the
-                                     student's words ("a task was left queued
-                                     with no worker to run it"): the report
-                                     adds it to "deadlock or lost wake-up" */
 } kit_explore_t;
 
 /**

@@ -96,6 +96,8 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, 
     return choice;
 }
 
+static bool dfs_bound_reached; /* dfs_next() left out a schedule that needed more preemptions */
+
 /* DFS: the next schedule changes the deepest choice that has an untried
  * alternative within the preemption bound, and takes choice 0 after it. */
 static bool dfs_next(int bound)
@@ -109,6 +111,8 @@ static bool dfs_next(int bound)
     for (long i = sched.ndecisions - 1; i >= 0; i--) {
         const struct sched_decision *d = &sched.decisions[i];
         long cost = preemptions_before[i] + (d->preemptive ? 1 : 0);
+        if (d->chosen + 1 < d->n && cost > bound)
+            dfs_bound_reached = true;
         if (d->chosen + 1 < d->n && cost <= bound) {
             for (long j = 0; j < i; j++)
                 sched.prefix[j] = sched.decisions[j].chosen;
@@ -219,6 +223,7 @@ static void reset_schedule(void)
     sched.ndecisions = 0;
     sched.failed = false;
     sched.deadlocked = false;
+    sched.deadlock_explained = false;
     sched.gave_up = false;
     sched.failer = -1;
     sched.message[0] = '\0';
@@ -407,7 +412,12 @@ static struct {
 static void note_complete(const char *word, int bound, long schedules)
 {
     proof.complete = true;
-    sched_dpor_figures(&proof.redundant, &proof.bound_reached);
+    if (sched.strategy == STRAT_DPOR) {
+        sched_dpor_figures(&proof.redundant, &proof.bound_reached);
+    } else {
+        proof.redundant = 0;
+        proof.bound_reached = dfs_bound_reached;
+    }
     proof.interleavings = schedules - proof.redundant;
     proof.bound = bound;
     if (getenv("KIT_EXPLORE_STATS") != NULL)
@@ -434,6 +444,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
     sched.pct_length = 0;
     if (plan.strategy == STRAT_DPOR && !sched_dpor_start())
         fail_msg("the explorer is out of memory");
+    dfs_bound_reached = false;
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
@@ -451,8 +462,10 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
         }
         if (sched.points > sched.pct_length)
             sched.pct_length = sched.points;
-        if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth))
+        if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth)) {
+            note_complete(word, plan.depth, schedules_run - first);
             break; /* every schedule within the bound was run */
+        }
         if (plan.strategy == STRAT_DPOR && !sched_dpor_next(plan.depth)) {
             note_complete(word, plan.depth, schedules_run - first);
             break; /* one schedule of every class within the bound was run */

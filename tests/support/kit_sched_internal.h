@@ -140,6 +140,7 @@ struct sched_world {
     long ndecisions;
     bool failed;
     bool deadlocked;
+    bool deadlock_explained;          /* its message says who waits on what (kit_sched_report.c) */
     bool scheduled_test;              /* an ordinary test on one schedule (kit_sched_run_test), not an exploration */
     char test[128];                   /* ... its name, */
     char strategy_word[64];           /* ... and its strategy, "random:SEED" */
@@ -229,6 +230,8 @@ void sched_handle_forks(void);
 void sched_report(const char *test, const char *strategy, long schedule);
 void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth);
 void sched_end_failed_test(void) __attribute__((noreturn));
+/* A deadlock's message, rewritten from the final state: who waits on what, who could have woken them. */
+void sched_explain_deadlock(void);
 void sched_forget_objects(void);
 const char *sched_op_name(enum sched_op op);
 
