@@ -293,6 +293,80 @@ static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **st
     kit_explore(&options, poll_against_stolen_wakeups, NULL);
 }
 
+/* ---- Waking only the side that can proceed -----------------------------------------
+ * bq.h: "A put wakes one consumer, a take wakes one producer - only the side
+ * that can now proceed, and only if someone of that side is waiting." The
+ * scheduler counts the futile wake-ups: a thread woken that finds nothing
+ * to do and waits again at once. Three sleepers of one side, one change
+ * that lets one of them through: the other two must sleep on, unwoken. */
+
+#define SLEEPERS 3
+
+static void check_no_futile_wakeup(long before, const char *change, const char *sleepers)
+{
+    long futile = kit_sched_futile_wakeups() - before;
+    kit_explore_check(futile == 0,
+                      "%s woke %ld sleeping %s, and %ld of them found nothing to do and slept again: with only %s "
+                      "asleep, it must wake one of them (bq.h: only the side that can now proceed)",
+                      change, futile + 1, sleepers, futile, sleepers);
+}
+
+static void one_put_for_sleeping_takers(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t takers[SLEEPERS];
+    struct side took[SLEEPERS];
+    explore_ok(bq_create(&q, 2));
+    for (int i = 0; i < SLEEPERS; i++)
+        start(&takers[i], take_once, &took[i], q, i);
+    kit_explore_await_sleepers(SLEEPERS);
+    long before = kit_sched_futile_wakeups();
+    explore_ok(bq_put(q, item_of(0, 0)));
+    kit_explore_await_quiet();
+    check_no_futile_wakeup(before, "one bq_put", "takers");
+    explore_ok(bq_close(q));
+    for (int i = 0; i < SLEEPERS; i++)
+        explore_ok(pthread_join(takers[i], NULL));
+    bq_destroy(q);
+}
+
+static void test_bq_explore_a_put_wakes_one_sleeping_taker(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore(&options, one_put_for_sleeping_takers, NULL);
+}
+
+static void one_take_for_sleeping_producers(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t producers[SLEEPERS];
+    struct side put[SLEEPERS];
+    explore_ok(bq_create(&q, 1));
+    explore_ok(bq_put(q, item_of(9, 0)));
+    for (int i = 0; i < SLEEPERS; i++)
+        start(&producers[i], put_once, &put[i], q, i);
+    kit_explore_await_sleepers(SLEEPERS);
+    long before = kit_sched_futile_wakeups();
+    void *item = NULL;
+    explore_ok(bq_take(q, &item));
+    kit_explore_await_quiet();
+    check_no_futile_wakeup(before, "one bq_take", "producers");
+    explore_ok(bq_close(q));
+    for (int i = 0; i < SLEEPERS; i++)
+        explore_ok(pthread_join(producers[i], NULL));
+    bq_destroy(q);
+}
+
+static void test_bq_explore_a_take_wakes_one_sleeping_producer(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore(&options, one_take_for_sleeping_producers, NULL);
+}
+
 /* ---- Generated scenarios (kit_scenario.h) ------------------------------------------
  * The queue's sequential model: its items, oldest first, whether it is
  * closed, and the counters bq_stats() reads. A call takes effect if the
@@ -663,6 +737,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_waits_again_after_a_spurious_wakeup),
     cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
+    cmocka_unit_test(test_bq_explore_a_put_wakes_one_sleeping_taker),
+    cmocka_unit_test(test_bq_explore_a_take_wakes_one_sleeping_producer),
     cmocka_unit_test(test_bq_explore_generated_scenarios),
 };
 

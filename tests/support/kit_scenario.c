@@ -402,7 +402,7 @@ static void fail_check(struct run *r, const char *what, int call, struct text *t
 static void check_history(struct run *r)
 {
     static struct check k;
-    static char text[1400];
+    static char text[3200];
     struct text t = { text, sizeof text, 0 };
     text[0] = '\0';
     const kit_spec_t *spec = r->sc->spec;
@@ -462,7 +462,7 @@ static void check_released(struct run *r)
         const kit_call_t *c = &r->calls[i];
         if (!r->pending[i] || c->ret == spec->released_ret)
             continue;
-        static char text[1400];
+        static char text[3200];
         struct text t = { text, sizeof text, 0 };
         char call[160];
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
@@ -501,7 +501,7 @@ static void scenario_body(void *raw)
     check_history(r);
     const char *wrong = spec->at_quiet ? spec->at_quiet(r->object, r->final) : NULL;
     if (wrong != NULL) {
-        static char text[1400];
+        static char text[3200];
         struct text t = { text, sizeof text, 0 };
         put(&t, "%s", wrong);
         print_scenario(&t, r);

@@ -247,9 +247,24 @@ static void touch_step(enum sched_op op, enum sched_how how, int obj, int other)
     }
 }
 
+/* A thread that wakes from a condition and waits on it again before any
+ * other step found nothing to do: a futile wake-up (the harness's own
+ * gates not counted). */
+static void count_wakeups(struct sched_thread *t, enum sched_op op, int obj)
+{
+    if (op == OP_WAIT && t->woke_from == obj && !t->harness)
+        sched.futile_wakeups++;
+    t->woke_from = -1;
+    if (op == OP_WAKE && !t->harness && t->how == GO) {
+        sched.wakeups++;
+        t->woke_from = obj;
+    }
+}
+
 static void record_step(struct sched_thread *t, enum sched_op op, int obj, int other)
 {
     touch_step(op, t->how, obj, other);
+    count_wakeups(t, op, obj);
     snprintf(t->name, sizeof t->name, "%s", kit_thread_name());
     if (sched.nsteps >= sched.options.max_steps)
         return;
@@ -570,7 +585,7 @@ void sched_fail(const char *fmt, ...)
 
 void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 {
-    char text[1536];
+    char text[3584];
     va_list args;
     va_start(args, fmt);
     vsnprintf(text, sizeof text, fmt, args);
@@ -885,6 +900,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->fn = fn;
     t->arg = arg;
     t->deadline = -1;
+    t->woke_from = -1;
     t->detached = detach_state == PTHREAD_CREATE_DETACHED;
     t->state = RUNNABLE;
     t->op = OP_START;
@@ -1179,6 +1195,16 @@ void kit_explore_await_quiet(void)
     at(me, QUIETING, OP_AWAIT, -1, __builtin_return_address(0));
     switch_point();
     record_step(me, OP_AWAIT, -1, -1);
+}
+
+long kit_sched_futile_wakeups(void)
+{
+    return me != NULL ? sched.futile_wakeups : 0;
+}
+
+long kit_sched_wakeups(void)
+{
+    return me != NULL ? sched.wakeups : 0;
 }
 
 void kit_sched_touch_history(void)

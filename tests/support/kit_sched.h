@@ -117,6 +117,15 @@ void kit_explore_await_sleepers(int count);
 void kit_explore_await_quiet(void);
 
 /**
+ * @brief Inside an explored body (or a test on its schedule): the wake-ups
+ *        from a condition wait in the code under test so far, and the futile
+ *        ones - a thread woken that waited on the same condition again
+ *        before anything else (it found nothing to do). 0 off the scheduler.
+ */
+long kit_sched_wakeups(void);
+long kit_sched_futile_wakeups(void);
+
+/**
  * @brief Inside an explored body: the harness recorded an event every thread
  *        of the scenario orders itself by (a call began or returned). Two
  *        steps that both record one are never swapped by the partial-order
@@ -175,7 +184,7 @@ typedef struct kit_explore_result {
                                bound: complete within it only */
     int bound;            /**< ... the bound */
     long long virtual_ns; /**< the last schedule's virtual time at its end */
-    char message[2048];   /**< why it failed */
+    char message[4096];   /**< why it failed */
     char token[8192];     /**< the failing schedule's replay token (without "replay:") */
 } kit_explore_result_t;
 

@@ -87,6 +87,7 @@ struct sched_thread {
     void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
     int depth;
     struct sched_thread *buried_next; /* kept after a failed schedule */
+    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
 };
 
 struct sched_object {
@@ -134,6 +135,7 @@ struct sched_world {
     unsigned long wait_seq;
     int spurious_left;
     long points;                      /* switch points passed */
+    long wakeups, futile_wakeups;     /* wake-ups in the code under test; those that slept again at once */
     struct sched_step *steps;         /* options.max_steps */
     long nsteps;
     struct sched_decision *decisions; /* 2 * options.max_steps */
@@ -146,7 +148,7 @@ struct sched_world {
     char strategy_word[64];           /* ... and its strategy, "random:SEED" */
     bool gave_up;                     /* ... which met a limit of the model, not a bug of the code */
     int failer;                       /* the thread that failed a check, or -1 */
-    char message[2048];
+    char message[4096];
     sem_t done;                       /* posted when the schedule ends, well or not */
     /* The strategy: */
     enum sched_strategy strategy;

@@ -605,11 +605,24 @@ static void name_places(long first)
     resolve_places();
 }
 
+/* A message of several lines, each behind the tag: the grader keeps the
+ * untagged lines of a log as the failure's words, and these come again
+ * in the test's own failure message. */
+static void print_tagged(const char *tag, const char *message)
+{
+    for (const char *line = message; *line;) {
+        size_t length = strcspn(line, "\n");
+        fprintf(stderr, "%s   %.*s\n", tag, (int)length, line);
+        line += length + (line[length] == '\n');
+    }
+}
+
 /* Where each thread stands at the end, then the steps from `first` on. */
 static void print_threads_and_steps(const char *tag, long first)
 {
     char line[256];
-    fprintf(stderr, "%s   %s\n%s The threads at the end:\n", tag, sched.message, tag);
+    print_tagged(tag, sched.message);
+    fprintf(stderr, "%s The threads at the end:\n", tag);
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         sched_describe_thread(t, line, sizeof line);
