@@ -226,7 +226,8 @@ static void *make_queue(long capacity, void *state)
     struct queue_model *m = state;
     *m = (struct queue_model){ .capacity = (int)capacity };
     msgq_t *q = NULL;
-    return msgq_create(&q, (size_t)capacity) == 0 ? q : NULL;
+    errno = msgq_create(&q, (size_t)capacity);
+    return errno == 0 ? q : NULL;
 }
 
 static void close_queue(void *q)

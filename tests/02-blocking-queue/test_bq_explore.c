@@ -393,7 +393,8 @@ static void *make_queue(long capacity, void *state)
     struct queue_model *m = state;
     *m = (struct queue_model){ .capacity = (int)capacity };
     bq_t *q = NULL;
-    return bq_create(&q, (size_t)capacity) == 0 ? q : NULL;
+    errno = bq_create(&q, (size_t)capacity);
+    return errno == 0 ? q : NULL;
 }
 
 static void close_queue(void *q)

@@ -483,8 +483,18 @@ static void scenario_body(void *raw)
     r->events = 0;
     unsigned char model[STATE_MAX];
     memset(model, 0, sizeof model);
+    errno = 0;
     r->object = spec->create(sc->param, model);
-    kit_explore_check(r->object != NULL, "the scenario's object could not be made");
+    if (r->object == NULL) {
+        int err = errno;
+        char text[120];
+        spec->print_create(sc->param, text, sizeof text);
+        const char *create = strrchr(text, ';') ? strrchr(text, ';') + 2 : text; /* the call, not the declaration */
+        if (err == ENOSYS)
+            kit_explore_fail(r->file, r->line, "%s returned ENOSYS: not implemented yet", create);
+        kit_explore_fail(r->file, r->line, "%s failed (%s): the scenarios need the object it makes", create,
+                         err ? kit_errno_name(err) : "an error");
+    }
     memcpy(r->initial, model, spec->state_size);
     run_init(r, model);
     pthread_t threads[MAX_THREADS];
@@ -548,9 +558,13 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
                 fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result.message);
             char make_args[1200];
             sched_make_args(make_args, sizeof make_args);
-            print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under make "
-                        "grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
-                        result.message, number, count, make_args, test, result.token);
+            if (strcmp(result.token, ".") == 0)
+                print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result.message, number,
+                            count);
+            else
+                print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under "
+                            "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
+                            result.message, number, count, make_args, test, result.token);
             kit_note_stacks_dumped();
             _fail(file, line);
         }

@@ -63,7 +63,8 @@ typedef struct kit_spec {
     size_t state_size;    /**< the sequential model's size (at most 1 KB) */
     /** A parameter for create (a capacity), drawn. */
     long (*param)(kit_rng_t *rng);
-    /** Creates the object under test, and sets the model's state to match. */
+    /** Creates the object under test, and sets the model's state to match;
+     *  on failure NULL, with errno set to the create call's error. */
     void *(*create)(long param, void *state);
     /** Wakes every call still waiting (close), after the check. */
     void (*release)(void *object);

@@ -201,7 +201,7 @@ static int object_of(const void *addr, char kind)
     int count = 0;
     if (kind == 'S') /* a semaphore first used here: its value so far is the real one's */
         __real_sem_getvalue((sem_t *)addr, &count);
-    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0, count };
+    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0, count, NULL };
     sched.index[free_slot] = sched.nobjects + 1;
     sched_memory_forget_object(sched.nobjects); /* a new object has no history */
     return sched.nobjects++;
@@ -282,6 +282,7 @@ static void take_mutex(int obj, int thread)
 {
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
+    sched.objects[obj].locked_at = sched.threads[thread]->where;
     sched_memory_acquire(thread, obj); /* what the last unlock saw, the new owner sees */
 }
 
@@ -619,6 +620,7 @@ void kit_sched_dump_stacks(const char *why, const char *message)
 {
     const char *text = message && message[0] ? message : why;
     sched.failer = me->id;
+    me->where = NULL; /* its last pthread call is not where the check failed: the message says where */
     if (!sched.scheduled_test) {
         sched_fail("%s", text);
         stop_here();
@@ -660,6 +662,8 @@ static int relock(int obj, int kind)
     if (kind == PTHREAD_MUTEX_ERRORCHECK)
         return EDEADLK;
     sched.deadlocked = true;
+    sched.relocked = obj; /* the report names both places (sched_explain_deadlock) */
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
     misuse("%s locks M%d, which it already holds: it waits for itself", kit_thread_name(), sched.objects[obj].serial);
 }
 

@@ -199,6 +199,8 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
  * command until called again with NULL: SCENARIO=N for make, KIT_SCENARIO=N
  * for the test program. */
 void kit_sched_replay_scenario(const char *number);
+/* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
+void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
 /* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */
 void sched_make_args(char *out, size_t size);
 

@@ -225,6 +225,7 @@ static void reset_schedule(void)
     sched.failed = false;
     sched.deadlocked = false;
     sched.deadlock_explained = false;
+    sched.relocked = -1;
     sched.gave_up = false;
     sched.failer = -1;
     sched.message[0] = '\0';
@@ -673,10 +674,13 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
     sched_make_args(make_args, sizeof make_args);
     kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */
     /* The first line is what a grade report shows: what failed, and how to see it again. */
-    print_error("%s\n    in %s; its steps are printed with the test's output (under make grade: in its log);"
-                " replay it with\n"
-                "    make explore %s TEST=%s REPLAY=%s\n",
-                result.message, failed_schedule, make_args, test, result.token);
+    if (strcmp(result.token, ".") == 0) /* no thread had a choice yet: nothing to replay but the test */
+        print_error("%s\n    in %s, before any thread had a choice\n", result.message, failed_schedule);
+    else
+        print_error("%s\n    in %s; its steps are printed with the test's output (under make grade: in its log);"
+                    " replay it with\n"
+                    "    make explore %s TEST=%s REPLAY=%s\n",
+                    result.message, failed_schedule, make_args, test, result.token);
     _fail(file, line);
 }
 

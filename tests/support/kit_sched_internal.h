@@ -98,6 +98,7 @@ struct sched_object {
     int slot;                         /* its entry in sched.index */
     int times_held;                   /* mutex: its owner's locks not yet unlocked (a recursive mutex: 1 or more) */
     int count;                        /* semaphore: its value */
+    void *locked_at;                  /* mutex: where its owner locked it */
 };
 
 struct sched_step {
@@ -143,6 +144,7 @@ struct sched_world {
     bool failed;
     bool deadlocked;
     bool deadlock_explained;          /* its message says who waits on what (kit_sched_report.c) */
+    int relocked;                     /* the mutex a thread locked again while holding it, or -1 */
     bool scheduled_test;              /* an ordinary test on one schedule (kit_sched_run_test), not an exploration */
     char test[128];                   /* ... its name, */
     char strategy_word[64];           /* ... and its strategy, "random:SEED" */

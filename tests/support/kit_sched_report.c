@@ -362,11 +362,45 @@ static const struct sched_thread *root_of_deadlock(void)
     return best;
 }
 
+void kit_describe_places(void *const *pcs, int n, char (*out)[160])
+{
+    nplaces = 0;
+    for (int i = 0; i < n; i++)
+        want_place(pcs[i]);
+    resolve_places();
+    for (int i = 0; i < n; i++)
+        where_text(pcs[i], out[i], sizeof out[i]);
+}
+
+/* A thread that locked a mutex it holds: both places. */
+static void explain_relock(void)
+{
+    const struct sched_object *mutex = &sched.objects[sched.relocked];
+    const struct sched_thread *t = sched.threads[mutex->owner];
+    char a[16], second[160], first[160];
+    nplaces = 0;
+    want_place(t->where);
+    want_place(mutex->locked_at);
+    resolve_places();
+    where_text(t->where, second, sizeof second);
+    where_text(mutex->locked_at, first, sizeof first);
+    snprintf(sched.message, sizeof sched.message,
+             "%s locks %s at %s, which it already holds - it locked it at %s and has not unlocked it: it waits "
+             "for itself for ever (a default mutex cannot be locked twice by one thread)", t->name,
+             object_name(sched.relocked, a, sizeof a), second, first);
+}
+
 void sched_explain_deadlock(void)
 {
-    if (!sched.deadlocked || sched.deadlock_explained || strncmp(sched.message, "deadlock or lost", 16) != 0)
-        return; /* (a thread relocking its own mutex has its own message) */
+    if (!sched.deadlocked || sched.deadlock_explained)
+        return;
     sched.deadlock_explained = true;
+    if (sched.relocked >= 0) {
+        explain_relock();
+        return;
+    }
+    if (strncmp(sched.message, "deadlock or lost", 16) != 0)
+        return;
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
