@@ -118,7 +118,7 @@ static void draw_scenario(const kit_spec_t *spec, int number, struct scenario *s
             draw_call(spec, &rng, used, t, &sc->plan[sc->ncalls++], &ids);
     }
     sc->first_post = sc->ncalls;
-    for (int i = 0; i < spec->nops && sc->ncalls < MAX_CALLS; i++) {
+    for (int i = 0; i < spec->nops && sc->ncalls - sc->first_post < MAX_POST; i++) {
         if (!spec->ops[i].post)
             continue;
         kit_call_t *call = &sc->plan[sc->ncalls++];

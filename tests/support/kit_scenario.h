@@ -54,7 +54,8 @@ typedef struct kit_op {
     bool (*waits)(const void *state, const kit_call_t *call);
     const char *rule;  /**< the header's promise, quoted when the call breaks it */
     bool post;         /**< also called once by the test's thread when the scenario is quiet, before
-                            the check (a read of counters: what the threads left behind) */
+                            the check (a read of counters: what the threads left behind); the
+                            first three such operations of the spec are */
 } kit_op_t;
 
 /** @brief A chapter's object, as scenarios see it. */

@@ -20,7 +20,9 @@
  * and is reported at once, with what every thread waits for and where.
  *
  * A failure prints a replay token (`KIT_SCHED=replay:...`) that reproduces
- * it exactly, and the last steps of the interleaving, numbered.
+ * it exactly - its choices, and after a `~` the racing places earlier
+ * schedules had made switch points - and the last steps of the
+ * interleaving, numbered.
  *
  * Strategies, chosen by the test or by KIT_SCHED in the environment (several
  * may follow each other, separated by spaces):

@@ -159,6 +159,13 @@ void sched_token(char *out, size_t size)
     }
     if (at == 0 && size > 1)
         snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
+    uintptr_t places[32];
+    int n = sched_memory_racy_offsets(places, 32);
+    for (int i = 0; i < n; i++) { /* "~1a2b+1c3d": the racing places the schedule made switch points */
+        at = strlen(out);
+        if (at + 20 < size)
+            snprintf(out + at, size - at, "%c%lx", i == 0 ? '~' : '+', (unsigned long)places[i]);
+    }
 }
 
 static int letter_value(char c)
@@ -172,9 +179,18 @@ static bool parse_token(const char *text)
 {
     sched.prefix_len = 0;
     long cap = 2 * sched.options.max_steps;
-    if (strcmp(text, ".") == 0)
+    const char *places = strchr(text, '~');
+    for (const char *p = places; p != NULL && *p;) { /* the racing places first: they shape the choices */
+        char *end;
+        unsigned long offset = strtoul(p + 1, &end, 16);
+        if (end == p + 1)
+            return false;
+        sched_memory_learn_offset((uintptr_t)offset);
+        p = *end == '+' ? end : NULL;
+    }
+    if (strncmp(text, ".", 1) == 0 && (text[1] == '\0' || text[1] == '~'))
         return true;
-    while (*text) {
+    while (*text && *text != '~') {
         int high = 0;
         if (*text == '_') {
             high = letter_value(text[1]) * 52;

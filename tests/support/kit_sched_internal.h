@@ -198,6 +198,10 @@ bool kit_sched_raced(struct sched_race *race);
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
+/* The racing places as offsets into the program, for a replay token; and
+ * one learned back from a token. */
+int sched_memory_racy_offsets(uintptr_t *out, int most);
+void sched_memory_learn_offset(uintptr_t offset);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);
