@@ -182,7 +182,8 @@ static void reject_chapter(struct test_case *tests, int count, const char *chapt
  * Graded, a chapter's race-free line is earned when each of its tests ran to
  * its end without a data race on any of its schedules: each delivered its
  * race token (kit_sched_memory.c, kit_test.c), whether it passed or not - the
- * same verdict in every grading. A chapter whose tests all run on real threads
+ * same verdict in every grading (a test stopped by a deadlock or a hang gives
+ * no race token: it did not run to its end). A chapter whose tests all run on real threads
  * (on a Redis server: --tsan-chapter) earns it under ThreadSanitizer instead,
  * once every test passes. */
 
@@ -207,8 +208,9 @@ static void explain_no_race_token(const struct config *config, const struct test
     } else {
         line->verdict = V_FAILED;
         textf(line->detail, sizeof line->detail,
-              "%s ended before it could say it saw no data race (it crashed, was stopped or did not run): this "
-              "line is earned once every test of the chapter runs to its end without a race\n", test->name);
+              "%s did not run to its end (a deadlock, a hang, a crash, or it never ran), so it cannot show that it "
+              "met no data race: this line is earned once every test of the chapter runs to its end without a "
+              "race\n", test->name);
     }
     free(log);
 }
@@ -562,12 +564,35 @@ static void claim_slot(struct config *config)
     setenv("KIT_SANDBOX_CPUS", text, 1);
 }
 
+/* Deletes the test programs an earlier build left in bin/chapter/. */
+static void remove_test_programs(const char *bin, const char *chapter)
+{
+    char dir[1200];
+    textf(dir, sizeof dir, "%s/%s", bin, chapter);
+    DIR *folder = opendir(dir);
+    for (struct dirent *entry; folder && (entry = readdir(folder));) {
+        char path[1400];
+        if (strncmp(entry->d_name, "test_", 5) == 0) {
+            textf(path, sizeof path, "%s/%s", dir, entry->d_name);
+            unlink(path);
+        }
+    }
+    if (folder)
+        closedir(folder);
+}
+
 /* The submission's build, confined by make's own rules; what the compiler
- * said of a file that did not compile is shown, and its chapter scores 0. */
-static void build_submission(const struct config *config)
+ * said of a file that did not compile is shown, and its chapter scores 0.
+ * The test programs of an earlier grade of the same folder go first: a
+ * chapter that no longer compiles must meet no test, never the tests
+ * linked with the code it had before. */
+static void build_submission(const struct config *config, const struct test_case *tests, int count)
 {
     if (!config->build)
         return;
+    for (int i = 0; i < count; i++)
+        if (selected(config, tests[i].chapter))
+            remove_test_programs(config->bin_dir, tests[i].chapter);
     fflush(stdout);
     if (system(config->build) == 0)
         return;
@@ -644,7 +669,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "kit-grade: %s\n", error);
         return 2;
     }
-    build_submission(&config);
+    build_submission(&config, tests, count);
     struct totals totals = { 0 };
     for (int i = 0; i < count && !totals.killed; i++)
         if ((i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0) && selected(&config, tests[i].chapter))
