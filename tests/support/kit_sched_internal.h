@@ -196,6 +196,10 @@ void sched_memory_release(int thread, int obj);
 bool kit_sched_raced(struct sched_race *race);
 /* An access of the code under test (kit_sched_tsan.c): checked, and a switch point if its place raced. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
+/* The instrumentation's function entry (the caller's return address and a
+ * place in the function) and exit, for kit_last_call(). */
+void sched_call_entered(void *site, void *function);
+void sched_call_left(void);
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
 /* The racing places as offsets into the program, for a replay token; and

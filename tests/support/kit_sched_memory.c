@@ -248,6 +248,37 @@ void kit_sched_forget_memory(const void *block, size_t size)
     }
 }
 
+/* ---- The last call into the code under test ------------------------------------------
+ * Per thread, in every run (real threads too), so that a failed check can say
+ * which call of the student's code gave it its value. Only the outermost call
+ * counts: a helper the API function calls is part of that call. */
+
+static _Thread_local int call_depth;           /* calls of the code under test now open */
+static _Thread_local kit_code_call_t call_now;      /* the outermost one, while it runs */
+static _Thread_local kit_code_call_t call_last;     /* the last outermost one that returned */
+static _Thread_local bool call_returned;       /* whether call_last holds one */
+
+void sched_call_entered(void *site, void *function)
+{
+    if (call_depth++ == 0)
+        call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
+}
+
+void sched_call_left(void)
+{
+    if (call_depth > 0 && --call_depth == 0) {
+        call_last = call_now;
+        call_returned = true;
+    }
+}
+
+bool kit_last_call(kit_code_call_t *call)
+{
+    if (call_returned)
+        *call = call_last;
+    return call_returned;
+}
+
 /* ---- Races -------------------------------------------------------------------------- */
 
 static struct sched_race first_race;
@@ -359,6 +390,8 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
 
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 {
+    if (call_depth > 0)
+        call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
         return;
@@ -400,6 +433,8 @@ void sched_memory_end(void)
  * then it acquires the location's history and releases its own into it. */
 void sched_memory_atomic(const volatile void *addr, void *pc)
 {
+    if (call_depth > 0)
+        call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
         return;

@@ -722,7 +722,7 @@ void sched_end_failed_test(void)
     sched_print_stacks(sched.message, NULL, NULL, 0);
     kit_note_stacks_dumped();
     fprintf(stderr, "[  FAILED  ] the test stopped here, on its schedule\n");
-    kit_verdict_end(false);
+    kit_verdict_stopped();
     fflush(stdout);
     fflush(stderr);
     _exit(1);

@@ -74,19 +74,29 @@ static void move_token(int from)
 #endif
 }
 
-void kit_verdict_end(bool passed)
+static void give_verdict(bool passed, bool ran_to_its_end)
 {
     kit_sched_print_race();
     if (verdict_out < 0 || getpid() != verdict_owner)
         return;
     if (passed)
         move_token(verdict_pass);
-    if (!kit_sched_saw_race())
+    if (ran_to_its_end && !kit_sched_saw_race())
         move_token(verdict_race);
     close(verdict_pass);
     close(verdict_race);
     close(verdict_out);
     verdict_out = -1;
+}
+
+void kit_verdict_end(bool passed)
+{
+    give_verdict(passed, true);
+}
+
+void kit_verdict_stopped(void)
+{
+    give_verdict(false, false);
 }
 
 /* ---- Graded on one schedule -------------------------------------------------
@@ -219,6 +229,8 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
 
 /* ---- assertions ---------------------------------------------------------- */
 
+static void say_where_the_value_came_from(const char *file, int line);
+
 void kit_assert_code(int got, int want, const char *expr, const char *file, int line)
 {
     if (got == want)
@@ -235,6 +247,8 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
     }
     if (got == ENOSYS)
         kit_skip_caller_stack(); /* "not written yet" needs no stack */
+    else
+        say_where_the_value_came_from(file, line);
     _fail(file, line);
 }
 
@@ -344,6 +358,41 @@ static void describe_expected(LargestIntegralType value, const char *text, char 
         snprintf(out, size, "%s (%s)", number, text);
 }
 
+/* "file.c:12 in fn" -> its line, when its file is @p file's (by base name); else 0. */
+static int line_in_file(const char *place, const char *file)
+{
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    size_t length = strlen(base);
+    if (strncmp(place, base, length) != 0 || place[length] != ':')
+        return 0;
+    return atoi(place + length + 1);
+}
+
+/* A failed check at file:line whose value came from a call into the student's
+ * code on that line: name the function, and the last line of it that read or
+ * wrote memory before it returned (where a wrong value is usually made). The
+ * call must be on the check's line or just above it (a check written over a
+ * few lines), or nothing is said: a guess that points the wrong way is worse
+ * than none. */
+static void say_where_the_value_came_from(const char *file, int line)
+{
+    kit_code_call_t call;
+    if (!kit_last_call(&call) || call.touched == NULL)
+        return;
+    void *pcs[3] = { call.site, call.function, call.touched };
+    char places[3][160];
+    kit_describe_places(pcs, 3, places);
+    int call_line = line_in_file(places[0], file);
+    const char *function = strstr(places[1], " in ");
+    if (call_line == 0 || call_line > line || call_line < line - 3 || function == NULL)
+        return;
+    char touched[160];
+    snprintf(touched, sizeof touched, "%.*s", (int)strcspn(places[2], " "), places[2]);
+    if (strchr(touched, ':') == NULL)
+        return; /* the earlier chapters' reference has no lines to name */
+    print_error("  %s returned it; the last line of that call to read or write memory was %s\n", function + 4, touched);
+}
+
 void kit_assert_truth(bool value, bool want, const char *expr, const char *file, int line)
 {
     if (value == want)
@@ -352,6 +401,7 @@ void kit_assert_truth(bool value, bool want, const char *expr, const char *file,
         print_error("this should hold, and does not: %s\n", expr);
     else
         print_error("this should not hold, and does: %s\n", expr);
+    say_where_the_value_came_from(file, line);
     _fail(file, line);
 }
 
@@ -363,6 +413,7 @@ void kit_assert_pointer(bool set, bool want_set, const char *expr, const char *f
         print_error("%s is NULL, expected a pointer\n", expr);
     else
         print_error("%s is a pointer, expected NULL\n", expr);
+    say_where_the_value_came_from(file, line);
     _fail(file, line);
 }
 
@@ -382,6 +433,7 @@ void kit_assert_values(LargestIntegralType a, LargestIntegralType b, bool want_e
         print_error("%s is one pointer, expected another (%s)\n", expr_a, expr_b);
     else
         print_error("%s is %s, expected %s\n", expr_a, got, expected);
+    say_where_the_value_came_from(file, line);
     _fail(file, line);
 }
 

@@ -74,6 +74,11 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
  * race token if no race was seen (kit_test.c). Every way out of a test but a
  * crash calls it once. */
 void kit_verdict_end(bool passed);
+/* The test process ends before its end - a deadlock, a hang check, a misuse
+ * the model saw: no pass token, and no race token either, since its code
+ * did not run to the end (a chapter's race-free line is earned only by tests
+ * that did). */
+void kit_verdict_stopped(void);
 
 /**
  * @brief A test that needs real threads in grading too, in a test table:
