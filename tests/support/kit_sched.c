@@ -604,6 +604,7 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 
 static void at(struct sched_thread *t, enum sched_state state, enum sched_op op, int obj, void *where)
 {
+    t->accesses = 0;
     t->state = state;
     t->op = op;
     t->obj = obj;
@@ -1154,6 +1155,16 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
         forget_object(obj);
     }
     return __real_pthread_cond_destroy(cond);
+}
+
+void sched_endless_loop(void *pc)
+{
+    me->where = pc;
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
+    misuse("%s made %ld loads and stores without a call the scheduler sees (a lock, a wait, a thread's start or "
+           "end): it loops, and while it runs no other thread can change what it waits for - a spin-wait, or a loop "
+           "whose condition never changes; wait on a condition variable instead", kit_thread_name(),
+           SCHED_SPIN_ACCESSES);
 }
 
 void sched_memory_point(void *pc, enum sched_op op)

@@ -84,6 +84,7 @@ struct sched_thread {
     enum sched_how how;               /* how it was last let go */
     int result;                       /* the blocked call's return value */
     uint64_t priority;                /* PCT */
+    long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
     int depth;
     struct sched_thread *buried_next; /* kept after a failed schedule */
@@ -200,6 +201,11 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
  * place in the function) and exit, for kit_last_call(). */
 void sched_call_entered(void *site, void *function);
 void sched_call_left(void);
+/* A thread that has made SCHED_SPIN_ACCESSES loads and stores at pc since
+ * its last switch point: it loops without a call the scheduler sees, and
+ * would loop for ever (only it runs) - the schedule fails here. */
+#define SCHED_SPIN_ACCESSES 20000000L
+void sched_endless_loop(void *pc) __attribute__((noreturn));
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
 /* The racing places as offsets into the program, for a replay token; and

@@ -395,6 +395,8 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
     struct sched_thread *me = tracked();
     if (me == NULL)
         return;
+    if (++me->accesses > SCHED_SPIN_ACCESSES)
+        sched_endless_loop(pc);
     if (is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
