@@ -134,6 +134,7 @@ SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
                tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c \
+               tests/support/grader/grader_feedback.c \
                tests/support/grader/confine.c
 GRADER := build/tools/kit-grade
 # The confinement and the gate every submission goes through (grading).
@@ -496,6 +497,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
 	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
+	  $(if $(wildcard tests/wakeups.tsv),--wakeups tests/wakeups.tsv) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \

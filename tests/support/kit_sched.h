@@ -126,6 +126,10 @@ void kit_explore_await_quiet(void);
  */
 long kit_sched_wakeups(void);
 long kit_sched_futile_wakeups(void);
+/** A passed test's last line: its wake-ups and futile ones over every
+ *  schedule it ran, which the grader sets beside the reference's (feedback,
+ *  worth no points). Nothing if it ran on no schedule. */
+void kit_sched_print_wakeups(void);
 
 /**
  * @brief Inside an explored body: the harness recorded an event every thread

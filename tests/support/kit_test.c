@@ -79,8 +79,10 @@ static void give_verdict(bool passed, bool ran_to_its_end)
     kit_sched_print_race();
     if (verdict_out < 0 || getpid() != verdict_owner)
         return;
-    if (passed)
+    if (passed) {
+        kit_sched_print_wakeups();
         move_token(verdict_pass);
+    }
     if (ran_to_its_end && !kit_sched_saw_race())
         move_token(verdict_race);
     close(verdict_pass);

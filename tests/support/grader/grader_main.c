@@ -29,6 +29,7 @@ enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32 };
 struct config {
     const char *rubric, *bin_dir, *mode, *report_dir, *implementation;
     const char *tsan_bin_dir, *tsan_build, *tsan_wrapper;
+    const char *wakeups;       /* the reference's wake-ups per test (tests/wakeups.tsv), for feedback */
     const char *tsan_chapters[MAX_CHAPTERS]; /* whose race-free line is a ThreadSanitizer run */
     bool tsan_always;                        /* ... even when other tests failed (make tsan SUBMISSION=) */
     int tsan_chapter_count;
@@ -68,7 +69,7 @@ static const struct text_option text_options[] = {
     TEXT("--implementation", implementation), TEXT("--tsan-bin", tsan_bin_dir), TEXT("--tsan-build", tsan_build),
     TEXT("--tsan-wrapper", tsan_wrapper), TEXT("--wrapper", run.wrapper), TEXT("--source-root", run.source_root),
     TEXT("--debug-args", debug_args), TEXT("--confine", run.confine), TEXT("--gate", gate_dir),
-    TEXT("--build", build), TEXT("--build-log", build_log), { NULL, 0 },
+    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), { NULL, 0 },
 };
 
 /* Returns whether arg was one of the options with a value; sets it. */
@@ -374,6 +375,8 @@ static void grade_line(const struct config *config, struct test_case *test, stru
     snprintf(test->binary, sizeof test->binary, "%s", binary);
     run_test_case(test, &config->run);
     explain_failure(test);
+    if (is_mode(config, "grade"))
+        compare_wakeups(test);
 }
 
 /* The lines of a chapter whose files the gate refused, before and after
@@ -669,6 +672,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "kit-grade: %s\n", error);
         return 2;
     }
+    if (config.wakeups && load_reference_wakeups(config.wakeups) < 0)
+        fprintf(stderr, "kit-grade: %s: %s (no wake-up feedback)\n", config.wakeups, strerror(errno));
     build_submission(&config, tests, count);
     struct totals totals = { 0 };
     for (int i = 0; i < count && !totals.killed; i++)
