@@ -649,7 +649,7 @@ bench: ## measure the kit against GLib and glibc: a table of medians and ratios,
 
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: regenerate
-regenerate: ## redraw the pages' pictures and rewrite the generated pages, to be committed
+regenerate: ## redraw the pages' pictures, rewrite the generated pages and output examples, to be committed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s programs
 	@tools/regenerate
