@@ -651,7 +651,7 @@ bench: ## measure the kit against GLib and glibc: a table of medians and ratios,
 
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: regenerate
-regenerate: ## redraw the pages' pictures and rewrite the generated pages, to be committed
+regenerate: ## redraw the pages' pictures, rewrite the generated pages and output examples, to be committed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s programs
 	@tools/regenerate
@@ -674,12 +674,13 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tests/support/*.sh)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
+	@tools/check-page-tags && echo "check-page-tags: every page shows the tagged lines it cites, and sends no one to the reference's files"
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/
