@@ -275,11 +275,11 @@ static void test_tpool_explore_termination_wakes_every_awaiter(void **state)
  * tpool_execute_or_drop() from inside the pool, as the header allows.
  *
  * The sequential model is what a call can see: which tasks the pool took,
- * and whether it is shut down. Running the tasks
- * happens on the workers, between the calls; whether each ran is checked
- * once nothing else can move (pool_at_quiet): every task the pool took ran
- * once or was dropped once, none it refused ran, no worker touched a task
- * after an await saw the pool terminated, and tpool_stats then adds up. */
+ * and whether it is shut down. The tasks run on the workers, between the
+ * calls; whether each ran is checked once nothing else can move
+ * (pool_at_quiet): every task the pool took ran once or was dropped once,
+ * none it refused ran, no worker touched a task after an await saw the pool
+ * terminated, and tpool_stats then adds up. */
 
 enum { TASK_IDS = 32, SUB = 16 }; /* tN has the id N of its call (< SUB); sN, the task tN submits, N + SUB */
 
@@ -345,6 +345,19 @@ static uint32_t bit(long id)
 static void task_name(long id, char *text, size_t size)
 {
     snprintf(text, size, "%c%ld", id < SUB ? 't' : 's', id % SUB);
+}
+
+/* @p before, then the names of @p tasks. */
+static void print_tasks(char *text, size_t size, const char *before, uint32_t tasks)
+{
+    int at = snprintf(text, size, "%s", before);
+    for (int id = 1; id < TASK_IDS && at < (int)size; id++) {
+        if (!(tasks & bit(id)))
+            continue;
+        char name[8];
+        task_name(id, name, sizeof name);
+        at += snprintf(text + at, size - (size_t)at, " %s", name);
+    }
 }
 
 static void note(struct task_record *t, bool dropped)
@@ -745,11 +758,11 @@ static const char *once_and_only_if_taken(struct pool_scene *s, const struct tas
 {
     int runs = t->runs, drops = t->drops, ret = t->ret;
     if (runs > 1 || drops > 1)
-        return complain(s, "%s ran %d times and was dropped %d times: a task the pool takes runs once, or is "
-                        "dropped once", name, runs, drops);
+        return complain(s, "%s ran %d times and was dropped %d times: a task the pool takes runs exactly once, "
+                        "or is dropped once instead (tpool.h, Ownership)", name, runs, drops);
     if (runs + drops > 1)
-        return complain(s, "%s ran and was dropped too (its drop function called): a task the pool drops never "
-                        "runs", name);
+        return complain(s, "%s ran and was dropped too (its drop function called): a task the pool takes runs "
+                        "exactly once, or is dropped instead (tpool.h, Ownership)", name);
     if (runs + drops > 0 && ret < 0)
         return complain(s, "%s %s, though its %s never returned", name, runs ? "ran" : "was dropped", submission(t));
     if (runs + drops > 0 && ret != 0)
@@ -758,7 +771,9 @@ static const char *once_and_only_if_taken(struct pool_scene *s, const struct tas
     return NULL;
 }
 
-static const char *task_fate(struct pool_scene *s, const struct task_record *t, int *unseen)
+/* What became of task @p t: a complaint, or NULL. A task dropped with no
+ * drop function to tell is added to @p unseen: tpool_stats must count it. */
+static const char *task_fate(struct pool_scene *s, const struct task_record *t, uint32_t *unseen)
 {
     char name[8];
     task_name(t->id, name, sizeof name);
@@ -768,42 +783,49 @@ static const char *task_fate(struct pool_scene *s, const struct task_record *t, 
     long terminated = s->terminated_at;
     bool touched = t->runs + t->drops > 0;
     if (touched && t->on_worker && terminated > 0 && t->stamp > terminated)
-        return complain(s, "%s %s on a worker after tpool_await_termination returned 0: a terminated pool has no "
-                        "worker left", name, t->runs ? "ran" : "was dropped");
+        return complain(s, "%s %s on a worker after tpool_await_termination returned 0: it returns 0 only once "
+                        "every worker has exited (tpool.h)", name, t->runs ? "ran" : "was dropped");
     if (t->drops > 0 && !may_drop(s))
-        return complain(s, "%s was dropped, but with %s and no tpool_shutdown_now the pool drops no task", name,
+        return complain(s, "%s was dropped, but with %s and no tpool_shutdown_now the pool drops no task: only a "
+                        "discard policy or tpool_shutdown_now does (tpool.h, Ownership)", name,
                         policy_code[s->config.policy]);
     if (t->ret != 0 || touched)
         return NULL;
     if (t->with_drop || !may_drop(s))
         return complain(s, "%s was taken (its %s returned 0) but never ran%s, and nothing else can move: it waits "
-                        "in the queue with no worker left to run it, or it was lost", name, submission(t),
+                        "in the queue with no worker left to run it, or it was lost; a task the pool takes runs "
+                        "exactly once (tpool.h, Ownership)", name, submission(t),
                         t->with_drop ? ", nor was it dropped" : "");
-    ++*unseen; /* dropped, with no drop function to tell: tpool_stats must count it */
+    *unseen |= bit(t->id);
     return NULL;
 }
 
-struct expected_counts {
-    size_t submitted, rejected, completed, failed, ran_by_caller, dropped;
+/* What the scenario saw become of its tasks, as sets of task ids, one a
+ * counter of tpool_stats. Each task ran or was dropped at most once by now
+ * (task_fate), so each counter must count its set. */
+struct task_sets {
+    uint32_t submitted, rejected, completed, failed, ran_by_caller, dropped;
 };
 
-static struct expected_counts count_tasks(struct pool_scene *s, int unseen)
+static struct task_sets sort_tasks(struct pool_scene *s, uint32_t unseen)
 {
-    struct expected_counts c = { .dropped = (size_t)unseen };
+    struct task_sets sets = { .dropped = unseen };
     for (int id = 1; id < TASK_IDS; id++) {
         const struct task_record *t = &s->tasks[id];
         if (t->submitted)
-            c.submitted++;
+            sets.submitted |= bit(id);
         if (t->ret > 0)
-            c.rejected++;
-        c.completed += (size_t)t->runs;
-        if (t->failed)
-            c.failed += (size_t)t->runs;
+            sets.rejected |= bit(id);
+        if (t->runs > 0)
+            sets.completed |= bit(id);
+        if (t->runs > 0 && t->failed)
+            sets.failed |= bit(id);
         if (t->runs > 0 && t->ran_during == id)
-            c.ran_by_caller++;
-        c.dropped += (size_t)t->drops;
+            sets.ran_by_caller |= bit(id);
+        if (t->drops > 0)
+            sets.dropped |= bit(id);
     }
-    return c;
+    return sets;
 }
 
 /* Once nothing else can move, nothing waits in the queue, nothing runs and
@@ -814,34 +836,40 @@ static const char *pool_idle(struct pool_scene *s)
     const tpool_stats_t *st = &s->stats;
     if (st->queued > 0)
         return complain(s, "tpool_stats says queued %zu once nothing else can move: those tasks have no worker left "
-                        "to run them", st->queued);
+                        "to run them, yet a task the pool takes runs exactly once (tpool.h, Ownership)", st->queued);
     if (st->active > 0 || st->threads > 0)
         return complain(s, "tpool_stats says active %zu, threads %zu once nothing else can move: every worker should "
-                        "have finished its task, and left (idle workers retire after keep_alive_ms)", st->active,
-                        st->threads);
+                        "have finished its task, and left (tpool.h: an idle worker retires after keep_alive_ms; "
+                        "after a shutdown, idle workers leave once the queue is empty)", st->active, st->threads);
     if (st->largest > (size_t)s->config.core)
-        return complain(s, "tpool_stats says largest %zu, but core_threads is %d: never more workers at once",
-                        st->largest, s->config.core);
+        return complain(s, "tpool_stats says largest %zu, but core_threads is %d (tpool.h: most workers alive at "
+                        "once)", st->largest, s->config.core);
     return NULL;
 }
 
-/* Each counter against what the record saw happen. */
-static const char *counters_add_up(struct pool_scene *s, int unseen)
+/* Each counter against the tasks the record saw it count; the rows quote
+ * tpool.h's words for each. */
+static const char *counters_add_up(struct pool_scene *s, uint32_t unseen)
 {
     const tpool_stats_t *st = &s->stats;
-    struct expected_counts want = count_tasks(s, unseen);
-    const struct { const char *name; size_t got, want; const char *what; } rows[] = {
-        { "submitted", st->submitted, want.submitted, "tpool_execute calls were made, the scenario's and its tasks'" },
-        { "rejected", st->rejected, want.rejected, "of them returned an error" },
-        { "completed", st->completed, want.completed, "tasks ran to the end" },
-        { "failed", st->failed, want.failed, "of them called tpool_task_fail" },
-        { "ran_by_caller", st->ran_by_caller, want.ran_by_caller, "of them ran on the thread that submitted them" },
-        { "dropped", st->dropped, want.dropped, "tasks were taken and never ran" },
+    struct task_sets want = sort_tasks(s, unseen);
+    const struct { const char *name; size_t got; uint32_t want; const char *what; } rows[] = {
+        { "submitted", st->submitted, want.submitted, "tpool_execute() calls with valid arguments" },
+        { "rejected", st->rejected, want.rejected, "tpool_execute() calls that returned an error" },
+        { "completed", st->completed, want.completed, "tasks that ran to the end (on a worker or on the caller)" },
+        { "failed", st->failed, want.failed, "completed tasks that called tpool_task_fail()" },
+        { "ran_by_caller", st->ran_by_caller, want.ran_by_caller, "completed tasks run by the caller-runs policy" },
+        { "dropped", st->dropped, want.dropped, "accepted tasks never run: discarded, or dropped by shutdown_now" },
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].got != rows[i].want)
-            return complain(s, "tpool_stats, once nothing else can move, says %s %zu, but %zu %s", rows[i].name,
-                            rows[i].got, rows[i].want, rows[i].what);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (rows[i].got == (size_t)__builtin_popcount(rows[i].want))
+            continue;
+        char tasks[120];
+        print_tasks(tasks, sizeof tasks, rows[i].want ? ":" : ": none", rows[i].want);
+        return complain(s, "tpool_stats, once nothing else can move, says %s %zu, but the scenario counts %d%s "
+                        "(tpool.h: %s counts %s)", rows[i].name, rows[i].got, __builtin_popcount(rows[i].want),
+                        tasks, rows[i].name, rows[i].what);
+    }
     return NULL;
 }
 
@@ -856,9 +884,10 @@ static const char *keep_alive_kept(struct pool_scene *s)
     if (s->config.keep_alive_ms != HOUR_MS)
         return NULL;
     if (s->shut_down && retired > 0)
-        return complain(s, "tpool_stats says retired %zu, but the pool was shut down long before any worker had been "
-                        "idle for its keep-alive of %ld ms: shutdown wakes idle workers, and they leave at once",
-                        retired, s->config.keep_alive_ms);
+        return complain(s, "tpool_stats says retired %zu, but the pool was shut down before any worker had been idle "
+                        "for its keep-alive of %ld ms: tpool_shutdown wakes idle workers and they leave at once, and "
+                        "retired counts only workers that left after keep_alive_ms idle (tpool.h)", retired,
+                        s->config.keep_alive_ms);
     if (retired > (size_t)s->config.core)
         return complain(s, "tpool_stats says retired %zu with core_threads %d: no worker is idle for its keep-alive "
                         "of %ld ms before the scenario ends, so none retires before then and the pool never "
@@ -873,7 +902,7 @@ static const char *pool_at_quiet(void *object, const void *state)
 {
     (void)state;
     struct pool_scene *s = object;
-    int unseen = 0;
+    uint32_t unseen = 0;
     for (int id = 1; id < TASK_IDS; id++) {
         const char *wrong = task_fate(s, &s->tasks[id], &unseen);
         if (wrong != NULL)
@@ -906,19 +935,6 @@ static void print_call(const kit_call_t *call, const char *name, char *text, siz
     case AWAIT: snprintf(text, size, "tpool_await_termination(p, %ld)", call->timeout_ms); break;
     case STATS: snprintf(text, size, "tpool_stats(p, &stats)"); break;
     default: snprintf(text, size, "%s(p)", name);
-    }
-}
-
-/* @p before, then the names of @p tasks. */
-static void print_tasks(char *text, size_t size, const char *before, uint32_t tasks)
-{
-    int at = snprintf(text, size, "%s", before);
-    for (int id = 1; id < TASK_IDS && at < (int)size; id++) {
-        if (!(tasks & bit(id)))
-            continue;
-        char name[8];
-        task_name(id, name, sizeof name);
-        at += snprintf(text + at, size - (size_t)at, " %s", name);
     }
 }
 
