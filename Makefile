@@ -130,7 +130,7 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
                 tests/support/kit_sched_memory.c tests/support/kit_sched_tsan.c \
                 tests/support/kit_sched_explore.c tests/support/kit_sched_dpor.c tests/support/kit_sched_report.c \
-                tests/support/kit_sched_svg.c tests/support/kit_scenario.c
+                tests/support/kit_sched_svg.c tests/support/kit_scenario.c tests/support/kit_sched_lockorder.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
                tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c \

@@ -403,12 +403,15 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     t->result = 0;
     if (how == TIMEOUT && t->deadline > sched.now)
         sched.now = t->deadline; /* time passed while the others were slow */
-    if (t->state == LOCKING && how == GO)
+    if (t->state == LOCKING && how == GO) {
         take_mutex(t->obj, t->id);
+        sched_lock_order(t->id, t->obj, t->where);
+    }
     if (t->state == LOCKING && how == TIMEOUT)
         t->result = ETIMEDOUT;
     if (t->state == WAITING) {
         take_mutex(t->obj2, t->id);
+        sched_lock_order(t->id, t->obj2, t->where);
         if (how == TIMEOUT)
             t->result = ETIMEDOUT;
         if (how == SPURIOUS)

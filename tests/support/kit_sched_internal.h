@@ -188,6 +188,19 @@ struct sched_race {
     long step;            /* the steps taken when it was found */
     char test[128];
 };
+/* A lock-order inversion (kit_sched_lockorder.c): thread[i] held M serial[i][0]
+ * (locked at first_at[i]) when it locked M serial[i][1] at then_at[i]; the
+ * two orders are opposite. */
+struct sched_lock_inversion {
+    int serial[2][2];
+    void *first_at[2], *then_at[2];
+    char thread[2][KIT_THREAD_NAME_MAX];
+    char test[128];
+};
+void sched_lock_order_begin(void);
+/* Thread `thread` has locked mutex obj at where, blocking: its order against those it holds. */
+void sched_lock_order(int thread, int obj, void *where);
+bool sched_lock_inverted(struct sched_lock_inversion *out);
 void sched_memory_begin(void);
 void sched_memory_forget_object(int obj);
 void sched_memory_thread_created(int parent, int child);

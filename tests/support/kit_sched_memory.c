@@ -415,7 +415,7 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 
 bool kit_sched_saw_race(void)
 {
-    return raced;
+    return raced || sched_lock_inverted(NULL);
 }
 
 bool sched_memory_races_seen(void)

@@ -204,9 +204,10 @@ static void explain_no_race_token(const struct config *config, const struct test
     char path[1200];
     textf(path, sizeof path, "%s/%s.%s.log", config->run.log_dir, test->chapter, test->name);
     char *log = read_log(path);
-    if (log && strstr(log, "[ race     ] DATA RACE")) {
+    if (log && (strstr(log, "[ race     ] DATA RACE") || strstr(log, "[ race     ] LOCK ORDER"))) {
         line->verdict = V_RACE;
-        textf(line->detail, sizeof line->detail, "%s saw a data race on its schedule:\n", test->name);
+        textf(line->detail, sizeof line->detail, "%s saw a %s on its schedule:\n", test->name,
+              strstr(log, "[ race     ] DATA RACE") ? "data race" : "lock-order inversion");
         race_lines(log, line->detail, sizeof line->detail);
     } else {
         line->verdict = V_FAILED;

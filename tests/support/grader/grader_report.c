@@ -74,7 +74,7 @@ int load_rubric(const char *path, struct test_case *tests, int max_tests, char *
 static const char *race_label(const struct test_case *test)
 {
     return strstr(test->description, "ThreadSanitizer") ? "race-free under ThreadSanitizer"
-                                                          : "race-free (no data race on the schedules)";
+                                                          : "race-free (no data race, no lock-order inversion)";
 }
 
 void print_chapter_header(const char *chapter)
