@@ -217,6 +217,12 @@ typedef struct {
 } kit_code_call_t;
 /** Whether this thread made such a call; if so, *call is the last one. */
 bool kit_last_call(kit_code_call_t *call);
+/** Whether a lock-order inversion was seen in this process, and forgets it:
+ *  for a test of the kit that makes one on purpose. */
+bool kit_sched_take_lock_inversion(void);
+/** On a schedule whose wall clock was set forward (a wait on CLOCK_REALTIME):
+ *  a sentence saying when, and for whom, for a failed check's message. */
+bool kit_sched_clock_note(char *out, size_t size);
 /* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
 void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
 /* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */

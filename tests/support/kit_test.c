@@ -277,7 +277,7 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
 
 void kit_fail_at(const char *file, int line, const char *format, ...)
 {
-    char message[1024];
+    char message[4096];
     va_list args;
     va_start(args, format);
     vsnprintf(message, sizeof message, format, args);
@@ -313,6 +313,9 @@ void kit_skip_caller_stack(void)
  * on the student). The test process then ends here instead, failed. */
 void __wrap__fail(const char *const file, const int line)
 {
+    char note[800];
+    if (kit_sched_active() && kit_sched_clock_note(note, sizeof note))
+        fprintf(stderr, "note: %s\n", note);
     if (!skip_caller_stack && !kit_stacks_dumped())
         kit_dump_stacks("the failed check");
     skip_caller_stack = false;
@@ -656,7 +659,13 @@ long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx
             kit_fail_at(file, line, "%s with allocation %ld of %ld failing returned %s, expected ENOMEM", what, nth,
                         made, kit_errno_name(err));
         long leaked = kit_live_allocations() - before;
-        if (leaked != 0)
-            kit_fail_at(file, line, "%s with allocation %ld failing leaked %ld block(s)", what, nth, leaked);
+        if (leaked > 0) {
+            char places[800];
+            kit_leak_places(leaked, places, sizeof places);
+            kit_fail_at(file, line, "%s with allocation %ld failing leaked %ld block(s)%s", what, nth, leaked, places);
+        }
+        if (leaked < 0)
+            kit_fail_at(file, line, "%s with allocation %ld failing freed %ld block(s) more than it allocated: a "
+                        "block freed twice, or one it did not allocate", what, nth, -leaked);
     }
 }
