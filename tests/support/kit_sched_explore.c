@@ -317,7 +317,7 @@ static bool await_schedule_end(void)
         if (err == 0)
             return true;
         long now = atomic_load(&sched_progress);
-        if (err == ETIMEDOUT && watch && now == seen)
+        if (err == ETIMEDOUT && watch && now == seen && !kit_crash_in_progress()) /* a crash ends the process */
             return false;
         seen = now;
     }

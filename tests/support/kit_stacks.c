@@ -122,7 +122,10 @@ static void kit_dump_stacks_with_gdb(const char *why)
     say("[ stacks   ] begin: ");
     say(why);
     say("\n");
-    pid_t gdb = fork();
+    /* vfork, not fork: fork takes the C library's malloc locks first, and a
+     * crash inside malloc (a corrupted heap) holds one - fork would wait for
+     * ever. The child only execs. */
+    pid_t gdb = vfork();
     if (gdb == 0) {
         dup2(STDERR_FILENO, STDOUT_FILENO);
         execlp("gdb", "gdb", "-q", "-batch", "-nx", "-p", pid, "-ex", "set pagination off", "-ex",
@@ -188,6 +191,12 @@ static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
  * threads often trip over the same freed memory) waits here for good, so
  * that the report is not cut short: the first ends the process. */
 static atomic_flag crashing = ATOMIC_FLAG_INIT; /* lock-free: safe in a signal handler */
+static atomic_bool crash_reported;              /* read by the scheduler's watch: not a stall */
+
+bool kit_crash_in_progress(void)
+{
+    return atomic_load(&crash_reported);
+}
 
 static void on_crash(int sig)
 {
@@ -195,6 +204,7 @@ static void on_crash(int sig)
         for (;;)
             pause();
     }
+    atomic_store(&crash_reported, true);
     char name[32] = "?";
 #if defined(__linux__)
     prctl(PR_GET_NAME, name, 0, 0, 0);

@@ -167,6 +167,10 @@ void kit_dump_stacks(const char *why);
 _Noreturn void kit_stop_test(const char *message, const char *file, int line);
 /** @brief True once kit_dump_stacks() ran in this process. */
 bool kit_stacks_dumped(void);
+/* Whether a crash is being reported (kit_stacks.c): its stacks take gdb a
+ * while, and a schedule waiting on the crashed thread must not take that for
+ * a stall. */
+bool kit_crash_in_progress(void);
 /** @brief The stacks are in the log already (printed some other way): kit_dump_stacks() need not run. */
 void kit_note_stacks_dumped(void);
 /** @brief The text of this thread's last print_error() (a failed check's message), or "". */
