@@ -8,9 +8,16 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kit_errno.h"
+#include "kit_scenario.h"
 #include "kit_sched.h"
 #include "kit_time.h"
 #include "mw.h"
@@ -217,11 +224,1018 @@ static void test_mw_explore_every_waiter_wakes(void **state)
     }
 }
 
+/* ---- Generated scenarios (kit_scenario.h) ------------------------------------------
+ * The component's sequential model. What the workers do is no call of the
+ * scenario: at any moment an accepted task may be queued, running or done,
+ * and the model learns which only from what the calls return. So a task
+ * stays "queued, running or done" until a call proves it finished (mw_await
+ * returned 0, a take found the results ended, the scenario went quiet), and
+ * a call's result is allowed if the workers could have got that far:
+ * mw_take_result may time out while a task is still queued, never while a
+ * finished task's result is stored. mw_await may close the component and
+ * still time out (its workers had not left yet): the model then keeps
+ * "perhaps closed" until a later call says which.
+ *
+ * The process function records each run; a task whose id is a multiple of
+ * 3 fails with EIO. Task i carries &payload[i], and its result &data[i]. */
+
+enum { MAX_TASKS = 16 };
+
+enum { SUBMIT, TAKE, TAKE_FOREVER, AWAIT, STOP, CLOSE, TAKE_FAILED, TAKE_REJECTED, STATS, STATS_AT_QUIET };
+
+/* What the model knows of a task (each call of a scenario has its own id). */
+enum task_state {
+    NOT_SUBMITTED,
+    REFUSED_FULL,      /* mw_submit returned ETIMEDOUT: a rejected record */
+    REFUSED_CLOSED,    /* mw_submit returned ECANCELED: a rejected record */
+    QUEUED_OR_DONE,    /* accepted; the workers may or may not have finished it */
+    DONE,              /* accepted and finished: its result or failure is published */
+    DONE_OR_CANCELLED, /* accepted, and a stop that cancelled some tasks came before it was seen */
+    CANCELLED,         /* accepted, and taken out of the queue by a stop: a rejected record */
+};
+
+enum maybe { NO, MAYBE, YES };
+
+struct mw_model {
+    int64_t joined_at;             /* virtual time mw_await returned 0 or mw_stop returned, or -1: from then
+                                      on, the workers are joined and mw_await returns 0 */
+    unsigned char workers, limit, capacity;
+    unsigned char closed;          /* enum maybe: mw_submit refuses tasks from outside */
+    unsigned char over;            /* enum maybe: the workers were told to leave (nothing pending) */
+    bool lifted;                   /* a stop lifted result_limit while more results were due than it allows */
+    bool stopped;                  /* mw_stop was called: the only call that cancels accepted tasks */
+    unsigned char submits;         /* mw_submit calls so far */
+    unsigned char task[MAX_TASKS]; /* enum task_state, by task id */
+    bool taken[MAX_TASKS];         /* its result, failure or rejected record was taken by a call */
+};
+
+static bool fails(long id)
+{
+    return id % 3 == 0;
+}
+
+/* The object under test: the component, and what its process function saw. */
+struct scene {
+    mw_t *mw;
+    int ran[MAX_TASKS];      /* how often each task's process function ran */
+    char payload[MAX_TASKS]; /* task i's payload is &payload[i] */
+    char data[MAX_TASKS];    /* task i's result data is &data[i] */
+    int submits_running;     /* mw_submit calls under way (the threads run one at a time) */
+    int submits_timed_out;   /* mw_submit calls that returned ETIMEDOUT */
+};
+
+static int record_and_run(mw_t *mw, const mw_task_t *task, void **result, void *ctx)
+{
+    (void)mw;
+    struct scene *s = ctx;
+    if (task->id > 0 && task->id < MAX_TASKS)
+        s->ran[task->id]++;
+    if (fails(task->id))
+        return EIO;
+    *result = &s->data[task->id % MAX_TASKS];
+    return 0;
+}
+
+/* The configuration, drawn: 1 or 2 workers, result_limit 1 (two times in
+ * three) or none, a queue of 1 or 2. */
+static long draw_config(kit_rng_t *rng)
+{
+    long workers = 1 + (long)kit_rng_below(rng, 2);
+    long limit = kit_rng_below(rng, 3) == 0 ? 0 : 1;
+    long capacity = 1 + (long)kit_rng_below(rng, 2);
+    return workers | limit << 4 | capacity << 8;
+}
+
+static void *make_scene(long config, void *state)
+{
+    struct mw_model *m = state;
+    memset(m, 0, sizeof *m);
+    m->joined_at = -1;
+    m->workers = (unsigned char)(config & 15);
+    m->limit = (unsigned char)(config >> 4 & 15);
+    m->capacity = (unsigned char)(config >> 8 & 15);
+    struct scene *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    mw_config_t c = { .workers = m->workers, .queue_capacity = m->capacity, .process = record_and_run,
+                      .result_limit = m->limit, .ctx = s, .name = "sw" };
+    if (mw_create(&s->mw, &c) != 0) {
+        free(s);
+        return NULL;
+    }
+    if (mw_start(s->mw) != 0) {
+        mw_destroy(s->mw);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* What ends the scenario: a consumer still asleep in mw_take_result wakes with ECANCELED. */
+static void close_scene(void *object)
+{
+    mw_close(((struct scene *)object)->mw);
+}
+
+static void destroy_scene(void *object)
+{
+    struct scene *s = object;
+    mw_destroy(s->mw);
+    free(s);
+}
+
+/* ---- The model's questions ---- */
+
+static int count(const struct mw_model *m, enum task_state state)
+{
+    int n = 0;
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (m->task[id] == state)
+            n++;
+    return n;
+}
+
+/* Tasks in @p state whose process function fails (or succeeds). */
+static int tally(const struct mw_model *m, enum task_state state, bool failing)
+{
+    int n = 0;
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (m->task[id] == state && fails(id) == failing)
+            n++;
+    return n;
+}
+
+static bool accepted(const struct mw_model *m, long id)
+{
+    return m->task[id] >= QUEUED_OR_DONE;
+}
+
+/* Accepted tasks, not cancelled, whose process function fails (or succeeds). */
+static int accepted_tasks(const struct mw_model *m, bool failing)
+{
+    int n = 0;
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (accepted(m, id) && m->task[id] != CANCELLED && fails(id) == failing)
+            n++;
+    return n;
+}
+
+/* Results still due: accepted tasks that succeed, not cancelled, not taken. */
+static int results_due(const struct mw_model *m)
+{
+    int n = 0;
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (accepted(m, id) && m->task[id] != CANCELLED && !fails(id) && !m->taken[id])
+            n++;
+    return n;
+}
+
+static int results_taken(const struct mw_model *m)
+{
+    int n = 0;
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (m->task[id] == DONE && !fails(id) && m->taken[id])
+            n++;
+    return n;
+}
+
+static int refused(const struct mw_model *m)
+{
+    return count(m, REFUSED_FULL) + count(m, REFUSED_CLOSED);
+}
+
+/* A finished task's record is there for the taking: a result (or a failure). */
+static bool record_stored(const struct mw_model *m, bool failure)
+{
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (m->task[id] == DONE && fails(id) == failure && !m->taken[id])
+            return true;
+    return false;
+}
+
+static bool limit_binds(const struct mw_model *m)
+{
+    return m->limit > 0 && !m->lifted;
+}
+
+/* Could every accepted task be finished now? Not if more results are due
+ * than result_limit lets the workers store. */
+static bool all_could_be_done(const struct mw_model *m)
+{
+    return !limit_binds(m) || results_due(m) <= m->limit;
+}
+
+static void settle(struct mw_model *m)
+{
+    for (int id = 1; id < MAX_TASKS; id++)
+        if (m->task[id] == QUEUED_OR_DONE)
+            m->task[id] = DONE;
+}
+
+/* A call proved the component open: an mw_await that timed out did not close it. */
+static void learn_open(struct mw_model *m)
+{
+    if (m->closed == MAYBE)
+        m->closed = NO;
+    if (m->over == MAYBE)
+        m->over = NO;
+}
+
+/* A call proved it closed. If only an mw_await that timed out could have
+ * closed it, it did so with nothing pending - every accepted task is done -
+ * and told the workers to leave. */
+static void learn_closed(struct mw_model *m)
+{
+    if (m->closed == MAYBE) {
+        settle(m);
+        m->over = YES;
+    }
+    m->closed = YES;
+}
+
+/* Did @p call begin after an mw_await or mw_stop had returned, the workers
+ * joined? Then every task accepted is finished (none has been since the close). */
+static bool finished_before(struct mw_model *m, const kit_call_t *call)
+{
+    if (m->joined_at < 0 || call->started_ns <= m->joined_at)
+        return false;
+    settle(m);
+    return true;
+}
+
+/* ---- The calls ---- */
+
+/* Half of the awaits have an hour: ample, so the work ends or the trap is found. */
+static long await_timeout(long arg)
+{
+    static const long timeouts[] = { 0, HOUR_MS, 2, HOUR_MS };
+    return timeouts[arg % 4];
+}
+
+static long stop_timeout(long arg)
+{
+    static const long timeouts[] = { 0, 2, HOUR_MS };
+    return timeouts[arg / 3 % 3];
+}
+
+static int run_submit(void *object, long id, long timeout_ms, long *out)
+{
+    struct scene *s = object;
+    (void)out;
+    s->submits_running++;
+    int err = mw_submit(s->mw, id, &s->payload[id % MAX_TASKS], timeout_ms);
+    s->submits_running--;
+    if (err == ETIMEDOUT)
+        s->submits_timed_out++;
+    return err;
+}
+
+/* A result as a number: its task id, or -1 for a record no task of the scenario made. */
+static long result_code(const struct scene *s, const mw_result_t *r)
+{
+    if (r->task_id <= 0 || r->task_id >= MAX_TASKS || r->data != &s->data[r->task_id])
+        return -1;
+    return r->task_id;
+}
+
+/* What a take that did not get a result says beside its error: whether an
+ * mw_submit ran beside it that may have been let in - one that timed out
+ * or was still under way: its task was pending, though no call shows it. */
+enum { SUBMIT_BESIDE = 1 };
+
+static int take_result(void *object, long timeout_ms, long *out)
+{
+    struct scene *s = object;
+    int running = s->submits_running, timed_out = s->submits_timed_out;
+    mw_result_t r = { .task_id = -1 };
+    int err = mw_take_result(s->mw, &r, timeout_ms);
+    if (err == 0)
+        *out = result_code(s, &r);
+    else if (running > 0 || s->submits_running > 0 || s->submits_timed_out != timed_out)
+        *out = SUBMIT_BESIDE;
+    else
+        *out = 0;
+    return err;
+}
+
+static int run_take(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg;
+    return take_result(object, timeout_ms, out);
+}
+
+static int run_take_forever(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg;
+    (void)timeout_ms;
+    return take_result(object, LONG_MAX, out);
+}
+
+static int run_await(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)timeout_ms;
+    (void)out;
+    return mw_await(((struct scene *)object)->mw, await_timeout(arg));
+}
+
+static int run_stop(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)timeout_ms;
+    (void)out;
+    return mw_stop(((struct scene *)object)->mw, stop_timeout(arg));
+}
+
+static int run_close(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg;
+    (void)timeout_ms;
+    (void)out;
+    return mw_close(((struct scene *)object)->mw);
+}
+
+/* A failure record as a number: task id + 256 * error, or -1 for a record
+ * no task of the scenario made (or one with another payload). */
+static long record_code(const struct scene *s, const mw_failure_t *f)
+{
+    long id = f->task.id;
+    if (id <= 0 || id >= MAX_TASKS || f->task.payload != &s->payload[id] || f->error <= 0 || f->error > 0xffff)
+        return -1;
+    return id | (long)f->error << 8;
+}
+
+static int run_take_failed(void *object, long arg, long timeout_ms, long *out)
+{
+    struct scene *s = object;
+    (void)arg;
+    (void)timeout_ms;
+    mw_failure_t f = { .error = 0 };
+    int err = mw_take_failed(s->mw, &f);
+    *out = err == 0 ? record_code(s, &f) : 0;
+    return err;
+}
+
+static int run_take_rejected(void *object, long arg, long timeout_ms, long *out)
+{
+    struct scene *s = object;
+    (void)arg;
+    (void)timeout_ms;
+    mw_failure_t f = { .error = 0 };
+    int err = mw_take_rejected(s->mw, &f);
+    *out = err == 0 ? record_code(s, &f) : 0;
+    return err;
+}
+
+/* mw_stats packed into one number: 6 bits a counter, 63 for any larger value. */
+enum { COUNTERS = 10, COUNTER_BITS = 6, HUGE_COUNT = (1 << COUNTER_BITS) - 1 };
+
+struct counts {
+    int submitted, completed, failed, rejected, cancelled, pending, unconsumed, most, alive, blocked;
+};
+
+static long pack_stats(const mw_stats_t *st)
+{
+    size_t v[COUNTERS] = { st->submitted, st->completed,  st->failed,          st->rejected,      st->cancelled,
+                           st->pending,   st->unconsumed, st->most_unconsumed, st->workers_alive, st->workers_blocked };
+    long out = 0;
+    for (int i = 0; i < COUNTERS; i++)
+        out |= (long)(v[i] < HUGE_COUNT ? v[i] : HUGE_COUNT) << (i * COUNTER_BITS);
+    return out;
+}
+
+static struct counts unpack_stats(long out)
+{
+    int v[COUNTERS];
+    for (int i = 0; i < COUNTERS; i++)
+        v[i] = (int)(out >> (i * COUNTER_BITS) & HUGE_COUNT);
+    return (struct counts){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9] };
+}
+
+static int run_stats(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg;
+    (void)timeout_ms;
+    mw_stats_t st;
+    int err = mw_stats(((struct scene *)object)->mw, &st);
+    *out = err == 0 ? pack_stats(&st) : 0;
+    return err;
+}
+
+/* ---- What each call may return, and what it tells the model ---- */
+
+static bool never_waits(const void *state, const kit_call_t *call)
+{
+    (void)state;
+    (void)call;
+    return false;
+}
+
+static bool submit_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    long id = call->arg;
+    if (id <= 0 || id >= MAX_TASKS)
+        return false;
+    if (call->ret == 0) {
+        if (m->closed == YES)
+            return false;
+        learn_open(m);
+        m->task[id] = QUEUED_OR_DONE;
+    } else if (call->ret == ECANCELED) {
+        if (m->closed == NO)
+            return false;
+        learn_closed(m);
+        m->task[id] = REFUSED_CLOSED;
+    } else if (call->ret == ETIMEDOUT) {
+        /* The queue was full at the deadline: so many tasks were accepted.
+         * (It takes effect as the rejected record appears, a little later:
+         * those tasks may be done by then, and the component closed.) */
+        if (accepted_tasks(m, false) + accepted_tasks(m, true) + count(m, CANCELLED) < m->capacity)
+            return false;
+        m->task[id] = REFUSED_FULL;
+    } else {
+        return false;
+    }
+    m->submits++;
+    return true;
+}
+
+static bool result_taken(struct mw_model *m, long id)
+{
+    if (id <= 0 || id >= MAX_TASKS || fails(id) || m->taken[id])
+        return false;
+    if (m->task[id] != QUEUED_OR_DONE && m->task[id] != DONE && m->task[id] != DONE_OR_CANCELLED)
+        return false;
+    m->task[id] = DONE;
+    m->taken[id] = true;
+    return true;
+}
+
+/* ECANCELED: no result stored and none can come - closed, nothing pending. */
+static bool results_ended(struct mw_model *m)
+{
+    if (m->closed == NO)
+        return false;
+    for (int id = 1; id < MAX_TASKS; id++) {
+        if (!accepted(m, id) || fails(id) || m->taken[id] || m->task[id] == CANCELLED)
+            continue;
+        if (m->task[id] != DONE_OR_CANCELLED)
+            return false; /* its result is stored, or still to come */
+        m->task[id] = CANCELLED;
+    }
+    learn_closed(m);
+    settle(m);
+    return true;
+}
+
+static bool take_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    if (call->ret == 0)
+        return result_taken(m, call->out);
+    if (call->ret == ECANCELED)
+        return results_ended(m);
+    /* Not while a finished task's result is stored; nor once the workers
+     * are joined: a result is then stored, or the results have ended. */
+    if (call->ret != ETIMEDOUT || record_stored(m, false) || finished_before(m, call))
+        return false;
+    /* Nor when closed with nothing pending. (A stop may not have taken
+     * out its tasks yet; an mw_submit let in before the close may still
+     * wait for room.) */
+    return m->closed != YES || count(m, QUEUED_OR_DONE) + count(m, DONE_OR_CANCELLED) > 0 ||
+           call->out == SUBMIT_BESIDE;
+}
+
+static bool take_forever_takes_effect(void *state, const kit_call_t *call)
+{
+    if (call->ret == 0)
+        return result_taken(state, call->out);
+    return call->ret == ECANCELED && results_ended(state);
+}
+
+/* Asleep for good only while no result is due and the component is open. */
+static bool take_forever_waits(const void *state, const kit_call_t *call)
+{
+    const struct mw_model *m = state;
+    (void)call;
+    return m->closed != YES && results_due(m) == 0;
+}
+
+static bool await_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    long timeout = await_timeout(call->arg);
+    switch (call->ret) {
+    case 0:
+        if (!all_could_be_done(m))
+            return false;
+        settle(m);
+        m->closed = m->over = YES;
+        if (m->joined_at < 0)
+            m->joined_at = call->ended_ns;
+        return true;
+    case EDEADLK: /* the results are full and a worker waits for room with a result */
+        if (m->over == YES || m->limit == 0 || results_due(m) <= m->limit || finished_before(m, call))
+            return false;
+        learn_open(m);
+        return true;
+    case ETIMEDOUT: /* an hour is always long enough here: done, or the trap */
+        if (timeout == HOUR_MS || call->ended_ns - call->started_ns < timeout * 1000000)
+            return false;
+        /* Another mw_await may have closed and sent the pills: its workers
+         * had not left yet - unless that call had returned before this one began. */
+        if (m->joined_at >= 0 && call->started_ns > m->joined_at)
+            return false;
+        if (all_could_be_done(m)) { /* it may have closed, and sent the pills */
+            if (m->closed == NO)
+                m->closed = MAYBE;
+            if (m->over == NO)
+                m->over = MAYBE;
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* mw_stop takes effect as it closes the component, at its start: a call
+ * that saw it closed may return before it cancels, lifts the limit or ends
+ * the workers. Its result says what it will do: 0, every task accepted by
+ * then will be done; ETIMEDOUT, some will be cancelled. */
+static bool stop_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    int due = results_due(m), queued = count(m, QUEUED_OR_DONE);
+    if (call->ret == ETIMEDOUT) {
+        if (m->over == YES || queued == 0)
+            return false;
+        /* With an hour, only the trap leaves tasks queued: every worker
+         * holds a result it cannot store, and one more task waits. */
+        if (stop_timeout(call->arg) == HOUR_MS &&
+            !(limit_binds(m) && due >= m->limit + m->workers && queued > m->workers))
+            return false;
+        learn_open(m);
+        for (int id = 1; id < MAX_TASKS; id++)
+            if (m->task[id] == QUEUED_OR_DONE)
+                m->task[id] = DONE_OR_CANCELLED;
+    } else if (call->ret != 0) {
+        return false;
+    }
+    if (limit_binds(m) && due > m->limit)
+        m->lifted = true; /* not for certain: lenient on the limit from now on */
+    m->closed = YES;
+    m->stopped = true;
+    if (m->joined_at < 0)
+        m->joined_at = call->ended_ns;
+    return true;
+}
+
+static bool close_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    m->closed = YES;
+    return call->ret == 0;
+}
+
+static bool take_failed_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    if (call->ret == ENOENT) {
+        finished_before(m, call);
+        return !record_stored(m, true);
+    }
+    long id = call->out & 255, error = call->out >> 8;
+    if (call->ret != 0 || call->out < 0 || !fails(id) || error != EIO || m->taken[id])
+        return false;
+    if (m->task[id] != QUEUED_OR_DONE && m->task[id] != DONE && m->task[id] != DONE_OR_CANCELLED)
+        return false;
+    m->task[id] = DONE;
+    m->taken[id] = true;
+    return true;
+}
+
+static bool take_rejected_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    if (call->ret == ENOENT) {
+        for (int id = 1; id < MAX_TASKS; id++)
+            if (!m->taken[id] && (m->task[id] == REFUSED_FULL || m->task[id] == REFUSED_CLOSED ||
+                                  m->task[id] == CANCELLED))
+                return false;
+        return true;
+    }
+    long id = call->out & 255, error = call->out >> 8;
+    if (call->ret != 0 || call->out < 0 || m->taken[id])
+        return false;
+    bool fits = false;
+    if (m->task[id] == REFUSED_FULL)
+        fits = error == ETIMEDOUT;
+    else if (m->task[id] == REFUSED_CLOSED)
+        fits = error == ECANCELED;
+    else if (m->task[id] == DONE_OR_CANCELLED || m->task[id] == CANCELLED)
+        fits = error == ECANCELED;
+    if (fits && accepted(m, id))
+        m->task[id] = CANCELLED;
+    m->taken[id] = fits;
+    return fits;
+}
+
+/* No scenario makes that many: a counter went below zero. */
+static bool counts_huge(const struct counts *c)
+{
+    int v[COUNTERS] = { c->submitted, c->completed,  c->failed, c->rejected, c->cancelled,
+                        c->pending,   c->unconsumed, c->most,   c->alive,    c->blocked };
+    for (int i = 0; i < COUNTERS; i++)
+        if (v[i] == HUGE_COUNT)
+            return true;
+    return false;
+}
+
+/* What holds of a snapshot at any instant. */
+static bool counts_balance(const struct counts *c, const struct mw_model *m)
+{
+    if (counts_huge(c))
+        return false;
+    if (c->submitted != c->completed + c->failed + c->rejected + c->pending)
+        return false;
+    if (c->cancelled > c->rejected || c->unconsumed > c->most || c->blocked > c->alive || c->alive > m->workers)
+        return false;
+    if (limit_binds(m) && c->most > m->limit)
+        return false;
+    return c->unconsumed == c->completed - results_taken(m);
+}
+
+/* While the threads run: what the calls so far guarantee, nothing more
+ * (a task may be queued or done; an mw_submit may be waiting for room). */
+static bool stats_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    struct counts c = unpack_stats(call->out);
+    if (call->ret != 0 || !counts_balance(&c, m))
+        return false;
+    if (finished_before(m, call) && (c.pending != 0 || c.alive != 0))
+        return false; /* an mw_await or mw_stop has returned: all done, every worker joined */
+    if (m->over == NO && !m->stopped && c.alive != m->workers)
+        return false;
+    return c.submitted >= m->submits && c.completed >= tally(m, DONE, false) &&
+           c.completed <= accepted_tasks(m, false) && c.failed >= tally(m, DONE, true) &&
+           c.failed <= accepted_tasks(m, true) && c.rejected >= refused(m) + count(m, CANCELLED) &&
+           c.cancelled >= count(m, CANCELLED) && c.cancelled <= count(m, CANCELLED) + count(m, DONE_OR_CANCELLED);
+}
+
+/* Once nothing else can move: every accepted task is done - unless the
+ * trap holds, the results full and a worker waiting for room. */
+static bool stats_at_quiet_takes_effect(void *state, const kit_call_t *call)
+{
+    struct mw_model *m = state;
+    struct counts c = unpack_stats(call->out);
+    if (call->ret != 0 || !counts_balance(&c, m) || c.submitted != m->submits)
+        return false;
+    if (!all_could_be_done(m)) {
+        learn_open(m);
+        return c.unconsumed == m->limit && c.blocked >= 1 && c.pending >= 1 && c.alive == m->workers;
+    }
+    settle(m);
+    if (m->over == MAYBE && c.alive == 0) {
+        m->over = m->closed = YES;
+    }
+    learn_open(m);
+    int maybe_ok = tally(m, DONE_OR_CANCELLED, false), maybe_failed = tally(m, DONE_OR_CANCELLED, true);
+    int ran_ok = c.completed - tally(m, DONE, false), ran_failed = c.failed - tally(m, DONE, true);
+    int cancelled = count(m, CANCELLED) + (maybe_ok - ran_ok) + (maybe_failed - ran_failed);
+    bool left = m->over == YES || m->stopped;
+    return c.pending == 0 && c.blocked == 0 && c.alive == (left ? 0 : m->workers) && ran_ok >= 0 &&
+           ran_ok <= maybe_ok && ran_failed >= 0 && ran_failed <= maybe_failed && c.cancelled == cancelled &&
+           c.rejected == refused(m) + cancelled;
+}
+
+/* ---- Once the scenario is quiet: every record, from the component itself ---- */
+
+struct found {
+    int results, failures, rejections;
+    int error; /* the last rejected record's */
+};
+
+static char quiet_text[480];
+
+static const char *say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *say(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(quiet_text, sizeof quiet_text, fmt, args);
+    va_end(args);
+    return quiet_text;
+}
+
+/* Takes every record left in the three lists; a take makes room for a
+ * worker waiting under result_limit, so it goes on until a round finds
+ * nothing once the workers are quiet again. */
+static const char *drain(struct scene *s, struct found *found)
+{
+    for (int round = 0; round < 8; round++) {
+        int taken = 0;
+        mw_result_t r;
+        mw_failure_t f;
+        while (taken < 64 && mw_take_result(s->mw, &r, 0) == 0) {
+            if (result_code(s, &r) < 0)
+                return say("mw_take_result gave a result (task_id %ld) that no task of the scenario made", r.task_id);
+            found[r.task_id].results++;
+            taken++;
+        }
+        while (taken < 64 && mw_take_failed(s->mw, &f) == 0) {
+            if (record_code(s, &f) < 0 || f.error != EIO)
+                return say("mw_take_failed gave a record (task %ld, %s) that no failing task made, or with "
+                           "another payload", f.task.id, kit_errno_name(f.error));
+            found[f.task.id].failures++;
+            taken++;
+        }
+        while (taken < 64 && mw_take_rejected(s->mw, &f) == 0) {
+            if (record_code(s, &f) < 0)
+                return say("mw_take_rejected gave a record (task %ld, %s) that no mw_submit made, or with "
+                           "another payload", f.task.id, kit_errno_name(f.error));
+            found[f.task.id].rejections++;
+            found[f.task.id].error = f.error;
+            taken++;
+        }
+        if (taken == 0)
+            return NULL;
+        kit_explore_await_quiet();
+    }
+    return NULL;
+}
+
+static const char *check_refused(const struct mw_model *m, long id, int ran, const struct found *f)
+{
+    int want = m->task[id] == REFUSED_FULL ? ETIMEDOUT : ECANCELED;
+    int rejections = f->rejections + m->taken[id];
+    if (ran > 0)
+        return say("mw_submit refused task %ld (%s), yet its process function ran: a refused task never runs", id,
+                   kit_errno_name(want));
+    if (rejections != 1 || f->results > 0 || f->failures > 0)
+        return say("mw_submit refused task %ld (%s): it must be recorded once, in the rejected list, but it was "
+                   "there %d times (taken or left), and %d times among the results and failures", id,
+                   kit_errno_name(want), rejections, f->results + f->failures);
+    if (f->rejections > 0 && f->error != want)
+        return say("task %ld's rejected record says %s; mw_submit returned %s", id, kit_errno_name(f->error),
+                   kit_errno_name(want));
+    return NULL;
+}
+
+static const char *check_accepted(const struct mw_model *m, long id, int ran, const struct found *f)
+{
+    bool took = m->taken[id];
+    int rejections = f->rejections + (took && m->task[id] == CANCELLED);
+    int records = f->results + f->failures + (took && m->task[id] == DONE);
+    if (ran > 1)
+        return say("task %ld's process function ran %d times: each accepted task runs once", id, ran);
+    if (ran == 0 && !m->stopped)
+        return say("mw_submit accepted task %ld (it returned 0), but its process function never ran, and no "
+                   "mw_stop cancelled it: the workers must run every accepted task", id);
+    if (ran == 0 && (rejections != 1 || records > 0 || (f->rejections > 0 && f->error != ECANCELED)))
+        return say("mw_stop cancelled task %ld before it ran: it must be recorded once, in the rejected list with "
+                   "ECANCELED, but it was there %d times (taken or left) and %d times among the results and "
+                   "failures", id, rejections, records);
+    if (ran == 1 && (records != 1 || rejections > 0))
+        return say("task %ld ran and %s: its %s must be recorded exactly once, but %d records of it were taken or "
+                   "left (%d results, %d failures, %d rejections)", id, fails(id) ? "failed (EIO)" : "succeeded",
+                   fails(id) ? "failure" : "result", records + rejections,
+                   f->results + (took && !fails(id) && m->task[id] == DONE),
+                   f->failures + (took && fails(id) && m->task[id] == DONE), rejections);
+    if (ran == 1 && (fails(id) ? f->results : f->failures) > 0)
+        return say("task %ld %s, but its record is among the %s", id, fails(id) ? "failed" : "succeeded",
+                   fails(id) ? "results" : "failures");
+    return NULL;
+}
+
+static const char *check_at_quiet(void *object, const void *state)
+{
+    struct scene *s = object;
+    const struct mw_model *m = state;
+    struct found found[MAX_TASKS];
+    memset(found, 0, sizeof found);
+    const char *wrong = drain(s, found);
+    int ran_ok = 0, ran_failed = 0, cancelled = 0;
+    for (long id = 1; id < MAX_TASKS && wrong == NULL; id++) {
+        if (m->task[id] == NOT_SUBMITTED &&
+            s->ran[id] + found[id].results + found[id].failures + found[id].rejections > 0)
+            wrong = say("task %ld was never submitted, yet it ran or left a record", id);
+        else if (m->task[id] == REFUSED_FULL || m->task[id] == REFUSED_CLOSED)
+            wrong = check_refused(m, id, s->ran[id], &found[id]);
+        else if (accepted(m, id))
+            wrong = check_accepted(m, id, s->ran[id], &found[id]);
+        if (accepted(m, id) && s->ran[id] == 0)
+            cancelled++;
+        else if (accepted(m, id) && fails(id))
+            ran_failed++;
+        else if (accepted(m, id))
+            ran_ok++;
+    }
+    if (wrong != NULL)
+        return wrong;
+    mw_stats_t st;
+    if (mw_stats(s->mw, &st) != 0)
+        return say("mw_stats failed");
+    if (st.submitted != m->submits || st.completed != (size_t)ran_ok || st.failed != (size_t)ran_failed ||
+        st.cancelled != (size_t)cancelled || st.rejected != (size_t)(refused(m) + cancelled) || st.pending != 0 ||
+        st.unconsumed != 0)
+        return say("once every record was taken, mw_stats says submitted %zu, completed %zu, failed %zu, rejected "
+                   "%zu (cancelled %zu), pending %zu, unconsumed %zu; the tasks say %d, %d, %d, %d (%d), 0, 0",
+                   st.submitted, st.completed, st.failed, st.rejected, st.cancelled, st.pending, st.unconsumed,
+                   m->submits, ran_ok, ran_failed, refused(m) + cancelled, cancelled);
+    return NULL;
+}
+
+/* ---- Printing ---- */
+
+static void print_create(long config, char *text, size_t size)
+{
+    snprintf(text, size, "mw_create(&mw, &(mw_config_t){ .workers = %ld, .queue_capacity = %ld, .result_limit = %ld }); "
+             "mw_start(mw)", config & 15, config >> 8 & 15, config >> 4 & 15);
+}
+
+static const char *timeout_text(long timeout)
+{
+    if (timeout == HOUR_MS)
+        return "HOUR_MS";
+    return timeout == 0 ? "0" : "2";
+}
+
+static void print_call(const kit_call_t *call, const char *name, char *text, size_t size)
+{
+    switch (call->op) {
+    case SUBMIT:
+        snprintf(text, size, "mw_submit(mw, %ld, &payload[%ld], %ld)", call->arg, call->arg, call->timeout_ms);
+        break;
+    case TAKE: snprintf(text, size, "mw_take_result(mw, &result, %ld)", call->timeout_ms); break;
+    case TAKE_FOREVER: snprintf(text, size, "mw_take_result(mw, &result, LONG_MAX)"); break;
+    case AWAIT: snprintf(text, size, "mw_await(mw, %s)", timeout_text(await_timeout(call->arg))); break;
+    case STOP: snprintf(text, size, "mw_stop(mw, %s)", timeout_text(stop_timeout(call->arg))); break;
+    case TAKE_FAILED:
+    case TAKE_REJECTED: snprintf(text, size, "%s(mw, &failure)", name); break;
+    case STATS:
+    case STATS_AT_QUIET: snprintf(text, size, "mw_stats(mw, &stats)"); break;
+    default: snprintf(text, size, "%s(mw)", name);
+    }
+}
+
+static void print_out(const kit_call_t *call, char *text, size_t size)
+{
+    long o = call->out;
+    if (call->ret != 0) {
+        snprintf(text, size, "-> %s", kit_errno_name(call->ret));
+    } else if ((call->op == TAKE || call->op == TAKE_FOREVER) && o < 0) {
+        snprintf(text, size, "-> 0, a result no task of the scenario made");
+    } else if (call->op == TAKE || call->op == TAKE_FOREVER) {
+        snprintf(text, size, "-> 0, result.task_id = %ld", o);
+    } else if ((call->op == TAKE_FAILED || call->op == TAKE_REJECTED) && o < 0) {
+        snprintf(text, size, "-> 0, a record no task of the scenario made (or another payload)");
+    } else if (call->op == TAKE_FAILED || call->op == TAKE_REJECTED) {
+        snprintf(text, size, "-> 0, task %ld, %s", o & 255, kit_errno_name((int)(o >> 8)));
+    } else if (call->op == STATS || call->op == STATS_AT_QUIET) {
+        struct counts c = unpack_stats(o);
+        snprintf(text, size, "-> submitted %d = completed %d + failed %d + rejected %d + pending %d; cancelled %d, "
+                 "unconsumed %d (most %d), workers %d (%d blocked)%s", c.submitted, c.completed, c.failed,
+                 c.rejected, c.pending, c.cancelled, c.unconsumed, c.most, c.alive, c.blocked,
+                 counts_huge(&c) ? "; 63: that many or more" : "");
+    } else {
+        snprintf(text, size, "-> 0");
+    }
+}
+
+/* A task's state in words; tasks with the same words are listed together. */
+static const char *task_words(const struct mw_model *m, int id)
+{
+    bool took = m->taken[id];
+    switch (m->task[id]) {
+    case REFUSED_FULL: return took ? "refused (ETIMEDOUT), its record taken" : "refused (ETIMEDOUT)";
+    case REFUSED_CLOSED: return took ? "refused (ECANCELED), its record taken" : "refused (ECANCELED)";
+    case QUEUED_OR_DONE: return "queued, running or done";
+    case DONE:
+        if (fails(id))
+            return took ? "failed, its record taken" : "failed, its record stored";
+        return took ? "done, its result taken" : "done, its result stored";
+    case DONE_OR_CANCELLED: return "done or cancelled by the stop";
+    case CANCELLED: return took ? "cancelled, its record taken" : "cancelled";
+    default: return NULL;
+    }
+}
+
+static void print_state(const void *state, char *text, size_t size)
+{
+    const struct mw_model *m = state;
+    static const char *const closed[] = { "open", "perhaps closed", "closed" };
+    size_t at = (size_t)snprintf(text, size, "the component is %s%s",
+                                 m->over == YES ? "closed, its workers told to leave" : closed[m->closed],
+                                 m->lifted ? ", result_limit lifted" : "");
+    bool listed[MAX_TASKS] = { false };
+    for (int id = 1; id < MAX_TASKS && at < size; id++) {
+        const char *words = task_words(m, id);
+        if (words == NULL || listed[id])
+            continue;
+        int same = 0;
+        for (int other = id; other < MAX_TASKS; other++)
+            same += task_words(m, other) == words;
+        at += (size_t)snprintf(text + at, size - at, "; task%s", same > 1 ? "s" : "");
+        for (int other = id, n = 0; other < MAX_TASKS && at < size; other++) {
+            if (task_words(m, other) != words)
+                continue;
+            listed[other] = true;
+            n++;
+            at += (size_t)snprintf(text + at, size - at, "%s%d", n == 1 ? " " : n == same ? " and " : ", ", other);
+        }
+        if (at < size)
+            at += (size_t)snprintf(text + at, size - at, " %s", words);
+    }
+}
+
+static const kit_op_t mw_ops[] = {
+    [SUBMIT] = { .name = "mw_submit", .weight = 6, .timed = true, .run = run_submit,
+                 .take_effect = submit_takes_effect, .waits = never_waits,
+                 .rule = "mw_submit: 0 (queued; it will complete or fail); ETIMEDOUT (the queue stayed full) or "
+                         "ECANCELED (closed: after mw_close(), mw_await() or mw_stop()), the task then recorded as "
+                         "rejected" },
+    [TAKE] = { .name = "mw_take_result", .weight = 2, .timed = true, .run = run_take,
+               .take_effect = take_takes_effect, .waits = never_waits,
+               .rule = "mw_take_result removes the oldest stored result, waiting at most timeout_ms: 0; ECANCELED "
+                       "(no result stored and none can come: closed and nothing pending); ETIMEDOUT; each result is "
+                       "taken exactly once" },
+    [TAKE_FOREVER] = { .name = "mw_take_result", .weight = 2, .run = run_take_forever,
+                       .take_effect = take_forever_takes_effect, .waits = take_forever_waits,
+                       .rule = "mw_take_result waits for a stored result: 0 as soon as one is stored; ECANCELED once "
+                               "closed with nothing pending; each result is taken exactly once" },
+    [AWAIT] = { .name = "mw_await", .weight = 2, .run = run_await, .take_effect = await_takes_effect,
+                .waits = never_waits,
+                .rule = "mw_await: 0 once every submitted task is finished, the workers joined (again: 0); "
+                        "ETIMEDOUT (not done yet - an hour is always enough here); EDEADLK (the results are at "
+                        "result_limit and no worker can finish anything more)" },
+    [STOP] = { .name = "mw_stop", .weight = 1, .once = true, .run = run_stop, .take_effect = stop_takes_effect,
+               .waits = never_waits,
+               .rule = "mw_stop: 0 (every task mw_submit() accepted was done); ETIMEDOUT (some accepted tasks were "
+                       "not done by the deadline: recorded as rejected with ECANCELED, counted in cancelled); every "
+                       "worker is stopped and joined all the same" },
+    [CLOSE] = { .name = "mw_close", .weight = 1, .once = true, .run = run_close, .take_effect = close_takes_effect,
+                .waits = never_waits,
+                .rule = "mw_close stops accepting tasks from outside: later mw_submit calls fail with ECANCELED" },
+    [TAKE_FAILED] = { .name = "mw_take_failed", .weight = 1, .run = run_take_failed,
+                      .take_effect = take_failed_takes_effect, .waits = never_waits,
+                      .rule = "mw_take_failed removes the oldest failed task (here: each task whose id is a multiple "
+                              "of 3 fails with EIO), with its payload; ENOENT when none is recorded now" },
+    [TAKE_REJECTED] = { .name = "mw_take_rejected", .weight = 1, .run = run_take_rejected,
+                        .take_effect = take_rejected_takes_effect, .waits = never_waits,
+                        .rule = "mw_take_rejected removes the oldest rejected task - refused by mw_submit (ETIMEDOUT, "
+                                "ECANCELED) or cancelled by mw_stop (ECANCELED) - with its payload; ENOENT when none "
+                                "is recorded now" },
+    [STATS] = { .name = "mw_stats", .weight = 2, .run = run_stats, .take_effect = stats_takes_effect,
+                .waits = never_waits,
+                .rule = "mw_stats reads every counter at one instant: submitted == completed + failed + rejected + "
+                        "pending; never more results stored than result_limit; every worker alive until told to "
+                        "leave" },
+    [STATS_AT_QUIET] = { .name = "mw_stats", .weight = 0, .run = run_stats,
+                         .take_effect = stats_at_quiet_takes_effect, .waits = never_waits, .post = true,
+                         .rule = "once nothing else can move, every accepted task is completed, failed or cancelled "
+                                 "(unless the results are full and a worker waits for room), each counted once" },
+};
+
+static const kit_spec_t mw_spec = {
+    .object = "mw",
+    .state_size = sizeof(struct mw_model),
+    .param = draw_config,
+    .create = make_scene,
+    .release = close_scene,
+    .released_ret = ECANCELED,
+    .destroy = destroy_scene,
+    .print_create = print_create,
+    .print_call = print_call,
+    .print_out = print_out,
+    .print_state = print_state,
+    .at_quiet = check_at_quiet,
+    .ops = mw_ops,
+    .nops = (int)(sizeof mw_ops / sizeof mw_ops[0]),
+};
+
+/* Scenarios nobody wrote: a few calls, then two or three threads - masters
+ * submitting, taking, awaiting, stopping - every interleaving of each
+ * searched up to equivalence. Each history must be one some order of the
+ * calls explains, given that the workers may be anywhere between two
+ * calls; a consumer still asleep at the end must be one with nothing to
+ * take; and once quiet, every accepted task ran once (or a stop cancelled
+ * it) and left exactly one record. */
+static void test_mw_explore_generated_scenarios(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 60, .spurious = 1, .timeouts_race = true,
+                              .deadlock_means = "a call never returns - one made before the threads start, or "
+                                                "one that mw_close did not wake - or mw_destroy waits for a "
+                                                "worker that never leaves" };
+    kit_scenarios(&mw_spec, 100, &options);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_explore_subtasks_failures_and_poison_pills),
     cmocka_unit_test(test_mw_explore_result_limit_holds),
     cmocka_unit_test(test_mw_explore_deadlock_trap_is_detected),
     cmocka_unit_test(test_mw_explore_every_waiter_wakes),
+    cmocka_unit_test(test_mw_explore_generated_scenarios),
 };
 
 KIT_TEST_MAIN(tests)
