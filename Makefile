@@ -395,7 +395,7 @@ CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults
 test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, and smoke-run the programs
 	@$(if $(HAVE_SOLUTIONS),:,echo "make test proves the kit against its reference solutions, which the student kit leaves out: to test your code, run make grade CH=NN"; exit 2)
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin build/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
+	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin $(OUT_ROOT)/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
 
@@ -409,22 +409,29 @@ TSAN_WRAPPER := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo "setarc
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
             --errors-for-leak-kinds=definite,indirect --fair-sched=yes
 
-tsan: deps ## every test under ThreadSanitizer (a race report fails the test)
+# With SUBMISSION=dir, make tsan grades it as make grade does - staged,
+# built and run confined - with every chapter's race-free line earned by its
+# own ThreadSanitizer build on real threads, each test's report in the logs.
+tsan: deps ## every test under ThreadSanitizer (a race report fails the test); SUBMISSION=dir: grade it so
+ifneq ($(SUBMISSION),)
+	@$(MAKE) --no-print-directory grade TSAN_EVERY_CHAPTER=1 GRADE_REPORT=build/grade-tsan
+else
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan tests-bin
 	@$(MAKE) --no-print-directory -s grader
-	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tsan/tests --report build/test-tsan \
+	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/tsan/tests --report build/test-tsan \
 	  --wrapper "$(TSAN_WRAPPER)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
+endif
 
 asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=asan tests-bin
 	@$(MAKE) --no-print-directory -s grader
-	@KIT_SLOW=1 $(GRADER) --mode test --bin build/asan/tests --report build/test-asan \
+	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/asan/tests --report build/test-asan \
 	  --unlimited-memory $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 
 valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 	@command -v valgrind >/dev/null || { echo "valgrind is not installed: sudo apt-get install valgrind"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
-	@KIT_SLOW=1 $(GRADER) --mode test --bin build/tests --report build/test-valgrind \
+	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/tests --report build/test-valgrind \
 	  --wrapper "$(VALGRIND)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 10 ))
 
 # ---- Grading --------------------------------------------------------------------------
@@ -476,7 +483,7 @@ stage_submission = rm -rf $(1)/stage $(1)/gate && mkdir -p $(1) && \
 # is graded from the stage there, confined and gated.
 submission_build = IMPL=$(GRADE_IMPL) CONFINED=1 STAGE=$(1)/stage FINDINGS=$(1)/gate WERROR=
 # The chapters whose race-free line is a ThreadSanitizer run (chNN_races := tsan).
-TSAN_CHAPTERS = $(foreach c,$(ACTIVE),$(if $(filter tsan,$(ch$(call number,$(c))_races)),--tsan-chapter $(c)))
+TSAN_CHAPTERS = $(foreach c,$(ACTIVE),$(if $(or $(TSAN_EVERY_CHAPTER),$(filter tsan,$(ch$(call number,$(c))_races))),--tsan-chapter $(c)))
 # Where the machine cannot confine a submission, every grade says so first.
 CONFINE_NOTE = level=$$($(CONFINE) --probe) || echo "NOT CONFINED - $${level\#*: }"
 
@@ -492,7 +499,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
-	  $(if $(REAL_THREADS),--real-threads) --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
+	  $(if $(TSAN_EVERY_CHAPTER),--tsan-always) $(if $(REAL_THREADS),--real-threads) --debug-args '$(DEBUG_ARGS)' $(GRADE_FLAGS)
 
 # make debug CH=NN TEST=name: one test of the code being graded (exercises/,
 # or SUBMISSION=dir) under gdb, in the foreground, built unoptimised

@@ -119,9 +119,7 @@ static void test_msgq_explore_capacity_one_every_interleaving(void **state)
 {
     (void)state;
     size_t capacity = 1;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1,
-                              .deadlock_means = "a thread sleeps in put or take although the queue can serve it: a "
-                                                "wake-up went to a thread that could not use it, or none was sent" };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
     kit_explore(&options, producers_and_consumers, &capacity);
 }
 
@@ -129,9 +127,7 @@ static void test_msgq_explore_capacity_two_every_interleaving(void **state)
 {
     (void)state;
     size_t capacity = 2;
-    kit_explore_t options = { .strategy = "pct:2:2 random:2", .schedules = 120, .spurious = 1,
-                              .deadlock_means = "a thread sleeps in put or take although the queue can serve it: a "
-                                                "wake-up went to a thread that could not use it, or none was sent" };
+    kit_explore_t options = { .strategy = "pct:2:2 random:2", .schedules = 120, .spurious = 1 };
     kit_explore(&options, producers_and_consumers, &capacity);
 }
 
@@ -179,9 +175,7 @@ static void close_against_sleepers(void *ctx)
 static void test_msgq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 120,
-                              .deadlock_means = "a thread still sleeps in put or take after msgq_close: close must "
-                                                "wake every sleeper" };
+    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 120 };
     kit_explore(&options, close_against_sleepers, NULL);
 }
 
@@ -207,9 +201,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_msgq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1,
-                              .deadlock_means = "msgq_destroy and a sleeper wait for each other: destroy must wake "
-                                                "every sleeper and wait for each to leave" };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -234,7 +226,8 @@ static void *make_queue(long capacity, void *state)
     struct queue_model *m = state;
     *m = (struct queue_model){ .capacity = (int)capacity };
     msgq_t *q = NULL;
-    return msgq_create(&q, (size_t)capacity) == 0 ? q : NULL;
+    errno = msgq_create(&q, (size_t)capacity);
+    return errno == 0 ? q : NULL;
 }
 
 static void close_queue(void *q)
@@ -420,8 +413,7 @@ static const kit_spec_t queue_spec = {
 static void test_msgq_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true,
-                              .deadlock_means = "a call still waits after the queue was closed" };
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true };
     kit_scenarios(&queue_spec, 100, &options);
 }
 

@@ -114,9 +114,7 @@ static void two_and_two(void *ctx)
 static void test_bq_explore_two_producers_two_consumers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1,
-                              .deadlock_means = "a thread sleeps in put or take although the queue can serve it: "
-                                                "the side that can proceed was not woken" };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
     kit_explore(&options, two_and_two, NULL);
 }
 
@@ -155,9 +153,7 @@ static void two_puts_for_two_sleepers(void *ctx)
 static void test_bq_explore_each_put_wakes_a_sleeping_taker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1,
-                              .deadlock_means = "a taker sleeps although an item waits in the queue: every put "
-                                                "must wake a sleeping taker" };
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, two_puts_for_two_sleepers, NULL);
 }
 
@@ -191,9 +187,7 @@ static void close_against_both_sides(void *ctx)
 static void test_bq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100,
-                              .deadlock_means = "a thread still sleeps in put or take after bq_close: close must "
-                                                "wake every sleeper" };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100 };
     kit_explore(&options, close_against_both_sides, NULL);
 }
 
@@ -227,9 +221,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1,
-                              .deadlock_means = "bq_destroy and a sleeper wait for each other: destroy must wake "
-                                                "every sleeper and wait for each to leave" };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -301,6 +293,80 @@ static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **st
     kit_explore(&options, poll_against_stolen_wakeups, NULL);
 }
 
+/* ---- Waking only the side that can proceed -----------------------------------------
+ * bq.h: "A put wakes one consumer, a take wakes one producer - only the side
+ * that can now proceed, and only if someone of that side is waiting." The
+ * scheduler counts the futile wake-ups: a thread woken that finds nothing
+ * to do and waits again at once. Three sleepers of one side, one change
+ * that lets one of them through: the other two must sleep on, unwoken. */
+
+#define SLEEPERS 3
+
+static void check_no_futile_wakeup(long before, const char *change, const char *sleepers)
+{
+    long futile = kit_sched_futile_wakeups() - before;
+    kit_explore_check(futile == 0,
+                      "%s woke %ld sleeping %s, and %ld of them found nothing to do and slept again: with only %s "
+                      "asleep, it must wake one of them (bq.h: only the side that can now proceed)",
+                      change, futile + 1, sleepers, futile, sleepers);
+}
+
+static void one_put_for_sleeping_takers(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t takers[SLEEPERS];
+    struct side took[SLEEPERS];
+    explore_ok(bq_create(&q, 2));
+    for (int i = 0; i < SLEEPERS; i++)
+        start(&takers[i], take_once, &took[i], q, i);
+    kit_explore_await_sleepers(SLEEPERS);
+    long before = kit_sched_futile_wakeups();
+    explore_ok(bq_put(q, item_of(0, 0)));
+    kit_explore_await_quiet();
+    check_no_futile_wakeup(before, "one bq_put", "takers");
+    explore_ok(bq_close(q));
+    for (int i = 0; i < SLEEPERS; i++)
+        explore_ok(pthread_join(takers[i], NULL));
+    bq_destroy(q);
+}
+
+static void test_bq_explore_a_put_wakes_one_sleeping_taker(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore(&options, one_put_for_sleeping_takers, NULL);
+}
+
+static void one_take_for_sleeping_producers(void *ctx)
+{
+    (void)ctx;
+    bq_t *q = NULL;
+    pthread_t producers[SLEEPERS];
+    struct side put[SLEEPERS];
+    explore_ok(bq_create(&q, 1));
+    explore_ok(bq_put(q, item_of(9, 0)));
+    for (int i = 0; i < SLEEPERS; i++)
+        start(&producers[i], put_once, &put[i], q, i);
+    kit_explore_await_sleepers(SLEEPERS);
+    long before = kit_sched_futile_wakeups();
+    void *item = NULL;
+    explore_ok(bq_take(q, &item));
+    kit_explore_await_quiet();
+    check_no_futile_wakeup(before, "one bq_take", "producers");
+    explore_ok(bq_close(q));
+    for (int i = 0; i < SLEEPERS; i++)
+        explore_ok(pthread_join(producers[i], NULL));
+    bq_destroy(q);
+}
+
+static void test_bq_explore_a_take_wakes_one_sleeping_producer(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore(&options, one_take_for_sleeping_producers, NULL);
+}
+
 /* ---- Generated scenarios (kit_scenario.h) ------------------------------------------
  * The queue's sequential model: its items, oldest first, whether it is
  * closed, and the counters bq_stats() reads. A call takes effect if the
@@ -327,7 +393,8 @@ static void *make_queue(long capacity, void *state)
     struct queue_model *m = state;
     *m = (struct queue_model){ .capacity = (int)capacity };
     bq_t *q = NULL;
-    return bq_create(&q, (size_t)capacity) == 0 ? q : NULL;
+    errno = bq_create(&q, (size_t)capacity);
+    return errno == 0 ? q : NULL;
 }
 
 static void close_queue(void *q)
@@ -660,8 +727,7 @@ static const kit_spec_t queue_spec = {
 static void test_bq_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true,
-                              .deadlock_means = "a call still waits after the queue was closed" };
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true };
     kit_scenarios(&queue_spec, 100, &options);
 }
 
@@ -672,6 +738,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_waits_again_after_a_spurious_wakeup),
     cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
+    cmocka_unit_test(test_bq_explore_a_put_wakes_one_sleeping_taker),
+    cmocka_unit_test(test_bq_explore_a_take_wakes_one_sleeping_producer),
     cmocka_unit_test(test_bq_explore_generated_scenarios),
 };
 

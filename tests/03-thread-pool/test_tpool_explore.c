@@ -67,9 +67,7 @@ static void tasks_racing_a_retiring_worker(void *ctx)
 static void test_tpool_explore_idle_exit_race(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .timeouts_race = true,
-                              .deadlock_means = "a task was left in the queue with no worker to run it (the "
-                                                "idle-exit race: its worker retired as it was queued)" };
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .timeouts_race = true };
     kit_explore(&options, tasks_racing_a_retiring_worker, NULL);
 }
 
@@ -109,9 +107,7 @@ static void core_tasks_meet(void *ctx)
 static void test_tpool_explore_core_tasks_run_at_once(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1,
-                              .deadlock_means = "core_threads tasks that wait for each other did not all get a "
-                                                "worker at once" };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1 };
     kit_explore(&options, core_tasks_meet, NULL);
 }
 
@@ -213,9 +209,7 @@ static void shutdown_with_idle_workers(void *ctx)
 static void test_tpool_explore_shutdown_wakes_idle_workers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 120,
-                              .deadlock_means = "an idle worker still sleeps after tpool_shutdown: shutdown must "
-                                                "wake the idle workers so they leave" };
+    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 120 };
     kit_explore(&options, shutdown_with_idle_workers, NULL);
 }
 
@@ -260,9 +254,7 @@ static void test_tpool_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     long keep_alive[] = { 10, HOUR_MS };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 100, .spurious = 1,
-                              .deadlock_means = "a thread still waits in tpool_await_termination after the pool "
-                                                "terminated: the last worker to leave must wake every awaiter" };
+        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 100, .spurious = 1 };
         kit_explore(&options, several_await_termination, &keep_alive[i]);
     }
 }

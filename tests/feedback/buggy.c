@@ -6,7 +6,7 @@
 #include "buggy.h"
 
 #include <pthread.h>
-#include <semaphore.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -75,32 +75,45 @@ int counter_wait_ms(counter_t *c, long ms)
 
 struct handover {
     counter_t *c;
-    sem_t go, done;
+    int go[2], done[2]; /* pipes: a read blocks in the kernel, where no schedule can follow it */
 };
 
 static void *add_when_told(void *raw)
 {
     struct handover *h = raw;
-    sem_wait(&h->go);
+    char byte;
+    if (read(h->go[0], &byte, 1) != 1)
+        return NULL;
     pthread_mutex_lock(&h->c->lock);
     h->c->value++;
     pthread_mutex_unlock(&h->c->lock);
-    sem_post(&h->done);
+    if (write(h->done[1], "x", 1) != 1)
+        return NULL;
     return NULL;
 }
 
 long counter_add_on_a_helper(counter_t *c)
 {
     struct handover h = { .c = c };
-    sem_init(&h.go, 0, 0);
-    sem_init(&h.done, 0, 0);
-    pthread_t helper;
-    if (pthread_create(&helper, NULL, add_when_told, &h) != 0)
+    if (pipe(h.go) != 0)
         return -1;
-    sem_post(&h.go);
-    sem_wait(&h.done); /* not a switch point: on a schedule, whoever waits first stalls it */
-    pthread_join(helper, NULL);
-    sem_destroy(&h.done);
-    sem_destroy(&h.go);
-    return counter_read(c);
+    if (pipe(h.done) != 0) {
+        close(h.go[0]);
+        close(h.go[1]);
+        return -1;
+    }
+    pthread_t helper;
+    long value = -1;
+    char byte;
+    if (pthread_create(&helper, NULL, add_when_told, &h) == 0) {
+        /* not switch points: on a schedule, whoever reads first stalls it */
+        if (write(h.go[1], "x", 1) == 1 && read(h.done[0], &byte, 1) == 1)
+            value = counter_read(c);
+        pthread_join(helper, NULL);
+    }
+    close(h.go[0]);
+    close(h.go[1]);
+    close(h.done[0]);
+    close(h.done[1]);
+    return value;
 }

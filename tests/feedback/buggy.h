@@ -25,7 +25,7 @@ void counter_increment_forgetting_unlock(counter_t *c);
 int counter_wait_ms(counter_t *c, long ms);
 /**
  * @brief Adds one on a helper thread and returns the value - correctly, but
- *        waiting on semaphores, which a test's schedule does not control:
+ *        handing over through pipes, which a test's schedule does not control:
  *        graded, the test runs again on real threads.
  */
 long counter_add_on_a_helper(counter_t *c);

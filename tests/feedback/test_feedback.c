@@ -57,7 +57,7 @@ static void test_feedback_misused_timed_wait_is_named(void **state)
     counter_destroy(c);
 }
 
-static void test_feedback_semaphore_wait_runs_on_real_threads(void **state)
+static void test_feedback_pipe_handover_runs_on_real_threads(void **state)
 {
     (void)state;
     counter_t *c = make_counter();
@@ -86,7 +86,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
     cmocka_unit_test(test_feedback_deadlock_shows_where_it_waits),
     cmocka_unit_test(test_feedback_misused_timed_wait_is_named),
-    cmocka_unit_test(test_feedback_semaphore_wait_runs_on_real_threads),
+    cmocka_unit_test(test_feedback_pipe_handover_runs_on_real_threads),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
 };
 

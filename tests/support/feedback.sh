@@ -37,7 +37,7 @@ while IFS=$'\t' read -r run text; do
     fi
 done <tests/feedback/expect.txt
 # Correct code the schedule cannot follow is graded on real threads, and passes.
-fallback=test_feedback_semaphore_wait_runs_on_real_threads
+fallback=test_feedback_pipe_handover_runs_on_real_threads
 if grep -qE "^  $fallback +passed" "$out/plain.txt" &&
    grep -q "it runs again, on real threads" "$out/plain/logs/feedback.$fallback.log"; then
     printf '  ok    %-5s %s\n' plain "$fallback passed, on real threads after its schedule stalled"

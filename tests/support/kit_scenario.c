@@ -118,7 +118,7 @@ static void draw_scenario(const kit_spec_t *spec, int number, struct scenario *s
             draw_call(spec, &rng, used, t, &sc->plan[sc->ncalls++], &ids);
     }
     sc->first_post = sc->ncalls;
-    for (int i = 0; i < spec->nops && sc->ncalls < MAX_CALLS; i++) {
+    for (int i = 0; i < spec->nops && sc->ncalls - sc->first_post < MAX_POST; i++) {
         if (!spec->ops[i].post)
             continue;
         kit_call_t *call = &sc->plan[sc->ncalls++];
@@ -402,7 +402,7 @@ static void fail_check(struct run *r, const char *what, int call, struct text *t
 static void check_history(struct run *r)
 {
     static struct check k;
-    static char text[1400];
+    static char text[3200];
     struct text t = { text, sizeof text, 0 };
     text[0] = '\0';
     const kit_spec_t *spec = r->sc->spec;
@@ -462,7 +462,7 @@ static void check_released(struct run *r)
         const kit_call_t *c = &r->calls[i];
         if (!r->pending[i] || c->ret == spec->released_ret)
             continue;
-        static char text[1400];
+        static char text[3200];
         struct text t = { text, sizeof text, 0 };
         char call[160];
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
@@ -483,8 +483,18 @@ static void scenario_body(void *raw)
     r->events = 0;
     unsigned char model[STATE_MAX];
     memset(model, 0, sizeof model);
+    errno = 0;
     r->object = spec->create(sc->param, model);
-    kit_explore_check(r->object != NULL, "the scenario's object could not be made");
+    if (r->object == NULL) {
+        int err = errno;
+        char text[120];
+        spec->print_create(sc->param, text, sizeof text);
+        const char *create = strrchr(text, ';') ? strrchr(text, ';') + 2 : text; /* the call, not the declaration */
+        if (err == ENOSYS)
+            kit_explore_fail(r->file, r->line, "%s returned ENOSYS: not implemented yet", create);
+        kit_explore_fail(r->file, r->line, "%s failed (%s): the scenarios need the object it makes", create,
+                         err ? kit_errno_name(err) : "an error");
+    }
     memcpy(r->initial, model, spec->state_size);
     run_init(r, model);
     pthread_t threads[MAX_THREADS];
@@ -501,7 +511,7 @@ static void scenario_body(void *raw)
     check_history(r);
     const char *wrong = spec->at_quiet ? spec->at_quiet(r->object, r->final) : NULL;
     if (wrong != NULL) {
-        static char text[1400];
+        static char text[3200];
         struct text t = { text, sizeof text, 0 };
         put(&t, "%s", wrong);
         print_scenario(&t, r);
@@ -530,7 +540,7 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
     if (spec->state_size > STATE_MAX || spec->nops > 32)
         fail_msg("%s: the spec's model is larger than the scenarios allow", test);
     int only = scenario_from_env();
-    long interleavings = 0, complete = 0, schedules = 0;
+    long interleavings = 0, complete = 0, within_bound = 0, schedules = 0;
     for (int number = 1; number <= count; number++) {
         if (only > 0 && number != only)
             continue;
@@ -548,17 +558,25 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
                 fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result.message);
             char make_args[1200];
             sched_make_args(make_args, sizeof make_args);
-            print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under make "
-                        "grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
-                        result.message, number, count, make_args, test, result.token);
+            if (strcmp(result.token, ".") == 0)
+                print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result.message, number,
+                            count);
+            else
+                print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under "
+                            "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
+                            result.message, number, count, make_args, test, result.token);
             kit_note_stacks_dumped();
             _fail(file, line);
         }
         kit_sched_replay_scenario(NULL);
         schedules += result.schedules;
-        interleavings += result.interleavings;
+        interleavings += result.complete ? result.interleavings : 0;
         complete += result.complete && !result.bound_reached;
+        within_bound += result.complete && result.bound_reached;
     }
-    fprintf(stderr, "[ scenario ] %s: %d scenarios, %ld schedules; %ld of them searched completely (%ld "
-            "interleavings, all passed)\n", test, only > 0 ? 1 : count, schedules, complete, interleavings);
+    fprintf(stderr, "[ scenario ] %s: %d scenarios, %ld schedules, all passed", test, only > 0 ? 1 : count, schedules);
+    if (complete + within_bound > 0) /* a dfs or dpor search that ran out of branches */
+        fprintf(stderr, "; searched to the end: %ld scenarios completely and %ld within the preemption bound, "
+                "%ld interleavings in all", complete, within_bound, interleavings);
+    fprintf(stderr, "\n");
 }

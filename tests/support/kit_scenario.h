@@ -54,7 +54,8 @@ typedef struct kit_op {
     bool (*waits)(const void *state, const kit_call_t *call);
     const char *rule;  /**< the header's promise, quoted when the call breaks it */
     bool post;         /**< also called once by the test's thread when the scenario is quiet, before
-                            the check (a read of counters: what the threads left behind) */
+                            the check (a read of counters: what the threads left behind); the
+                            first three such operations of the spec are */
 } kit_op_t;
 
 /** @brief A chapter's object, as scenarios see it. */
@@ -63,7 +64,8 @@ typedef struct kit_spec {
     size_t state_size;    /**< the sequential model's size (at most 1 KB) */
     /** A parameter for create (a capacity), drawn. */
     long (*param)(kit_rng_t *rng);
-    /** Creates the object under test, and sets the model's state to match. */
+    /** Creates the object under test, and sets the model's state to match;
+     *  on failure NULL, with errno set to the create call's error. */
     void *(*create)(long param, void *state);
     /** Wakes every call still waiting (close), after the check. */
     void (*release)(void *object);

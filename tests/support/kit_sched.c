@@ -201,7 +201,7 @@ static int object_of(const void *addr, char kind)
     int count = 0;
     if (kind == 'S') /* a semaphore first used here: its value so far is the real one's */
         __real_sem_getvalue((sem_t *)addr, &count);
-    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0, count };
+    sched.objects[sched.nobjects] = (struct sched_object){ addr, kind, serial, -1, free_slot, 0, count, NULL };
     sched.index[free_slot] = sched.nobjects + 1;
     sched_memory_forget_object(sched.nobjects); /* a new object has no history */
     return sched.nobjects++;
@@ -247,9 +247,24 @@ static void touch_step(enum sched_op op, enum sched_how how, int obj, int other)
     }
 }
 
+/* A thread that wakes from a condition and waits on it again before any
+ * other step found nothing to do: a futile wake-up (the harness's own
+ * gates not counted). */
+static void count_wakeups(struct sched_thread *t, enum sched_op op, int obj)
+{
+    if (op == OP_WAIT && t->woke_from == obj && !t->harness)
+        sched.futile_wakeups++;
+    t->woke_from = -1;
+    if (op == OP_WAKE && !t->harness && t->how == GO) {
+        sched.wakeups++;
+        t->woke_from = obj;
+    }
+}
+
 static void record_step(struct sched_thread *t, enum sched_op op, int obj, int other)
 {
     touch_step(op, t->how, obj, other);
+    count_wakeups(t, op, obj);
     snprintf(t->name, sizeof t->name, "%s", kit_thread_name());
     if (sched.nsteps >= sched.options.max_steps)
         return;
@@ -267,6 +282,7 @@ static void take_mutex(int obj, int thread)
 {
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
+    sched.objects[obj].locked_at = sched.threads[thread]->where;
     sched_memory_acquire(thread, obj); /* what the last unlock saw, the new owner sees */
 }
 
@@ -463,12 +479,8 @@ static struct sched_thread *choose_next(void)
         if (all_done())
             return NULL;
         if (!advance_time()) {
-            sched.deadlocked = true;
-            if (sched.options.deadlock_means)
-                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline - "
-                           "here: %s", sched.options.deadlock_means);
-            else
-                sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+            sched.deadlocked = true; /* the report says who waits on what (sched_explain_deadlock) */
+            sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
             return NULL;
         }
     }
@@ -574,7 +586,7 @@ void sched_fail(const char *fmt, ...)
 
 void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 {
-    char text[1536];
+    char text[3584];
     va_list args;
     va_start(args, fmt);
     vsnprintf(text, sizeof text, fmt, args);
@@ -608,6 +620,7 @@ void kit_sched_dump_stacks(const char *why, const char *message)
 {
     const char *text = message && message[0] ? message : why;
     sched.failer = me->id;
+    me->where = NULL; /* its last pthread call is not where the check failed: the message says where */
     if (!sched.scheduled_test) {
         sched_fail("%s", text);
         stop_here();
@@ -649,6 +662,8 @@ static int relock(int obj, int kind)
     if (kind == PTHREAD_MUTEX_ERRORCHECK)
         return EDEADLK;
     sched.deadlocked = true;
+    sched.relocked = obj; /* the report names both places (sched_explain_deadlock) */
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
     misuse("%s locks M%d, which it already holds: it waits for itself", kit_thread_name(), sched.objects[obj].serial);
 }
 
@@ -889,6 +904,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->fn = fn;
     t->arg = arg;
     t->deadline = -1;
+    t->woke_from = -1;
     t->detached = detach_state == PTHREAD_CREATE_DETACHED;
     t->state = RUNNABLE;
     t->op = OP_START;
@@ -1183,6 +1199,16 @@ void kit_explore_await_quiet(void)
     at(me, QUIETING, OP_AWAIT, -1, __builtin_return_address(0));
     switch_point();
     record_step(me, OP_AWAIT, -1, -1);
+}
+
+long kit_sched_futile_wakeups(void)
+{
+    return me != NULL ? sched.futile_wakeups : 0;
+}
+
+long kit_sched_wakeups(void)
+{
+    return me != NULL ? sched.wakeups : 0;
 }
 
 void kit_sched_touch_history(void)

@@ -20,7 +20,9 @@
  * and is reported at once, with what every thread waits for and where.
  *
  * A failure prints a replay token (`KIT_SCHED=replay:...`) that reproduces
- * it exactly, and the last steps of the interleaving, numbered.
+ * it exactly - its choices, and after a `~` the racing places earlier
+ * schedules had made switch points - and the last steps of the
+ * interleaving, numbered.
  *
  * Strategies, chosen by the test or by KIT_SCHED in the environment (several
  * may follow each other, separated by spaces):
@@ -78,10 +80,6 @@ typedef struct kit_explore {
                                switch point */
     long max_steps;       /**< a schedule longer than this fails (default 20000) */
     bool quiet;           /**< kit_explore_search(): print no report of a failure */
-    const char *deadlock_means; /**< what a deadlock of this body means, in the
-                                     student's words ("a task was left queued
-                                     with no worker to run it"): the report
-                                     adds it to "deadlock or lost wake-up" */
 } kit_explore_t;
 
 /**
@@ -119,6 +117,15 @@ void kit_explore_await_sleepers(int count);
  *        its calls here (kit_scenario.h).
  */
 void kit_explore_await_quiet(void);
+
+/**
+ * @brief Inside an explored body (or a test on its schedule): the wake-ups
+ *        from a condition wait in the code under test so far, and the futile
+ *        ones - a thread woken that waited on the same condition again
+ *        before anything else (it found nothing to do). 0 off the scheduler.
+ */
+long kit_sched_wakeups(void);
+long kit_sched_futile_wakeups(void);
 
 /**
  * @brief Inside an explored body: the harness recorded an event every thread
@@ -179,7 +186,7 @@ typedef struct kit_explore_result {
                                bound: complete within it only */
     int bound;            /**< ... the bound */
     long long virtual_ns; /**< the last schedule's virtual time at its end */
-    char message[2048];   /**< why it failed */
+    char message[4096];   /**< why it failed */
     char token[8192];     /**< the failing schedule's replay token (without "replay:") */
 } kit_explore_result_t;
 
@@ -194,6 +201,8 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
  * command until called again with NULL: SCENARIO=N for make, KIT_SCENARIO=N
  * for the test program. */
 void kit_sched_replay_scenario(const char *number);
+/* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
+void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
 /* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */
 void sched_make_args(char *out, size_t size);
 

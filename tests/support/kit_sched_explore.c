@@ -96,6 +96,8 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, 
     return choice;
 }
 
+static bool dfs_bound_reached; /* dfs_next() left out a schedule that needed more preemptions */
+
 /* DFS: the next schedule changes the deepest choice that has an untried
  * alternative within the preemption bound, and takes choice 0 after it. */
 static bool dfs_next(int bound)
@@ -109,6 +111,8 @@ static bool dfs_next(int bound)
     for (long i = sched.ndecisions - 1; i >= 0; i--) {
         const struct sched_decision *d = &sched.decisions[i];
         long cost = preemptions_before[i] + (d->preemptive ? 1 : 0);
+        if (d->chosen + 1 < d->n && cost > bound)
+            dfs_bound_reached = true;
         if (d->chosen + 1 < d->n && cost <= bound) {
             for (long j = 0; j < i; j++)
                 sched.prefix[j] = sched.decisions[j].chosen;
@@ -155,6 +159,13 @@ void sched_token(char *out, size_t size)
     }
     if (at == 0 && size > 1)
         snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
+    uintptr_t places[32];
+    int n = sched_memory_racy_offsets(places, 32);
+    for (int i = 0; i < n; i++) { /* "~1a2b+1c3d": the racing places the schedule made switch points */
+        at = strlen(out);
+        if (at + 20 < size)
+            snprintf(out + at, size - at, "%c%lx", i == 0 ? '~' : '+', (unsigned long)places[i]);
+    }
 }
 
 static int letter_value(char c)
@@ -168,9 +179,18 @@ static bool parse_token(const char *text)
 {
     sched.prefix_len = 0;
     long cap = 2 * sched.options.max_steps;
-    if (strcmp(text, ".") == 0)
+    const char *places = strchr(text, '~');
+    for (const char *p = places; p != NULL && *p;) { /* the racing places first: they shape the choices */
+        char *end;
+        unsigned long offset = strtoul(p + 1, &end, 16);
+        if (end == p + 1)
+            return false;
+        sched_memory_learn_offset((uintptr_t)offset);
+        p = *end == '+' ? end : NULL;
+    }
+    if (strncmp(text, ".", 1) == 0 && (text[1] == '\0' || text[1] == '~'))
         return true;
-    while (*text) {
+    while (*text && *text != '~') {
         int high = 0;
         if (*text == '_') {
             high = letter_value(text[1]) * 52;
@@ -215,10 +235,13 @@ static void reset_schedule(void)
     sched.wait_seq = 0;
     sched.spurious_left = sched.options.spurious;
     sched.points = 0;
+    sched.wakeups = sched.futile_wakeups = 0;
     sched.nsteps = 0;
     sched.ndecisions = 0;
     sched.failed = false;
     sched.deadlocked = false;
+    sched.deadlock_explained = false;
+    sched.relocked = -1;
     sched.gave_up = false;
     sched.failer = -1;
     sched.message[0] = '\0';
@@ -407,7 +430,12 @@ static struct {
 static void note_complete(const char *word, int bound, long schedules)
 {
     proof.complete = true;
-    sched_dpor_figures(&proof.redundant, &proof.bound_reached);
+    if (sched.strategy == STRAT_DPOR) {
+        sched_dpor_figures(&proof.redundant, &proof.bound_reached);
+    } else {
+        proof.redundant = 0;
+        proof.bound_reached = dfs_bound_reached;
+    }
     proof.interleavings = schedules - proof.redundant;
     proof.bound = bound;
     if (getenv("KIT_EXPLORE_STATS") != NULL)
@@ -434,6 +462,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
     sched.pct_length = 0;
     if (plan.strategy == STRAT_DPOR && !sched_dpor_start())
         fail_msg("the explorer is out of memory");
+    dfs_bound_reached = false;
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
@@ -451,8 +480,10 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
         }
         if (sched.points > sched.pct_length)
             sched.pct_length = sched.points;
-        if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth))
+        if (plan.strategy == STRAT_DFS && !dfs_next(plan.depth)) {
+            note_complete(word, plan.depth, schedules_run - first);
             break; /* every schedule within the bound was run */
+        }
         if (plan.strategy == STRAT_DPOR && !sched_dpor_next(plan.depth)) {
             note_complete(word, plan.depth, schedules_run - first);
             break; /* one schedule of every class within the bound was run */
@@ -659,10 +690,13 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
     sched_make_args(make_args, sizeof make_args);
     kit_note_stacks_dumped(); /* the report above told where every thread was: no gdb */
     /* The first line is what a grade report shows: what failed, and how to see it again. */
-    print_error("%s\n    in %s; its steps are printed with the test's output (under make grade: in its log);"
-                " replay it with\n"
-                "    make explore %s TEST=%s REPLAY=%s\n",
-                result.message, failed_schedule, make_args, test, result.token);
+    if (strcmp(result.token, ".") == 0) /* no thread had a choice yet: nothing to replay but the test */
+        print_error("%s\n    in %s, before any thread had a choice\n", result.message, failed_schedule);
+    else
+        print_error("%s\n    in %s; its steps are printed with the test's output (under make grade: in its log);"
+                    " replay it with\n"
+                    "    make explore %s TEST=%s REPLAY=%s\n",
+                    result.message, failed_schedule, make_args, test, result.token);
     _fail(file, line);
 }
 

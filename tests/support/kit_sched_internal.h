@@ -87,6 +87,7 @@ struct sched_thread {
     void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
     int depth;
     struct sched_thread *buried_next; /* kept after a failed schedule */
+    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
 };
 
 struct sched_object {
@@ -97,6 +98,7 @@ struct sched_object {
     int slot;                         /* its entry in sched.index */
     int times_held;                   /* mutex: its owner's locks not yet unlocked (a recursive mutex: 1 or more) */
     int count;                        /* semaphore: its value */
+    void *locked_at;                  /* mutex: where its owner locked it */
 };
 
 struct sched_step {
@@ -134,18 +136,21 @@ struct sched_world {
     unsigned long wait_seq;
     int spurious_left;
     long points;                      /* switch points passed */
+    long wakeups, futile_wakeups;     /* wake-ups in the code under test; those that slept again at once */
     struct sched_step *steps;         /* options.max_steps */
     long nsteps;
     struct sched_decision *decisions; /* 2 * options.max_steps */
     long ndecisions;
     bool failed;
     bool deadlocked;
+    bool deadlock_explained;          /* its message says who waits on what (kit_sched_report.c) */
+    int relocked;                     /* the mutex a thread locked again while holding it, or -1 */
     bool scheduled_test;              /* an ordinary test on one schedule (kit_sched_run_test), not an exploration */
     char test[128];                   /* ... its name, */
     char strategy_word[64];           /* ... and its strategy, "random:SEED" */
     bool gave_up;                     /* ... which met a limit of the model, not a bug of the code */
     int failer;                       /* the thread that failed a check, or -1 */
-    char message[2048];
+    char message[4096];
     sem_t done;                       /* posted when the schedule ends, well or not */
     /* The strategy: */
     enum sched_strategy strategy;
@@ -193,6 +198,10 @@ bool kit_sched_raced(struct sched_race *race);
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
+/* The racing places as offsets into the program, for a replay token; and
+ * one learned back from a token. */
+int sched_memory_racy_offsets(uintptr_t *out, int most);
+void sched_memory_learn_offset(uintptr_t offset);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);
@@ -229,6 +238,8 @@ void sched_handle_forks(void);
 void sched_report(const char *test, const char *strategy, long schedule);
 void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth);
 void sched_end_failed_test(void) __attribute__((noreturn));
+/* A deadlock's message, rewritten from the final state: who waits on what, who could have woken them. */
+void sched_explain_deadlock(void);
 void sched_forget_objects(void);
 const char *sched_op_name(enum sched_op op);
 

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,37 @@ static void mark_racy(void *pc)
 {
     if (!is_racy(pc) && nracy < RACY_PLACES)
         racy[nracy++] = pc;
+}
+
+/* The racing places, as offsets into the program (the same in every run of
+ * it): a replay token carries them, so that a schedule found after earlier
+ * ones taught the scheduler its switch points replays alone. */
+static int first_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
+    return 1; /* the first one is the program itself */
+}
+
+static uintptr_t load_bias(void)
+{
+    uintptr_t bias = 0;
+    dl_iterate_phdr(first_object, &bias);
+    return bias;
+}
+
+int sched_memory_racy_offsets(uintptr_t *out, int most)
+{
+    uintptr_t bias = load_bias();
+    int n = 0;
+    for (int i = 0; i < nracy && n < most; i++)
+        out[n++] = (uintptr_t)racy[i] - bias;
+    return n;
+}
+
+void sched_memory_learn_offset(uintptr_t offset)
+{
+    mark_racy((void *)(offset + load_bias()));
 }
 
 /* A cell of another thread's stack, which that thread has left: its memory is

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,248 @@ static const char *object_name(int obj, char *out, size_t size)
     else
         snprintf(out, size, "%c%d", sched.objects[obj].kind, sched.objects[obj].serial);
     return out;
+}
+
+/* ---- What a deadlock means ------------------------------------------------------------
+ * Built from the final state, never from the test's topic: who waits on
+ * what, and who could have woken them - the last signal of each condition
+ * variable a thread sleeps on, and where that signaller stands now. */
+
+struct text {
+    char *out;
+    size_t size, at;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...)
+{
+    if (t->at + 1 >= t->size)
+        return;
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(t->out + t->at, t->size - t->at, fmt, args);
+    va_end(args);
+    if (n > 0)
+        t->at += (size_t)n < t->size - t->at ? (size_t)n : t->size - t->at - 1;
+}
+
+/* "bq.c:120 in bq_take" */
+static void where_text(void *where, char *out, size_t size)
+{
+    const struct place *place = place_of(where);
+    if (place == NULL || strcmp(place->text, "?") == 0)
+        snprintf(out, size, "a place without a line");
+    else if (place->function[0] && strcmp(place->function, "??") != 0)
+        snprintf(out, size, "%s in %s", place->text, place->function);
+    else
+        snprintf(out, size, "%s", place->text);
+}
+
+/* The last step that could wake a sleeper on object obj (a signal, a
+ * broadcast, a post), or -1; and the step at which thread t began to wait. */
+static long last_wake_of(int obj)
+{
+    for (long i = sched.nsteps - 1; i >= 0; i--) {
+        enum sched_op op = sched.steps[i].op;
+        if (sched.steps[i].obj == obj && (op == OP_SIGNAL || op == OP_BROADCAST || op == OP_SEM_POST))
+            return i;
+    }
+    return -1;
+}
+
+static long began_waiting(const struct sched_thread *t)
+{
+    for (long i = sched.nsteps - 1; i >= 0; i--)
+        if (sched.steps[i].thread == t->id && (sched.steps[i].op == OP_WAIT || sched.steps[i].op == OP_SEM_WAIT))
+            return i;
+    return -1;
+}
+
+/* A mutex wait that comes back to t: each holds what the next needs. */
+static bool in_lock_cycle(const struct sched_thread *t)
+{
+    const struct sched_thread *u = t;
+    for (int hops = 0; hops <= sched.nlive && u->state == LOCKING; hops++) {
+        int owner = sched.objects[u->obj].owner;
+        if (owner < 0)
+            return false;
+        u = sched.threads[owner];
+        if (u == t)
+            return true;
+    }
+    return false;
+}
+
+/* Steps after `since` where another thread than t locked mutex obj: each
+ * could have changed what t waits for. Up to `most` places, each once, the
+ * latest first. */
+static int holders_since(const struct sched_thread *t, int obj, long since, long *out, int most)
+{
+    int n = 0;
+    for (long i = sched.nsteps - 1; i > since && n < most; i--) {
+        const struct sched_step *step = &sched.steps[i];
+        bool named = false;
+        for (int j = 0; j < n; j++)
+            named = named || sched.steps[out[j]].where == step->where;
+        if (step->op == OP_LOCK && step->obj == obj && step->thread != t->id && !named)
+            out[n++] = i;
+    }
+    return n;
+}
+
+#define HOLDERS_NAMED 3
+
+/* Why sleeper t on object t->obj was not woken: who held its mutex since it
+ * slept without a signal, or that nobody did; and the last wake-up before. */
+static void explain_sleeper(struct text *x, const struct sched_thread *t)
+{
+    char a[16], m[16], here[160], there[160];
+    where_text(t->where, here, sizeof here);
+    const char *object = object_name(t->obj, a, sizeof a);
+    long since = began_waiting(t);
+    put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, since, held, HOLDERS_NAMED) : 0;
+    for (int i = 0; i < nheld; i++) {
+        const struct sched_step *step = &sched.steps[held[i]];
+        where_text(step->where, there, sizeof there);
+        put(x, "%s %s held %s at %s (step %ld)", i == 0 ? "; since then" : ",", sched.threads[step->thread]->name,
+            object_name(t->obj2, m, sizeof m), there, held[i] + 1);
+    }
+    if (nheld > 0)
+        put(x, " and nobody signalled %s: whatever changed there for it needs a signal or broadcast of %s", object,
+            object);
+    else
+        put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
+    long wake = last_wake_of(t->obj);
+    if (wake < 0 || wake > since)
+        return;
+    const struct sched_step *step = &sched.steps[wake];
+    where_text(step->where, there, sizeof there);
+    put(x, " (its last wake-up, by %s at %s, step %ld, came before it slept)", sched.threads[step->thread]->name,
+        there, wake + 1);
+}
+
+static void explain_thread(struct text *x, const struct sched_thread *t)
+{
+    char a[16], here[160];
+    where_text(t->where, here, sizeof here);
+    switch (t->state) {
+    case WAITING:
+    case SEMAPHORE:
+        explain_sleeper(x, t);
+        break;
+    case LOCKING: {
+        int owner = sched.objects[t->obj].owner;
+        put(x, "%s waits to lock %s at %s, held by %s%s", t->name, object_name(t->obj, a, sizeof a), here,
+            owner >= 0 ? sched.threads[owner]->name : "nobody",
+            in_lock_cycle(t) ? " - a cycle of threads each holding the mutex the next one needs (take mutexes in "
+                               "one order everywhere)"
+                             : "");
+        break;
+    }
+    case JOINING:
+        put(x, "%s waits for %s to end (pthread_join at %s)", t->name, sched.threads[t->target]->name, here);
+        break;
+    case AWAITING:
+        put(x, "%s waits until %d threads sleep", t->name, t->target);
+        break;
+    default:
+        put(x, "%s is at %s", t->name, here);
+    }
+}
+
+/* The thread whose wait explains the others: a sleeper of the code under
+ * test first, then a lock cycle, then whoever waits on anything. */
+static const struct sched_thread *root_of_deadlock(void)
+{
+    const struct sched_thread *best = NULL;
+    int best_rank = 9;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        int rank = (t->state == WAITING && !t->harness) || t->state == SEMAPHORE ? 0
+                   : t->state == LOCKING && in_lock_cycle(t)                    ? 1
+                   : t->state == LOCKING                                        ? 2
+                   : t->state == WAITING                                        ? 3
+                                                                                : 4;
+        if (rank < best_rank) {
+            best = t;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+void kit_describe_places(void *const *pcs, int n, char (*out)[160])
+{
+    nplaces = 0;
+    for (int i = 0; i < n; i++)
+        want_place(pcs[i]);
+    resolve_places();
+    for (int i = 0; i < n; i++)
+        where_text(pcs[i], out[i], sizeof out[i]);
+}
+
+/* A thread that locked a mutex it holds: both places. */
+static void explain_relock(void)
+{
+    const struct sched_object *mutex = &sched.objects[sched.relocked];
+    const struct sched_thread *t = sched.threads[mutex->owner];
+    char a[16], second[160], first[160];
+    nplaces = 0;
+    want_place(t->where);
+    want_place(mutex->locked_at);
+    resolve_places();
+    where_text(t->where, second, sizeof second);
+    where_text(mutex->locked_at, first, sizeof first);
+    snprintf(sched.message, sizeof sched.message,
+             "%s locks %s at %s, which it already holds - it locked it at %s and has not unlocked it: it waits "
+             "for itself for ever (a default mutex cannot be locked twice by one thread)", t->name,
+             object_name(sched.relocked, a, sizeof a), second, first);
+}
+
+void sched_explain_deadlock(void)
+{
+    if (!sched.deadlocked || sched.deadlock_explained)
+        return;
+    sched.deadlock_explained = true;
+    if (sched.relocked >= 0) {
+        explain_relock();
+        return;
+    }
+    if (strncmp(sched.message, "deadlock or lost", 16) != 0)
+        return;
+    nplaces = 0;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        want_place(t->where);
+        if (t->state != WAITING && t->state != SEMAPHORE)
+            continue;
+        long wake = last_wake_of(t->obj);
+        if (wake >= 0)
+            want_place(sched.steps[wake].where);
+        long held[HOLDERS_NAMED];
+        int nheld = t->state == WAITING ? holders_since(t, t->obj2, began_waiting(t), held, HOLDERS_NAMED) : 0;
+        for (int h = 0; h < nheld; h++)
+            want_place(sched.steps[held[h]].where);
+    }
+    resolve_places();
+    char text[1800];
+    struct text x = { text, sizeof text, 0 };
+    const struct sched_thread *root = root_of_deadlock();
+    put(&x, "deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+    if (root != NULL) {
+        put(&x, ": ");
+        explain_thread(&x, root);
+    }
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        if (t == root)
+            continue;
+        put(&x, "\n      ");
+        explain_thread(&x, t);
+    }
+    snprintf(sched.message, sizeof sched.message, "%s", text);
 }
 
 void sched_describe_step(const struct sched_step *step, char *out, size_t size)
@@ -396,11 +639,24 @@ static void name_places(long first)
     resolve_places();
 }
 
+/* A message of several lines, each behind the tag: the grader keeps the
+ * untagged lines of a log as the failure's words, and these come again
+ * in the test's own failure message. */
+static void print_tagged(const char *tag, const char *message)
+{
+    for (const char *line = message; *line;) {
+        size_t length = strcspn(line, "\n");
+        fprintf(stderr, "%s   %.*s\n", tag, (int)length, line);
+        line += length + (line[length] == '\n');
+    }
+}
+
 /* Where each thread stands at the end, then the steps from `first` on. */
 static void print_threads_and_steps(const char *tag, long first)
 {
     char line[256];
-    fprintf(stderr, "%s   %s\n%s The threads at the end:\n", tag, sched.message, tag);
+    print_tagged(tag, sched.message);
+    fprintf(stderr, "%s The threads at the end:\n", tag);
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         sched_describe_thread(t, line, sizeof line);
@@ -440,6 +696,7 @@ static void print_replay(const char *tag, const char *test, bool scheduled)
 
 void sched_report(const char *test, const char *strategy, long schedule)
 {
+    sched_explain_deadlock();
     bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
@@ -460,6 +717,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
  * mutex): say so, show every thread, and end the test process, failed. */
 void sched_end_failed_test(void)
 {
+    sched_explain_deadlock();
     fprintf(stderr, "[  ERROR   ] --- %s\n", sched.message);
     sched_print_stacks(sched.message, NULL, NULL, 0);
     kit_note_stacks_dumped();

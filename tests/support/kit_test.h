@@ -299,12 +299,10 @@ void kit_fail_allocation(long nth);
 long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx), void *ctx, const char *file,
                                       int line);
 
-/** @brief Assert that everything allocated since @p before was freed. */
-#define assert_no_leak_since(before)                                                          \
-    do {                                                                                       \
-        long kit_leaked_ = kit_live_allocations() - (before);                                 \
-        if (kit_leaked_ != 0)                                                                  \
-            fail_msg("%ld allocated block(s) not freed by destroy", kit_leaked_);              \
-    } while (0)
+/** @brief Fail at @p file : @p line unless the live blocks are @p before again,
+ *         naming the lines that allocated the last blocks still live. */
+void kit_fail_on_leak(long before, const char *file, int line);
+/** @brief Assert that everything allocated since @p before (kit_live_allocations()) was freed. */
+#define assert_no_leak_since(before) kit_fail_on_leak((before), __FILE__, __LINE__)
 
 #endif

@@ -491,6 +491,8 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
  * wrapped too: their blocks come back through the wrapped free, and a pool
  * that copies its name with strdup must not read as -1 blocks not freed. */
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -540,13 +542,129 @@ static void *fresh(void *block)
     return block;
 }
 
-/* A block handed to the code under test: one more to give back. */
-static void *counted(void *block)
+/* ---- Where each live block was allocated ------------------------------------------
+ * A leak names the lines that allocated what was never freed, as valgrind
+ * and LeakSanitizer do: each live block's caller and allocation number, in
+ * a table by address (a block beyond its size is counted, not named). */
+#define BLOCK_SLOTS 65536
+
+struct block_record {
+    uintptr_t addr;  /* 0: empty */
+    void *caller;    /* the return address of the allocating call */
+    long number;     /* allocation_calls when it was made */
+};
+
+int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
+static struct block_record blocks[BLOCK_SLOTS];
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER; /* guards blocks[] */
+
+static size_t slot_of(uintptr_t addr)
 {
-    if (block)
+    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL >> 48) % BLOCK_SLOTS;
+}
+
+static size_t next_slot(size_t at)
+{
+    return (at + 1) % BLOCK_SLOTS;
+}
+
+static void remember_block(void *block, void *caller)
+{
+    uintptr_t addr = (uintptr_t)block;
+    __real_pthread_mutex_lock(&blocks_lock);
+    for (size_t i = 0, at = slot_of(addr); i < BLOCK_SLOTS; i++, at = next_slot(at)) {
+        if (blocks[at].addr == 0) {
+            blocks[at] = (struct block_record){ addr, caller, atomic_load(&allocation_calls) };
+            break;
+        }
+    }
+    __real_pthread_mutex_unlock(&blocks_lock);
+}
+
+/* Whether slot `hole` lies on the probe path from `home` to `at`. */
+static bool on_path(size_t home, size_t hole, size_t at)
+{
+    return home <= at ? home <= hole && hole < at : home <= hole || hole < at;
+}
+
+/* Linear probing's deletion (Knuth's algorithm R): entries after the hole
+ * that probed past it move back into it, so no lookup ever needs a marker. */
+static void forget_block(void *block)
+{
+    uintptr_t addr = (uintptr_t)block;
+    __real_pthread_mutex_lock(&blocks_lock);
+    size_t hole = slot_of(addr);
+    while (blocks[hole].addr != 0 && blocks[hole].addr != addr)
+        hole = next_slot(hole);
+    if (blocks[hole].addr == addr) {
+        blocks[hole].addr = 0;
+        for (size_t at = next_slot(hole); blocks[at].addr != 0; at = next_slot(at)) {
+            if (!on_path(slot_of(blocks[at].addr), hole, at))
+                continue;
+            blocks[hole] = blocks[at];
+            blocks[at].addr = 0;
+            hole = at;
+        }
+    }
+    __real_pthread_mutex_unlock(&blocks_lock);
+}
+
+/* The callers of the `count` live blocks allocated last, newest first. */
+static int newest_callers(void **callers, int count)
+{
+    int n = 0;
+    long taken_below = LONG_MAX;
+    __real_pthread_mutex_lock(&blocks_lock);
+    while (n < count) {
+        long best = -1;
+        size_t best_at = 0;
+        for (size_t at = 0; at < BLOCK_SLOTS; at++)
+            if (blocks[at].addr != 0 && blocks[at].number < taken_below && blocks[at].number > best) {
+                best = blocks[at].number;
+                best_at = at;
+            }
+        if (best < 0)
+            break;
+        callers[n++] = blocks[best_at].caller;
+        taken_below = best;
+    }
+    __real_pthread_mutex_unlock(&blocks_lock);
+    return n;
+}
+
+void kit_fail_on_leak(long before, const char *file, int line)
+{
+    long leaked = kit_live_allocations() - before;
+    if (leaked == 0)
+        return;
+    if (leaked < 0) {
+        print_error("%ld more block(s) were freed than allocated since the test began: a block freed twice, or one "
+                    "the code did not allocate\n", -leaked);
+        _fail(file, line);
+    }
+    enum { NAMED = 4 };
+    void *callers[NAMED];
+    int n = newest_callers(callers, leaked < NAMED ? (int)leaked : NAMED);
+    char places[NAMED][160], text[900];
+    kit_describe_places(callers, n, places);
+    int at = snprintf(text, sizeof text, "%ld block(s) allocated during the test were never freed - allocated at", leaked);
+    for (int i = 0; i < n && at < (int)sizeof text; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "%s %s", i ? "," : "", places[i]);
+    print_error("%s\n", text);
+    _fail(file, line);
+}
+
+/* A block handed to the code under test: one more to give back. */
+static void *counted_by(void *block, void *caller)
+{
+    if (block) {
         atomic_fetch_add(&live_blocks, 1);
+        remember_block(block, caller);
+    }
     return fresh(block);
 }
+#define counted(block) counted_by((block), __builtin_return_address(0))
 
 void *__wrap_malloc(size_t size)
 {
@@ -568,14 +686,20 @@ void *__wrap_realloc(void *old, size_t size)
         return NULL;
     void *block = __real_realloc(old, size);
     if (block && old == NULL)
-        atomic_fetch_add(&live_blocks, 1);
+        return counted(block);
+    if (block && block != old) { /* moved: the old address is free, the block lives on here */
+        forget_block(old);
+        remember_block(block, __builtin_return_address(0));
+    }
     return block != old ? fresh(block) : block;
 }
 
 void __wrap_free(void *block)
 {
-    if (block)
+    if (block) {
         atomic_fetch_sub(&live_blocks, 1);
+        forget_block(block);
+    }
     __real_free(block);
 }
 
@@ -615,6 +739,6 @@ int __wrap_posix_memalign(void **out, size_t alignment, size_t size)
         return ENOMEM;
     int err = __real_posix_memalign(out, alignment, size);
     if (err == 0)
-        counted(*out);
+        counted_by(*out, __builtin_return_address(0));
     return err;
 }
