@@ -368,8 +368,10 @@ static void *make_scene(long config, void *state)
     m->limit = (unsigned char)(config >> 4 & 15);
     m->capacity = (unsigned char)(config >> 8 & 15);
     struct scene *s = calloc(1, sizeof *s);
-    if (s == NULL)
+    if (s == NULL) {
+        errno = ENOMEM;
         return NULL;
+    }
     for (int id = 0; id < MAX_TASKS; id++)
         s->record.subtask[id] = -1;
     int err = pthread_mutex_init(&s->lock, NULL);
@@ -1089,10 +1091,11 @@ static const char *say(const char *fmt, ...)
 
 /* Takes every record left in the three lists; a take makes room for a
  * worker waiting under result_limit, so it goes on until a round finds
- * nothing once the workers are quiet again. */
+ * nothing once the workers are quiet again (each round but the last takes
+ * a record, and a scenario makes fewer than MAX_TASKS). */
 static const char *drain(struct scene *s, struct found *found)
 {
-    for (int round = 0; round < 8; round++) {
+    for (int round = 0; round <= MAX_TASKS; round++) {
         int taken = 0;
         mw_result_t r;
         mw_failure_t f;
