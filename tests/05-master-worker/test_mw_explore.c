@@ -1394,9 +1394,12 @@ static void print_state(const void *state, char *text, size_t size)
 {
     const struct mw_model *m = state;
     static const char *const closed[] = { "open", "perhaps closed", "closed" };
-    size_t at = (size_t)snprintf(text, size, "the component is %s%s",
-                                 m->over == YES ? "closed, its workers told to leave" : closed[m->closed],
-                                 m->lifted ? ", result_limit perhaps lifted" : "");
+    size_t at = (size_t)snprintf(text, size, "the component is %s",
+                                 m->over == YES ? "closed, its workers told to leave" : closed[m->closed]);
+    if (m->limit > 0 && at < size)
+        at += (size_t)snprintf(text + at, size - at, ", %d result%s due under result_limit %d%s",
+                               results_due(m, false), results_due(m, false) == 1 ? "" : "s", m->limit,
+                               m->lifted ? " (perhaps lifted by the stop)" : "");
     bool listed[MAX_TASKS] = { false };
     for (int id = 1; id < MAX_TASKS && at < size; id++)
         if (task_words(m, id) != NULL && !listed[id])
