@@ -130,10 +130,11 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
                 tests/support/kit_sched_memory.c tests/support/kit_sched_tsan.c \
                 tests/support/kit_sched_explore.c tests/support/kit_sched_dpor.c tests/support/kit_sched_report.c \
-                tests/support/kit_sched_svg.c tests/support/kit_scenario.c
+                tests/support/kit_sched_svg.c tests/support/kit_scenario.c tests/support/kit_sched_lockorder.c
 GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
                tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
                tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c \
+               tests/support/grader/grader_feedback.c \
                tests/support/grader/confine.c
 GRADER := build/tools/kit-grade
 # The confinement and the gate every submission goes through (grading).
@@ -496,6 +497,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
 	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
+	  $(if $(wildcard tests/wakeups.tsv),--wakeups tests/wakeups.tsv) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
 	  --tsan-build '$(MAKE) --no-print-directory -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) SAN=tsan CH=$$KIT_CHAPTER tests-bin >>$(GRADE_REPORT)/build.log 2>&1' \
@@ -649,7 +651,7 @@ bench: ## measure the kit against GLib and glibc: a table of medians and ratios,
 
 # ---- Docs -------------------------------------------------------------------------------
 .PHONY: regenerate
-regenerate: ## redraw the pages' pictures and rewrite the generated pages, to be committed
+regenerate: ## redraw the pages' pictures, rewrite the generated pages and output examples, to be committed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s programs
 	@tools/regenerate
@@ -672,12 +674,13 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tests/support/*.sh)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
+	@tools/check-page-tags && echo "check-page-tags: every page shows the tagged lines it cites, and sends no one to the reference's files"
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/

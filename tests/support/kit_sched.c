@@ -403,12 +403,15 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     t->result = 0;
     if (how == TIMEOUT && t->deadline > sched.now)
         sched.now = t->deadline; /* time passed while the others were slow */
-    if (t->state == LOCKING && how == GO)
+    if (t->state == LOCKING && how == GO) {
         take_mutex(t->obj, t->id);
+        sched_lock_order(t->id, t->obj, t->where);
+    }
     if (t->state == LOCKING && how == TIMEOUT)
         t->result = ETIMEDOUT;
     if (t->state == WAITING) {
         take_mutex(t->obj2, t->id);
+        sched_lock_order(t->id, t->obj2, t->where);
         if (how == TIMEOUT)
             t->result = ETIMEDOUT;
         if (how == SPURIOUS)
@@ -604,6 +607,7 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 
 static void at(struct sched_thread *t, enum sched_state state, enum sched_op op, int obj, void *where)
 {
+    t->accesses = 0;
     t->state = state;
     t->op = op;
     t->obj = obj;
@@ -1154,6 +1158,16 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
         forget_object(obj);
     }
     return __real_pthread_cond_destroy(cond);
+}
+
+void sched_endless_loop(void *pc)
+{
+    me->where = pc;
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
+    misuse("%s made %ld loads and stores without a call the scheduler sees (a lock, a wait, a thread's start or "
+           "end): it loops, and while it runs no other thread can change what it waits for - a spin-wait, or a loop "
+           "whose condition never changes; wait on a condition variable instead", kit_thread_name(),
+           SCHED_SPIN_ACCESSES);
 }
 
 void sched_memory_point(void *pc, enum sched_op op)

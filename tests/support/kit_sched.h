@@ -126,6 +126,10 @@ void kit_explore_await_quiet(void);
  */
 long kit_sched_wakeups(void);
 long kit_sched_futile_wakeups(void);
+/** A passed test's last line: its wake-ups and futile ones over every
+ *  schedule it ran, which the grader sets beside the reference's (feedback,
+ *  worth no points). Nothing if it ran on no schedule. */
+void kit_sched_print_wakeups(void);
 
 /**
  * @brief Inside an explored body: the harness recorded an event every thread
@@ -201,6 +205,24 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
  * command until called again with NULL: SCENARIO=N for make, KIT_SCENARIO=N
  * for the test program. */
 void kit_sched_replay_scenario(const char *number);
+/** The last call a thread made into the code under test and that returned:
+ *  where it was called from (a return address in the caller), a place in
+ *  the function called, and the last place in that call that read or wrote
+ *  memory (NULL if none). Recorded by the code's instrumentation, so never
+ *  in a ThreadSanitizer or AddressSanitizer build. */
+typedef struct {
+    void *site;     /**< the return address in the caller */
+    void *function; /**< a place in the function called */
+    void *touched;  /**< the last place of the call that read or wrote memory, or NULL */
+} kit_code_call_t;
+/** Whether this thread made such a call; if so, *call is the last one. */
+bool kit_last_call(kit_code_call_t *call);
+/** Whether a lock-order inversion was seen in this process, and forgets it:
+ *  for a test of the kit that makes one on purpose. */
+bool kit_sched_take_lock_inversion(void);
+/** On a schedule whose wall clock was set forward (a wait on CLOCK_REALTIME):
+ *  a sentence saying when, and for whom, for a failed check's message. */
+bool kit_sched_clock_note(char *out, size_t size);
 /* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
 void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
 /* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */

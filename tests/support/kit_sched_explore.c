@@ -32,6 +32,9 @@ void sched_make_args(char *out, size_t size);
 static long schedules_run;
 static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
 static long steps_run; /* over every schedule of this search */
+/* Wake-ups in the code under test over every schedule this process ran (its
+ * searches and its one scheduled test), and those that found nothing to do. */
+static long process_schedules, process_wakeups, process_futile;
 
 /* ---- Choosing --------------------------------------------------------------------- */
 
@@ -225,6 +228,7 @@ static void *body_main(void *raw)
 static void reset_schedule(void)
 {
     sched_memory_begin();
+    sched_lock_order_begin();
     sched.nthreads = 0;
     sched.nlive = 0;
     sched.current = 0;
@@ -360,6 +364,9 @@ static bool run_schedule(struct body_call *call)
         return false;
     }
     steps_run += sched.nsteps; /* a failed schedule's steps count too */
+    process_schedules++;
+    process_wakeups += sched.wakeups;
+    process_futile += sched.futile_wakeups;
     if (sched.failed) {
         bury_threads();
         return false;
@@ -508,6 +515,13 @@ static void print_speed(const char *test, const struct timespec *started)
     fprintf(stderr, "[ explore  ] %s: %ld schedules of %.0f steps on average in %.2f s: %.0f schedules/s\n", test,
             schedules_run, schedules_run ? (double)steps_run / (double)schedules_run : 0.0, seconds,
             seconds > 0 ? (double)schedules_run / seconds : 0.0);
+}
+
+void kit_sched_print_wakeups(void)
+{
+    if (process_schedules > 0)
+        fprintf(stderr, "[ wake-ups ] %ld wake-ups in the code under test, %ld futile, over %ld schedules\n",
+                process_wakeups, process_futile, process_schedules);
 }
 
 /* The search's memory, sized by its options, and a clean slate. */

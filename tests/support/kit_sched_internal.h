@@ -84,6 +84,7 @@ struct sched_thread {
     enum sched_how how;               /* how it was last let go */
     int result;                       /* the blocked call's return value */
     uint64_t priority;                /* PCT */
+    long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
     int depth;
     struct sched_thread *buried_next; /* kept after a failed schedule */
@@ -187,6 +188,19 @@ struct sched_race {
     long step;            /* the steps taken when it was found */
     char test[128];
 };
+/* A lock-order inversion (kit_sched_lockorder.c): thread[i] held M serial[i][0]
+ * (locked at first_at[i]) when it locked M serial[i][1] at then_at[i]; the
+ * two orders are opposite. */
+struct sched_lock_inversion {
+    int serial[2][2];
+    void *first_at[2], *then_at[2];
+    char thread[2][KIT_THREAD_NAME_MAX];
+    char test[128];
+};
+void sched_lock_order_begin(void);
+/* Thread `thread` has locked mutex obj at where, blocking: its order against those it holds. */
+void sched_lock_order(int thread, int obj, void *where);
+bool sched_lock_inverted(struct sched_lock_inversion *out);
 void sched_memory_begin(void);
 void sched_memory_forget_object(int obj);
 void sched_memory_thread_created(int parent, int child);
@@ -196,6 +210,15 @@ void sched_memory_release(int thread, int obj);
 bool kit_sched_raced(struct sched_race *race);
 /* An access of the code under test (kit_sched_tsan.c): checked, and a switch point if its place raced. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
+/* The instrumentation's function entry (the caller's return address and a
+ * place in the function) and exit, for kit_last_call(). */
+void sched_call_entered(void *site, void *function);
+void sched_call_left(void);
+/* A thread that has made SCHED_SPIN_ACCESSES loads and stores at pc since
+ * its last switch point: it loops without a call the scheduler sees, and
+ * would loop for ever (only it runs) - the schedule fails here. */
+#define SCHED_SPIN_ACCESSES 20000000L
+void sched_endless_loop(void *pc) __attribute__((noreturn));
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
 /* The racing places as offsets into the program, for a replay token; and

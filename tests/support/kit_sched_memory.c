@@ -129,9 +129,15 @@ static struct sched_thread *tracked(void)
     return me && me->id < VC_THREADS ? me : NULL;
 }
 
+/* Whether racing places become switch points: not in a test run again
+ * because they made its one schedule too long (KIT_NO_RACE_POINTS, set by
+ * kit_test.c); its races are still found and reported. */
+static bool race_points = true;
+
 void sched_memory_begin(void)
 {
     detector.on = true;
+    race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
     if (++detector.generation == 0)
         detector.generation = 1;
     for (int i = 0; i < VC_THREADS; i++)
@@ -248,6 +254,37 @@ void kit_sched_forget_memory(const void *block, size_t size)
     }
 }
 
+/* ---- The last call into the code under test ------------------------------------------
+ * Per thread, in every run (real threads too), so that a failed check can say
+ * which call of the student's code gave it its value. Only the outermost call
+ * counts: a helper the API function calls is part of that call. */
+
+static _Thread_local int call_depth;           /* calls of the code under test now open */
+static _Thread_local kit_code_call_t call_now;      /* the outermost one, while it runs */
+static _Thread_local kit_code_call_t call_last;     /* the last outermost one that returned */
+static _Thread_local bool call_returned;       /* whether call_last holds one */
+
+void sched_call_entered(void *site, void *function)
+{
+    if (call_depth++ == 0)
+        call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
+}
+
+void sched_call_left(void)
+{
+    if (call_depth > 0 && --call_depth == 0) {
+        call_last = call_now;
+        call_returned = true;
+    }
+}
+
+bool kit_last_call(kit_code_call_t *call)
+{
+    if (call_returned)
+        *call = call_last;
+    return call_returned;
+}
+
 /* ---- Races -------------------------------------------------------------------------- */
 
 static struct sched_race first_race;
@@ -359,10 +396,14 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
 
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 {
+    if (call_depth > 0)
+        call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
         return;
-    if (is_racy(pc)) /* a preemption here may make the race matter */
+    if (++me->accesses > SCHED_SPIN_ACCESSES)
+        sched_endless_loop(pc);
+    if (race_points && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
         unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
@@ -374,12 +415,12 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 
 bool kit_sched_saw_race(void)
 {
-    return raced;
+    return raced || sched_lock_inverted(NULL);
 }
 
 bool sched_memory_races_seen(void)
 {
-    return nracy > 0;
+    return race_points && nracy > 0;
 }
 
 bool kit_sched_raced(struct sched_race *race)
@@ -400,6 +441,8 @@ void sched_memory_end(void)
  * then it acquires the location's history and releases its own into it. */
 void sched_memory_atomic(const volatile void *addr, void *pc)
 {
+    if (call_depth > 0)
+        call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
         return;

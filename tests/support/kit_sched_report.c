@@ -160,8 +160,11 @@ static void print_access(const struct sched_race *race, int which, const char *a
             place ? place->function : "", place && place->function[0] ? ")" : "", after);
 }
 
+static void print_lock_inversion(void);
+
 void kit_sched_print_race(void)
 {
+    print_lock_inversion();
     struct sched_race race;
     if (!kit_sched_raced(&race))
         return;
@@ -227,6 +230,31 @@ static void where_text(void *where, char *out, size_t size)
         snprintf(out, size, "%s", place->text);
 }
 
+/* Two threads that took two mutexes in opposite orders. */
+static void print_lock_inversion(void)
+{
+    struct sched_lock_inversion inv;
+    if (!sched_lock_inverted(&inv))
+        return;
+    nplaces = 0;
+    for (int i = 0; i < 2; i++) {
+        want_place(inv.first_at[i]);
+        want_place(inv.then_at[i]);
+    }
+    resolve_places();
+    fprintf(stderr, "[ race     ] LOCK ORDER in %s: two mutexes taken in opposite orders - two threads doing it "
+                    "at the same moment each hold the mutex the other waits for, a deadlock:\n", inv.test);
+    for (int i = 0; i < 2; i++) {
+        char first[160], then[160];
+        where_text(inv.first_at[i], first, sizeof first);
+        where_text(inv.then_at[i], then, sizeof then);
+        fprintf(stderr, "[ race     ]   %s held M%d (locked at %s) and locked M%d at %s\n", inv.thread[i],
+                inv.serial[i][0], first, inv.serial[i][1], then);
+    }
+    fprintf(stderr, "[ race     ] (take mutexes in one order everywhere, or never hold one while taking another)\n");
+}
+
+
 /* The last step that could wake a sleeper on object obj (a signal, a
  * broadcast, a post), or -1; and the step at which thread t began to wait. */
 static long last_wake_of(int obj)
@@ -281,6 +309,15 @@ static int holders_since(const struct sched_thread *t, int obj, long since, long
 
 #define HOLDERS_NAMED 3
 
+/* The last signal of condition obj after step `since`, or -1. */
+static long signal_since(int obj, long since)
+{
+    for (long i = sched.nsteps - 1; i > since; i--)
+        if (sched.steps[i].obj == obj && sched.steps[i].op == OP_SIGNAL)
+            return i;
+    return -1;
+}
+
 /* Why sleeper t on object t->obj was not woken: who held its mutex since it
  * slept without a signal, or that nobody did; and the last wake-up before. */
 static void explain_sleeper(struct text *x, const struct sched_thread *t)
@@ -298,11 +335,20 @@ static void explain_sleeper(struct text *x, const struct sched_thread *t)
         put(x, "%s %s held %s at %s (step %ld)", i == 0 ? "; since then" : ",", sched.threads[step->thread]->name,
             object_name(t->obj2, m, sizeof m), there, held[i] + 1);
     }
-    if (nheld > 0)
+    long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    if (signal >= 0) {
+        const struct sched_step *step = &sched.steps[signal];
+        where_text(step->where, there, sizeof there);
+        put(x, "%s %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
+            "sleeper, any one - where sleepers wait for different things, it takes a broadcast (or a condition "
+            "variable for each kind of sleeper)", nheld > 0 ? ";" : "; since then", sched.threads[step->thread]->name,
+            object, there, signal + 1);
+    } else if (nheld > 0) {
         put(x, " and nobody signalled %s: whatever changed there for it needs a signal or broadcast of %s", object,
             object);
-    else
+    } else {
         put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
+    }
     long wake = last_wake_of(t->obj);
     if (wake < 0 || wake > since)
         return;
@@ -334,7 +380,9 @@ static void explain_thread(struct text *x, const struct sched_thread *t)
         put(x, "%s waits for %s to end (pthread_join at %s)", t->name, sched.threads[t->target]->name, here);
         break;
     case AWAITING:
-        put(x, "%s waits until %d threads sleep", t->name, t->target);
+        put(x, "%s waits until %d thread%s asleep, and fewer are: one that should still sleep has returned (a wait "
+            "without a while loop around it returns at any wake-up, a spurious one too)", t->name, t->target,
+            t->target == 1 ? " is" : "s are");
         break;
     default:
         put(x, "%s is at %s", t->name, here);
@@ -370,6 +418,27 @@ void kit_describe_places(void *const *pcs, int n, char (*out)[160])
     resolve_places();
     for (int i = 0; i < n; i++)
         where_text(pcs[i], out[i], sizeof out[i]);
+}
+
+bool kit_sched_clock_note(char *out, size_t size)
+{
+    for (long i = 0; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->op != OP_CLOCK)
+            continue;
+        char here[160];
+        nplaces = 0;
+        want_place(step->where);
+        resolve_places();
+        where_text(step->where, here, sizeof here);
+        snprintf(out, size, "on this schedule the wall clock (CLOCK_REALTIME) was set forward an hour at step %ld, "
+                 "as NTP may set it, while %s waited at %s with a deadline on that clock: that wait ended at once. "
+                 "A timeout that means \"so many ms from now\" is measured on CLOCK_MONOTONIC "
+                 "(pthread_condattr_setclock for the condition variable, clock_gettime(CLOCK_MONOTONIC) for the "
+                 "deadline)", i + 1, sched.threads[step->thread]->name, here);
+        return true;
+    }
+    return false;
 }
 
 /* A thread that locked a mutex it holds: both places. */
@@ -494,7 +563,7 @@ void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
         snprintf(out, size, "sleeps");
         break;
     case AWAITING:
-        snprintf(out, size, "waits until %d threads are asleep", t->target);
+        snprintf(out, size, "waits until %d thread%s asleep", t->target, t->target == 1 ? " is" : "s are");
         break;
     case QUIETING:
         snprintf(out, size, "waits until no other thread can go on");
@@ -722,7 +791,7 @@ void sched_end_failed_test(void)
     sched_print_stacks(sched.message, NULL, NULL, 0);
     kit_note_stacks_dumped();
     fprintf(stderr, "[  FAILED  ] the test stopped here, on its schedule\n");
-    kit_verdict_end(false);
+    kit_verdict_stopped();
     fflush(stdout);
     fflush(stderr);
     _exit(1);

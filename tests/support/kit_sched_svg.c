@@ -112,6 +112,16 @@ static void draw_end(FILE *out, const struct sched_thread *t, int y)
 
 int sched_draw_svg(const char *path, const char *title, const char *why, long first)
 {
+    /* The picture's second line: the message's first line, cut to fit
+     * above the threads (the log has the whole message). */
+    enum { WHY_CHARS = 110 };
+    char headline[WHY_CHARS + 8];
+    int length = (int)strcspn(why, "\n");
+    if (length > WHY_CHARS)
+        snprintf(headline, sizeof headline, "%.*s ...", WHY_CHARS, why);
+    else
+        snprintf(headline, sizeof headline, "%.*s", length, why);
+    why = headline;
     FILE *out = fopen(path, "w");
     if (out == NULL)
         return -1;

@@ -15,9 +15,9 @@
 void __tsan_init(void);
 void __tsan_init(void) {}
 void __tsan_func_entry(void *caller);
-void __tsan_func_entry(void *caller) { (void)caller; }
+void __tsan_func_entry(void *caller) { sched_call_entered(caller, PC); }
 void __tsan_func_exit(void);
-void __tsan_func_exit(void) {}
+void __tsan_func_exit(void) { sched_call_left(); }
 
 #define ACCESSES(n)                                                                                        \
     void __tsan_read##n(void *addr);                                                                       \

@@ -163,7 +163,7 @@ _Noreturn void kit_stop_test(const char *message, const char *file, int line)
         say(": error: Failure!\n");
     }
     say("[  FAILED  ] the test stopped here, with its threads still running\n");
-    kit_verdict_end(false); /* (never called from a signal handler: a hang check's, a misuse's) */
+    kit_verdict_stopped(); /* (never called from a signal handler: a hang check's, a misuse's) */
     fflush(stdout);
     _exit(1);
 }

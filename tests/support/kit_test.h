@@ -74,6 +74,11 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
  * race token if no race was seen (kit_test.c). Every way out of a test but a
  * crash calls it once. */
 void kit_verdict_end(bool passed);
+/* The test process ends before its end - a deadlock, a hang check, a misuse
+ * the model saw: no pass token, and no race token either, since its code
+ * did not run to the end (a chapter's race-free line is earned only by tests
+ * that did). */
+void kit_verdict_stopped(void);
 
 /**
  * @brief A test that needs real threads in grading too, in a test table:
@@ -302,6 +307,9 @@ long kit_sweep_allocation_failures_at(const char *what, int (*attempt)(void *ctx
 /** @brief Fail at @p file : @p line unless the live blocks are @p before again,
  *         naming the lines that allocated the last blocks still live. */
 void kit_fail_on_leak(long before, const char *file, int line);
+/* " - allocated at msgq.c:36 in msgq_create, ..." for the @p leaked blocks
+ * allocated last and still live (up to four places), or "" (kit_wrap.c). */
+void kit_leak_places(long leaked, char *out, size_t size);
 /** @brief Assert that everything allocated since @p before (kit_live_allocations()) was freed. */
 #define assert_no_leak_since(before) kit_fail_on_leak((before), __FILE__, __LINE__)
 

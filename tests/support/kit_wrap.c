@@ -643,16 +643,22 @@ void kit_fail_on_leak(long before, const char *file, int line)
                     "the code did not allocate\n", -leaked);
         _fail(file, line);
     }
+    char places[800];
+    kit_leak_places(leaked, places, sizeof places);
+    print_error("%ld block(s) allocated during the test were never freed%s\n", leaked, places);
+    _fail(file, line);
+}
+
+void kit_leak_places(long leaked, char *out, size_t size)
+{
     enum { NAMED = 4 };
     void *callers[NAMED];
     int n = newest_callers(callers, leaked < NAMED ? (int)leaked : NAMED);
-    char places[NAMED][160], text[900];
+    char places[NAMED][160];
     kit_describe_places(callers, n, places);
-    int at = snprintf(text, sizeof text, "%ld block(s) allocated during the test were never freed - allocated at", leaked);
-    for (int i = 0; i < n && at < (int)sizeof text; i++)
-        at += snprintf(text + at, sizeof text - (size_t)at, "%s %s", i ? "," : "", places[i]);
-    print_error("%s\n", text);
-    _fail(file, line);
+    int at = snprintf(out, size, "%s", n > 0 ? " - allocated at" : "");
+    for (int i = 0; i < n && at < (int)size; i++)
+        at += snprintf(out + at, size - (size_t)at, "%s %s", i ? "," : "", places[i]);
 }
 
 /* A block handed to the code under test: one more to give back. */

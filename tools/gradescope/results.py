@@ -38,6 +38,8 @@ def test_entry(number, test, work_dir):
             output += "\n\n" + detail
     if test.get("debug"):
         output += "\nDebug it in your kit: " + test["debug"]
+    if test.get("feedback"):
+        output += "\n\nFeedback (no points): " + test["feedback"]
     return {
         "name": name,
         "number": number,

@@ -41,6 +41,9 @@ struct test_case {
     bool race_free;        /* the test delivered its race token: none of its schedules saw a data race */
     double seconds;
     char detail[4096];     /* why it did not pass, a few lines */
+    long schedules;        /* schedules it ran on (0: real threads only), its wake-ups in the code */
+    long wakeups, futile;  /* under test, and those that found nothing to do (when it passed) */
+    char feedback[384];    /* a passed test's note beside the reference, worth no points */
 };
 
 struct limits {
@@ -96,6 +99,11 @@ char *read_log(const char *path);
 void append_line(char *detail, size_t size, const char *line, size_t length);
 void cap_log(const char *path, long *budget);
 void race_lines(const char *log, char *detail, size_t size);
+
+/* grader_feedback.c: a passed test's wake-ups beside the reference's
+ * (tests/wakeups.tsv), as feedback that is worth no points. */
+int load_reference_wakeups(const char *path);
+void compare_wakeups(struct test_case *test);
 
 /* grader_tests.c: which binary has which test, and the race-freedom line */
 enum { MAX_BINARIES = 16, MAX_NAMES = 256 };

@@ -266,12 +266,32 @@ void race_lines(const char *log, char *detail, size_t size)
     }
 }
 
+/* A passed test's wake-ups, from the harness's last "[ wake-ups ]" line
+ * (kit_sched_print_wakeups). Code under test could print one too: it is
+ * feedback worth no points, so a forged one only misleads its author. */
+static void read_wakeups(struct test_case *test, const char *log)
+{
+    static const char tag[] = "[ wake-ups ] ";
+    const char *last = NULL;
+    for (const char *line = log ? strstr(log, tag) : NULL; line; line = strstr(line + 1, tag))
+        last = line;
+    long wakeups, futile, schedules;
+    if (last && sscanf(last + strlen(tag), "%ld wake-ups in the code under test, %ld futile, over %ld schedules",
+                       &wakeups, &futile, &schedules) == 3 && schedules > 0) {
+        test->wakeups = wakeups;
+        test->futile = futile;
+        test->schedules = schedules;
+    }
+}
+
 void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
                 const char *stuck_threads, const struct run_options *options)
 {
     test->seconds = end->seconds;
     char *log = read_log(log_path);
     judge(test, end, token_ok, log, options);
+    if (test->verdict == V_PASSED)
+        read_wakeups(test, log);
     if (test->verdict == V_PASSED && !test->race_free && options->race_fails_test) {
         test->verdict = V_RACE; /* the reference, a mutant: a race is a failure of its own */
         race_lines(log, test->detail, sizeof test->detail);

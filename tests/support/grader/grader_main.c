@@ -29,6 +29,7 @@ enum { MAX_TESTS = 1024, MAX_CHAPTERS = 32 };
 struct config {
     const char *rubric, *bin_dir, *mode, *report_dir, *implementation;
     const char *tsan_bin_dir, *tsan_build, *tsan_wrapper;
+    const char *wakeups;       /* the reference's wake-ups per test (tests/wakeups.tsv), for feedback */
     const char *tsan_chapters[MAX_CHAPTERS]; /* whose race-free line is a ThreadSanitizer run */
     bool tsan_always;                        /* ... even when other tests failed (make tsan SUBMISSION=) */
     int tsan_chapter_count;
@@ -68,7 +69,7 @@ static const struct text_option text_options[] = {
     TEXT("--implementation", implementation), TEXT("--tsan-bin", tsan_bin_dir), TEXT("--tsan-build", tsan_build),
     TEXT("--tsan-wrapper", tsan_wrapper), TEXT("--wrapper", run.wrapper), TEXT("--source-root", run.source_root),
     TEXT("--debug-args", debug_args), TEXT("--confine", run.confine), TEXT("--gate", gate_dir),
-    TEXT("--build", build), TEXT("--build-log", build_log), { NULL, 0 },
+    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), { NULL, 0 },
 };
 
 /* Returns whether arg was one of the options with a value; sets it. */
@@ -76,7 +77,9 @@ static bool text_option(struct config *config, const char *arg, const char *valu
 {
     for (int i = 0; text_options[i].name; i++)
         if (strcmp(arg, text_options[i].name) == 0) {
-            *(const char **)((char *)config + text_options[i].offset) = value[0] ? value : NULL;
+            /* "" is no value, but for --debug-args: the grade of exercises/ needs no words after make debug */
+            bool keep_empty = strcmp(arg, "--debug-args") == 0;
+            *(const char **)((char *)config + text_options[i].offset) = value[0] || keep_empty ? value : NULL;
             return true;
         }
     return false;
@@ -182,7 +185,8 @@ static void reject_chapter(struct test_case *tests, int count, const char *chapt
  * Graded, a chapter's race-free line is earned when each of its tests ran to
  * its end without a data race on any of its schedules: each delivered its
  * race token (kit_sched_memory.c, kit_test.c), whether it passed or not - the
- * same verdict in every grading. A chapter whose tests all run on real threads
+ * same verdict in every grading (a test stopped by a deadlock or a hang gives
+ * no race token: it did not run to its end). A chapter whose tests all run on real threads
  * (on a Redis server: --tsan-chapter) earns it under ThreadSanitizer instead,
  * once every test passes. */
 
@@ -200,15 +204,17 @@ static void explain_no_race_token(const struct config *config, const struct test
     char path[1200];
     textf(path, sizeof path, "%s/%s.%s.log", config->run.log_dir, test->chapter, test->name);
     char *log = read_log(path);
-    if (log && strstr(log, "[ race     ] DATA RACE")) {
+    if (log && (strstr(log, "[ race     ] DATA RACE") || strstr(log, "[ race     ] LOCK ORDER"))) {
         line->verdict = V_RACE;
-        textf(line->detail, sizeof line->detail, "%s saw a data race on its schedule:\n", test->name);
+        textf(line->detail, sizeof line->detail, "%s saw a %s on its schedule:\n", test->name,
+              strstr(log, "[ race     ] DATA RACE") ? "data race" : "lock-order inversion");
         race_lines(log, line->detail, sizeof line->detail);
     } else {
         line->verdict = V_FAILED;
         textf(line->detail, sizeof line->detail,
-              "%s ended before it could say it saw no data race (it crashed, was stopped or did not run): this "
-              "line is earned once every test of the chapter runs to its end without a race\n", test->name);
+              "%s did not run to its end (a deadlock, a hang, a crash, or it never ran), so it cannot show that it "
+              "met no data race: this line is earned once every test of the chapter runs to its end without a "
+              "race\n", test->name);
     }
     free(log);
 }
@@ -372,6 +378,8 @@ static void grade_line(const struct config *config, struct test_case *test, stru
     snprintf(test->binary, sizeof test->binary, "%s", binary);
     run_test_case(test, &config->run);
     explain_failure(test);
+    if (is_mode(config, "grade"))
+        compare_wakeups(test);
 }
 
 /* The lines of a chapter whose files the gate refused, before and after
@@ -562,12 +570,35 @@ static void claim_slot(struct config *config)
     setenv("KIT_SANDBOX_CPUS", text, 1);
 }
 
+/* Deletes the test programs an earlier build left in bin/chapter/. */
+static void remove_test_programs(const char *bin, const char *chapter)
+{
+    char dir[1200];
+    textf(dir, sizeof dir, "%s/%s", bin, chapter);
+    DIR *folder = opendir(dir);
+    for (struct dirent *entry; folder && (entry = readdir(folder));) {
+        char path[1400];
+        if (strncmp(entry->d_name, "test_", 5) == 0) {
+            textf(path, sizeof path, "%s/%s", dir, entry->d_name);
+            unlink(path);
+        }
+    }
+    if (folder)
+        closedir(folder);
+}
+
 /* The submission's build, confined by make's own rules; what the compiler
- * said of a file that did not compile is shown, and its chapter scores 0. */
-static void build_submission(const struct config *config)
+ * said of a file that did not compile is shown, and its chapter scores 0.
+ * The test programs of an earlier grade of the same folder go first: a
+ * chapter that no longer compiles must meet no test, never the tests
+ * linked with the code it had before. */
+static void build_submission(const struct config *config, const struct test_case *tests, int count)
 {
     if (!config->build)
         return;
+    for (int i = 0; i < count; i++)
+        if (selected(config, tests[i].chapter))
+            remove_test_programs(config->bin_dir, tests[i].chapter);
     fflush(stdout);
     if (system(config->build) == 0)
         return;
@@ -644,7 +675,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kit-grade: %s\n", error);
         return 2;
     }
-    build_submission(&config);
+    if (config.wakeups && load_reference_wakeups(config.wakeups) < 0)
+        fprintf(stderr, "kit-grade: %s: %s (no wake-up feedback)\n", config.wakeups, strerror(errno));
+    build_submission(&config, tests, count);
     struct totals totals = { 0 };
     for (int i = 0; i < count && !totals.killed; i++)
         if ((i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0) && selected(&config, tests[i].chapter))

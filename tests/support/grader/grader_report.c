@@ -74,7 +74,7 @@ int load_rubric(const char *path, struct test_case *tests, int max_tests, char *
 static const char *race_label(const struct test_case *test)
 {
     return strstr(test->description, "ThreadSanitizer") ? "race-free under ThreadSanitizer"
-                                                          : "race-free (no data race on the schedules)";
+                                                          : "race-free (no data race, no lock-order inversion)";
 }
 
 void print_chapter_header(const char *chapter)
@@ -198,6 +198,8 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
             line = end ? end + 1 : line + length;
         }
     }
+    if (test->verdict == V_PASSED && test->feedback[0])
+        printf("      feedback (no points): %s\n", test->feedback);
     char command[512];
     debug_command(test, debug_args, command, sizeof command);
     if (command[0])
@@ -364,6 +366,11 @@ int write_json_report(const char *path, const char *mode, const char *implementa
         debug_command(t, debug_args, command, sizeof command);
         fputs(", \"debug\": ", out);
         json_string(out, command);
+        fputs(", \"feedback\": ", out);
+        json_string(out, t->feedback);
+        if (t->schedules > 0)
+            fprintf(out, ", \"schedules\": %ld, \"wakeups\": %ld, \"futile_wakeups\": %ld", t->schedules,
+                    t->wakeups, t->futile);
         fprintf(out, ", \"integrity\": %s}", t->integrity ? "true" : "false");
     }
     fputs("\n  ]\n}\n", out);
