@@ -1480,12 +1480,12 @@ static const kit_spec_t mw_spec = {
  * explains, given that the workers may be anywhere between two calls; a
  * consumer still asleep at the end must be one with nothing to take; and
  * once quiet, every accepted task ran once (or a stop cancelled it) and
- * left exactly one record. Each scenario runs on two random walks rather
- * than a partial-order search or random priorities: the workers make
- * schedules long, and the races that matter here - a timed take whose
- * deadline comes with the result or the close, a snapshot between two
- * critical sections that should be one - need a waiter to give up at one
- * moment, which a walk picks as often as any other step. */
+ * left exactly one record. Each scenario runs on two random walks: on so
+ * small a budget, a partial-order search (dpor:2) spends it on the
+ * workers' last steps and missed every catalogued race, and random
+ * priorities (pct) miss a timed take whose deadline comes with the result
+ * or the close - a walk lets a sleeper time out at any step, as often as
+ * any thread moves. */
 static void test_mw_explore_generated_scenarios(void **state)
 {
     (void)state;
