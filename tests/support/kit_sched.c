@@ -483,7 +483,7 @@ static struct sched_thread *choose_next(void)
             return NULL;
         if (!advance_time()) {
             sched.deadlocked = true; /* the report says who waits on what (sched_explain_deadlock) */
-            sched_fail("deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+            sched_fail("deadlock or lost wake-up: no thread can go on, and no wait has a deadline that will end it");
             return NULL;
         }
     }

@@ -488,7 +488,7 @@ void sched_explain_deadlock(void)
     char text[1800];
     struct text x = { text, sizeof text, 0 };
     const struct sched_thread *root = root_of_deadlock();
-    put(&x, "deadlock or lost wake-up: no thread can go on, and none waits with a deadline");
+    put(&x, "deadlock or lost wake-up: no thread can go on, and no wait has a deadline that will end it");
     if (root != NULL) {
         put(&x, ": ");
         explain_thread(&x, root);

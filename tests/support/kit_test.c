@@ -551,8 +551,8 @@ void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const ch
         waited += KIT_HANG_MS;
         if (waited >= limit) {
             char message[512];
-            snprintf(message, sizeof message, "%s: still blocked after %ld ms - a lost wake-up or a deadlock", what,
-                     KIT_HANG_MS);
+            snprintf(message, sizeof message, "%s: still blocked after %ld ms%s - a lost wake-up or a deadlock",
+                     what, KIT_HANG_MS, kit_sched_active() ? " of the schedule's virtual time" : "");
             kit_stop_test(message, file, line);
         }
     }

@@ -161,6 +161,8 @@ static void flush_thread(struct thread_summary *thread, enum stacks_view view, c
     if (!thread->name[0] || (view == CRASHED_THREAD && !thread->crashed) ||
         (view == REPORTING_THREAD && !thread->reporter))
         return;
+    if (strstr(thread->name, "[scheduler]") && !thread->crashed && !thread->reporter)
+        return; /* the harness's own thread that runs the schedule: nothing of the student's */
     char line[1500];
     if (view == REPORTING_THREAD)
         textf(line, sizeof line, "called from: %s", thread->chain);
