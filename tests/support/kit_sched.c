@@ -639,8 +639,22 @@ void kit_sched_dump_stacks(const char *why, const char *message)
 /* The mutex kinds the model knows: the default (and glibc's adaptive one,
  * which behaves the same), error-checking and recursive - not robust, nor
  * shared between processes, nor with a priority protocol. */
+/* A mutex or condition variable in a block freed on this schedule: the kit
+ * fills freed memory with 0xdd (kit_wrap.c), so a use after free reads
+ * the same bytes, and is told, in every grading. */
+static void check_not_freed(const void *object, size_t size, const char *what)
+{
+    const unsigned char *byte = object;
+    for (size_t i = 0; i < size; i++)
+        if (byte[i] != 0xdd)
+            return;
+    misuse("%s uses a %s in memory that was freed (the kit fills freed memory with 0xdd bytes): a use after free - "
+           "was it destroyed, or its object freed, while a thread still used it?", kit_thread_name(), what);
+}
+
 static int kind_of(const pthread_mutex_t *mutex)
 {
+    check_not_freed(mutex, sizeof *mutex, "mutex");
 #if defined(__GLIBC__)
     int kind = mutex->__data.__kind;
     if ((kind & ~3) != 0)
@@ -768,6 +782,8 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
 {
     if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S))
         return EINVAL; /* as glibc says, before it waits */
+    check_not_freed(cond, sizeof *cond, "condition variable");
+    check_not_freed(mutex, sizeof *mutex, "mutex");
     int obj = object_of(cond, 'C');
     int lock = object_of(mutex, 'M');
     check_wait(obj, lock);
@@ -811,6 +827,7 @@ static int unwoken_waiters(int obj, struct sched_thread **out)
 
 int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
 {
+    check_not_freed(cond, sizeof *cond, "condition variable");
     int obj = object_of(cond, 'C');
     at(me, RUNNABLE, all ? OP_BROADCAST : OP_SIGNAL, obj, where);
     switch_point();
