@@ -17,7 +17,6 @@
 #include "kit_scenario.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,30 +127,12 @@ static void draw_scenario(const kit_spec_t *spec, int number, struct scenario *s
 
 /* ---- Printing it as code ----------------------------------------------------------- */
 
-struct text {
-    char *out;
-    size_t size, at;
-};
-
-static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct text *t, const char *fmt, ...)
-{
-    if (t->at >= t->size)
-        return;
-    va_list args;
-    va_start(args, fmt);
-    int n = vsnprintf(t->out + t->at, t->size - t->at, fmt, args);
-    va_end(args);
-    if (n > 0)
-        t->at += (size_t)n < t->size - t->at ? (size_t)n : t->size - t->at - 1;
-}
-
 static char thread_letter(int thread)
 {
     return (char)('A' + thread - 1);
 }
 
-static void print_call_line(struct text *t, const struct run *r, int i)
+static void print_call_line(kit_text_t *t, const struct run *r, int i)
 {
     const kit_spec_t *spec = r->sc->spec;
     const kit_call_t *c = &r->calls[i];
@@ -168,29 +149,29 @@ static void print_call_line(struct text *t, const struct run *r, int i)
     else
         snprintf(out, sizeof out, "-> %s", c->ret == 0 ? "0" : kit_errno_name(c->ret));
     if (c->thread == 0)
-        put(t, "\n      %-36s /* %s */", call, out);
+        kit_text_put(t, "\n      %-36s /* %s */", call, out);
     else
-        put(t, "\n      %c: %-33s /* %s */", thread_letter(c->thread), call, out);
+        kit_text_put(t, "\n      %c: %-33s /* %s */", thread_letter(c->thread), call, out);
 }
 
-static void print_scenario(struct text *t, const struct run *r)
+static void print_scenario(kit_text_t *t, const struct run *r)
 {
     const kit_spec_t *spec = r->sc->spec;
     char create[120];
     spec->print_create(r->sc->param, create, sizeof create);
-    put(t, "\n    the scenario (KIT_SCENARIO=%d):\n      %s;", r->sc->number, create);
+    kit_text_put(t, "\n    the scenario (KIT_SCENARIO=%d):\n      %s;", r->sc->number, create);
     for (int i = 0; i < r->sc->first_post; i++)
         if (r->calls[i].thread == 0)
             print_call_line(t, r, i);
-    put(t, "\n      then, at once, on threads");
+    kit_text_put(t, "\n      then, at once, on threads");
     for (int k = 1; k <= r->sc->nthreads; k++)
-        put(t, "%s %c", k == 1 ? "" : (k == r->sc->nthreads ? " and" : ","), thread_letter(k));
-    put(t, ":");
+        kit_text_put(t, "%s %c", k == 1 ? "" : (k == r->sc->nthreads ? " and" : ","), thread_letter(k));
+    kit_text_put(t, ":");
     for (int i = 0; i < r->sc->ncalls; i++)
         if (r->calls[i].thread != 0)
             print_call_line(t, r, i);
     if (r->sc->first_post < r->sc->ncalls)
-        put(t, "\n      then, once nothing else can move:");
+        kit_text_put(t, "\n      then, once nothing else can move:");
     for (int i = r->sc->first_post; i < r->sc->ncalls; i++)
         print_call_line(t, r, i);
 }
@@ -366,21 +347,21 @@ static int early_timeout(const struct run *r)
     return -1;
 }
 
-static void describe_order(struct text *t, const struct check *k)
+static void describe_order(kit_text_t *t, const struct check *k)
 {
     const struct run *r = k->r;
     if (k->best_depth == 0) {
-        put(t, " (before any call takes effect)");
+        kit_text_put(t, " (before any call takes effect)");
         return;
     }
-    put(t, " (after ");
+    kit_text_put(t, " (after ");
     for (int d = 0; d < k->best_depth; d++) {
         const kit_call_t *c = &r->calls[k->best_order[d]];
         char call[160];
         r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, call, sizeof call);
-        put(t, "%s%s", d ? ", " : "", call);
+        kit_text_put(t, "%s%s", d ? ", " : "", call);
     }
-    put(t, ")");
+    kit_text_put(t, ")");
 }
 
 static void state_after(const struct check *k, unsigned char *state)
@@ -391,10 +372,10 @@ static void state_after(const struct check *k, unsigned char *state)
         r->sc->spec->ops[r->calls[k->best_order[d]].op].take_effect(state, &r->calls[k->best_order[d]]);
 }
 
-static void fail_check(struct run *r, const char *what, int call, struct text *t)
+static void fail_check(struct run *r, const char *what, int call, kit_text_t *t)
 {
     const kit_spec_t *spec = r->sc->spec;
-    put(t, "\n    the header: %s", spec->ops[r->calls[call].op].rule);
+    kit_text_put(t, "\n    the header: %s", spec->ops[r->calls[call].op].rule);
     print_scenario(t, r);
     kit_explore_fail(r->file, r->line, "%s%s", what, t->out);
 }
@@ -403,7 +384,7 @@ static void check_history(struct run *r)
 {
     static struct check k;
     static char text[3200];
-    struct text t = { text, sizeof text, 0 };
+    kit_text_t t = { text, sizeof text, 0 };
     text[0] = '\0';
     const kit_spec_t *spec = r->sc->spec;
     int early = early_timeout(r);
@@ -411,7 +392,7 @@ static void check_history(struct run *r)
         const kit_call_t *c = &r->calls[early];
         char call[160];
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
-        put(&t, "%s returned ETIMEDOUT after %.3f ms, before its timeout of %ld ms.", call,
+        kit_text_put(&t, "%s returned ETIMEDOUT after %.3f ms, before its timeout of %ld ms.", call,
             (double)(c->ended_ns - c->started_ns) / 1e6, c->timeout_ms);
         fail_check(r, "", early, &t);
     }
@@ -435,10 +416,10 @@ static void check_history(struct run *r)
     if (k.lost_call >= 0) {
         const kit_call_t *c = &r->calls[k.lost_call];
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
-        put(&t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s%s", call,
+        kit_text_put(&t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s%s", call,
             thread_letter(c->thread), state[0] ? state : "the calls that returned let it through", "");
         describe_order(&t, &k);
-        put(&t, ": it should have been woken.");
+        kit_text_put(&t, ": it should have been woken.");
         fail_check(r, "", k.lost_call, &t);
     }
     const kit_call_t *c = &r->calls[k.stuck_call];
@@ -446,10 +427,10 @@ static void check_history(struct run *r)
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
     if (spec->print_out)
         spec->print_out(c, out, sizeof out);
-    put(&t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
+    kit_text_put(&t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
         out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
     describe_order(&t, &k);
-    put(&t, ".");
+    kit_text_put(&t, ".");
     fail_check(r, "", k.stuck_call, &t);
 }
 
@@ -463,10 +444,10 @@ static void check_released(struct run *r)
         if (!r->pending[i] || c->ret == spec->released_ret)
             continue;
         static char text[3200];
-        struct text t = { text, sizeof text, 0 };
+        kit_text_t t = { text, sizeof text, 0 };
         char call[160];
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
-        put(&t, "%s slept until the end, was woken by the release, and returned %s: it must return %s.", call,
+        kit_text_put(&t, "%s slept until the end, was woken by the release, and returned %s: it must return %s.", call,
             kit_errno_name(c->ret), kit_errno_name(spec->released_ret));
         fail_check(r, "", i, &t);
     }
@@ -512,8 +493,8 @@ static void scenario_body(void *raw)
     const char *wrong = spec->at_quiet ? spec->at_quiet(r->object, r->final) : NULL;
     if (wrong != NULL) {
         static char text[3200];
-        struct text t = { text, sizeof text, 0 };
-        put(&t, "%s", wrong);
+        kit_text_t t = { text, sizeof text, 0 };
+        kit_text_put(&t, "%s", wrong);
         print_scenario(&t, r);
         kit_explore_fail(r->file, r->line, "%s", text);
     }

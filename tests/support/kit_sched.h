@@ -217,6 +217,14 @@ typedef struct {
 } kit_code_call_t;
 /** Whether this thread made such a call; if so, *call is the last one. */
 bool kit_last_call(kit_code_call_t *call);
+/** A message built piece by piece in a fixed buffer (a failure's words);
+ *  what does not fit is cut, never overflowed. */
+typedef struct {
+    char *out;
+    size_t size, at;
+} kit_text_t;
+void kit_text_put(kit_text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /** Whether a lock-order inversion was seen in this process, and forgets it:
  *  for a test of the kit that makes one on purpose. */
 bool kit_sched_take_lock_inversion(void);

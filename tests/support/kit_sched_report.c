@@ -200,13 +200,8 @@ static const char *object_name(int obj, char *out, size_t size)
  * what, and who could have woken them - the last signal of each condition
  * variable a thread sleeps on, and where that signaller stands now. */
 
-struct text {
-    char *out;
-    size_t size, at;
-};
 
-static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct text *t, const char *fmt, ...)
+void kit_text_put(kit_text_t *t, const char *fmt, ...)
 {
     if (t->at + 1 >= t->size)
         return;
@@ -320,45 +315,45 @@ static long signal_since(int obj, long since)
 
 /* Why sleeper t on object t->obj was not woken: who held its mutex since it
  * slept without a signal, or that nobody did; and the last wake-up before. */
-static void explain_sleeper(struct text *x, const struct sched_thread *t)
+static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
 {
     char a[16], m[16], here[160], there[160];
     where_text(t->where, here, sizeof here);
     const char *object = object_name(t->obj, a, sizeof a);
     long since = began_waiting(t);
-    put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
+    kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
     long held[HOLDERS_NAMED];
     int nheld = t->state == WAITING ? holders_since(t, t->obj2, since, held, HOLDERS_NAMED) : 0;
     for (int i = 0; i < nheld; i++) {
         const struct sched_step *step = &sched.steps[held[i]];
         where_text(step->where, there, sizeof there);
-        put(x, "%s %s held %s at %s (step %ld)", i == 0 ? "; since then" : ",", sched.threads[step->thread]->name,
+        kit_text_put(x, "%s %s held %s at %s (step %ld)", i == 0 ? "; since then" : ",", sched.threads[step->thread]->name,
             object_name(t->obj2, m, sizeof m), there, held[i] + 1);
     }
     long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
     if (signal >= 0) {
         const struct sched_step *step = &sched.steps[signal];
         where_text(step->where, there, sizeof there);
-        put(x, "%s %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
+        kit_text_put(x, "%s %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
             "sleeper, any one - where sleepers wait for different things, it takes a broadcast (or a condition "
             "variable for each kind of sleeper)", nheld > 0 ? ";" : "; since then", sched.threads[step->thread]->name,
             object, there, signal + 1);
     } else if (nheld > 0) {
-        put(x, " and nobody signalled %s: whatever changed there for it needs a signal or broadcast of %s", object,
+        kit_text_put(x, " and nobody signalled %s: whatever changed there for it needs a signal or broadcast of %s", object,
             object);
     } else {
-        put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
+        kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
     }
     long wake = last_wake_of(t->obj);
     if (wake < 0 || wake > since)
         return;
     const struct sched_step *step = &sched.steps[wake];
     where_text(step->where, there, sizeof there);
-    put(x, " (its last wake-up, by %s at %s, step %ld, came before it slept)", sched.threads[step->thread]->name,
+    kit_text_put(x, " (its last wake-up, by %s at %s, step %ld, came before it slept)", sched.threads[step->thread]->name,
         there, wake + 1);
 }
 
-static void explain_thread(struct text *x, const struct sched_thread *t)
+static void explain_thread(kit_text_t *x, const struct sched_thread *t)
 {
     char a[16], here[160];
     where_text(t->where, here, sizeof here);
@@ -369,7 +364,7 @@ static void explain_thread(struct text *x, const struct sched_thread *t)
         break;
     case LOCKING: {
         int owner = sched.objects[t->obj].owner;
-        put(x, "%s waits to lock %s at %s, held by %s%s", t->name, object_name(t->obj, a, sizeof a), here,
+        kit_text_put(x, "%s waits to lock %s at %s, held by %s%s", t->name, object_name(t->obj, a, sizeof a), here,
             owner >= 0 ? sched.threads[owner]->name : "nobody",
             in_lock_cycle(t) ? " - a cycle of threads each holding the mutex the next one needs (take mutexes in "
                                "one order everywhere)"
@@ -377,15 +372,15 @@ static void explain_thread(struct text *x, const struct sched_thread *t)
         break;
     }
     case JOINING:
-        put(x, "%s waits for %s to end (pthread_join at %s)", t->name, sched.threads[t->target]->name, here);
+        kit_text_put(x, "%s waits for %s to end (pthread_join at %s)", t->name, sched.threads[t->target]->name, here);
         break;
     case AWAITING:
-        put(x, "%s waits until %d thread%s asleep, and fewer are: one that should still sleep has returned (a wait "
+        kit_text_put(x, "%s waits until %d thread%s asleep, and fewer are: one that should still sleep has returned (a wait "
             "without a while loop around it returns at any wake-up, a spurious one too)", t->name, t->target,
             t->target == 1 ? " is" : "s are");
         break;
     default:
-        put(x, "%s is at %s", t->name, here);
+        kit_text_put(x, "%s is at %s", t->name, here);
     }
 }
 
@@ -486,18 +481,18 @@ void sched_explain_deadlock(void)
     }
     resolve_places();
     char text[1800];
-    struct text x = { text, sizeof text, 0 };
+    kit_text_t x = { text, sizeof text, 0 };
     const struct sched_thread *root = root_of_deadlock();
-    put(&x, "deadlock or lost wake-up: no thread can go on, and no wait has a deadline that will end it");
+    kit_text_put(&x, "deadlock or lost wake-up: no thread can go on, and no wait has a deadline that will end it");
     if (root != NULL) {
-        put(&x, ": ");
+        kit_text_put(&x, ": ");
         explain_thread(&x, root);
     }
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         if (t == root)
             continue;
-        put(&x, "\n      ");
+        kit_text_put(&x, "\n      ");
         explain_thread(&x, t);
     }
     snprintf(sched.message, sizeof sched.message, "%s", text);
