@@ -284,9 +284,21 @@ static void read_wakeups(struct test_case *test, const char *log)
     }
 }
 
+/* A limit that grew with the machine's load (grader_proc.c) says so. */
+static const char *load_note(const struct process_end *end, const struct run_options *options, char *note,
+                             size_t size)
+{
+    note[0] = '\0';
+    if (end->seconds > options->limits.wall_seconds + 1)
+        textf(note, size, "(%.0f s on the clock: the machine was busy, so the limit grew by the time its work "
+              "waited for a CPU)\n", end->seconds);
+    return note;
+}
+
 void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
                 const char *stuck_threads, const struct run_options *options)
 {
+    char note[160];
     test->seconds = end->seconds;
     char *log = read_log(log_path);
     judge(test, end, token_ok, log, options);
@@ -297,8 +309,8 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
         race_lines(log, test->detail, sizeof test->detail);
     }
     if (end->timed_out)
-        textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s",
-              options->limits.wall_seconds, stuck_threads);
+        textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s%s",
+              options->limits.wall_seconds, load_note(end, options, note, sizeof note), stuck_threads);
     if (test->verdict != V_PASSED)
         point_at_logs(test, log, log_path, options);
     free(log);
