@@ -14,6 +14,7 @@
 #include "kit_sched_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,10 +348,40 @@ static const char *failure_message(void)
 }
 
 /* Run the body once under the scheduler; false if the schedule failed. */
+/* ---- One CPU for a schedule ------------------------------------------------------
+ * A schedule runs one thread at a time, handing the run token from thread to
+ * thread through semaphores. Across CPUs, each hand-over wakes an idle CPU;
+ * on one, it is a plain switch: chapter 01's generated scenarios take half
+ * the time (2.4 s against 4.4-6.4 s on a loaded 2-core machine). So a
+ * schedule's threads run on the CPU the controller was given for it - the
+ * kernel's choice, made afresh for every schedule - and inherit it. */
+static cpu_set_t cpus_allowed; /* the process's own mask, restored between schedules */
+static bool cpus_known;
+
+static void pin_schedule_to_this_cpu(void)
+{
+    int cpu = sched_getcpu();
+    cpus_known = cpus_known || sched_getaffinity(0, sizeof cpus_allowed, &cpus_allowed) == 0;
+    if (!cpus_known || cpu < 0 || !CPU_ISSET(cpu, &cpus_allowed))
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+}
+
+static void unpin(void)
+{
+    if (cpus_known)
+        sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+}
+
 static bool run_schedule(struct body_call *call)
 {
     reset_schedule();
+    pin_schedule_to_this_cpu();
     struct sched_thread *first = sched_new_thread(body_main, call, NULL);
+    unpin(); /* the schedule's threads keep the one CPU; the controller only waits */
     if (first == NULL)
         fail_msg("the explorer could not start a thread");
     schedules_run++;
