@@ -111,7 +111,9 @@ static void producers_and_consumers(void *ctx)
     for (int i = 0; i < CONSUMERS; i++)
         explore_ok(pthread_join(consumers[i], NULL));
     check_each_taken_once_in_order(took);
-    kit_explore_check(msgq_size(q) == 0, "%zu messages left in the queue after every one was taken", msgq_size(q));
+    size_t left = msgq_size(q);
+    kit_explore_check(left == 0, "%zu message%s left in the queue after every one was taken", left,
+                      left == 1 ? "" : "s");
     msgq_destroy(q);
 }
 

@@ -531,8 +531,10 @@ void sched_describe_step(const struct sched_step *step, char *out, size_t size)
     case OP_JOIN:
         snprintf(out, size, "%s %s", op_names[step->op], thread);
         break;
-    default:
-        snprintf(out, size, "%s %s", op_names[step->op], object_name(step->obj, a, sizeof a));
+    default: { /* a start, an end, a yield have no object */
+        const char *object = object_name(step->obj, a, sizeof a);
+        snprintf(out, size, "%s%s%s", op_names[step->op], object[0] ? " " : "", object);
+    }
     }
 }
 
