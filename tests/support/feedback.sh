@@ -7,7 +7,10 @@
 # sentence and the log file of every failure. Three gradings: as `make
 # grade` runs the tests (each on one schedule, "plain"), on real threads
 # (`REAL_THREADS=1`, "real"), and under ThreadSanitizer ("tsan"). As root,
-# the tests run in the grading sandbox, as they do for `make grade`.
+# the tests run in the grading sandbox, as they do for `make grade`; the
+# plain grading is also confined by kit-confine where bubblewrap is there,
+# exactly as `make grade` confines a test (a crash must read as a crash
+# through it too).
 # Usage: tests/support/feedback.sh TSAN_WRAPPER
 set -u
 grader=build/tools/kit-grade
@@ -16,10 +19,12 @@ tsan_wrapper=${1:-}
 rm -rf "$out"; mkdir -p "$out"
 sandbox=()
 [ "$(id -u)" -eq 0 ] && sandbox=(--sandbox-uid 64000)
+confined=()
+command -v bwrap >/dev/null && confined=(--confine build/tools/kit-confine)
 grep -v race tests/feedback/rubric.tsv >"$out/rubric-plain.tsv"
 grep race tests/feedback/rubric.tsv >"$out/rubric-tsan.tsv"
 "$grader" --mode grade --rubric "$out/rubric-plain.tsv" --bin build/tests --chapter feedback --timeout 12 \
-    --report "$out/plain" --source-root "$PWD/" "${sandbox[@]}" >"$out/plain.txt" 2>&1
+    --report "$out/plain" --source-root "$PWD/" "${sandbox[@]}" "${confined[@]}" >"$out/plain.txt" 2>&1
 "$grader" --mode grade --rubric "$out/rubric-plain.tsv" --bin build/tests --chapter feedback --timeout 12 \
     --real-threads --report "$out/real" --source-root "$PWD/" "${sandbox[@]}" >"$out/real.txt" 2>&1
 KIT_SLOW=1 "$grader" --mode grade --rubric "$out/rubric-tsan.tsv" --bin build/tsan/tests --chapter feedback \

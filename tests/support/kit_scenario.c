@@ -176,6 +176,29 @@ static void print_scenario(kit_text_t *t, const struct run *r)
         print_call_line(t, r, i);
 }
 
+/* The scenario on one line, for a crash report: a crash ends the process
+ * before any history can be printed. */
+static void crash_context_of(const struct scenario *sc, int count)
+{
+    static char text[1024];
+    kit_text_t t = { text, sizeof text, 0 };
+    char call[160];
+    sc->spec->print_create(sc->param, call, sizeof call);
+    kit_text_put(&t, "it crashed in scenario %d of %d (KIT_SCENARIO=%d runs it alone): %s;", sc->number, count,
+                 sc->number, call);
+    for (int i = 0; i < sc->ncalls; i++) {
+        const kit_call_t *c = &sc->plan[i];
+        sc->spec->print_call(c, sc->spec->ops[c->op].name, call, sizeof call);
+        if (i == sc->first_post)
+            kit_text_put(&t, " then");
+        if (c->thread == 0)
+            kit_text_put(&t, " %s;", call);
+        else
+            kit_text_put(&t, " %c: %s;", thread_letter(c->thread), call);
+    }
+    kit_crash_context(text);
+}
+
 /* ---- Running it ---------------------------------------------------------------------- */
 
 static void run_call(struct run *r, kit_call_t *c)
@@ -539,7 +562,10 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
         snprintf(extra, sizeof extra, "%d", number);
         kit_sched_replay_scenario(extra);
         static kit_explore_result_t result;
-        if (!kit_explore_search(test, options, scenario_body, &r, &result)) {
+        crash_context_of(&sc, count);
+        bool passed = kit_explore_search(test, options, scenario_body, &r, &result);
+        kit_crash_context(NULL);
+        if (!passed) {
             if (result.gave_up)
                 fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result.message);
             char make_args[1200];

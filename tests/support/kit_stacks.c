@@ -187,6 +187,15 @@ static const char *crash_words(int sig)
 
 static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 
+/* Written before a part of a test starts its threads, read by the crash
+ * handler: ready text, for a handler may not format. */
+static char crash_context[1024];
+
+void kit_crash_context(const char *text)
+{
+    snprintf(crash_context, sizeof crash_context, "%s", text ? text : "");
+}
+
 /* The first thread to crash reports; one that crashes while it does (two
  * threads often trip over the same freed memory) waits here for good, so
  * that the report is not cut short: the first ends the process. */
@@ -214,6 +223,11 @@ static void on_crash(int sig)
     say(" with ");
     say(crash_words(sig));
     say("\n");
+    if (crash_context[0]) {
+        say("[  ERROR   ] --- ");
+        say(crash_context);
+        say("\n");
+    }
     kit_dump_stacks_with_gdb("a crash"); /* in a signal handler: gdb, never the scheduler's stdio */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered on return: the process dies of it, for the runner to see */

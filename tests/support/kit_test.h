@@ -180,6 +180,9 @@ void kit_skip_caller_stack(void);
 /** @brief On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: say so in words,
  *         dump the stacks, and die of the signal. Called before each test. */
 void kit_catch_crashes(void);
+/** @brief What the test is running now, said by a crash report ("scenario 17
+ *         of 100 ..."), or NULL once it is over. The text is copied. */
+void kit_crash_context(const char *text);
 
 /** @brief A thread the main thread can wait for with a timeout. */
 typedef struct kit_worker {

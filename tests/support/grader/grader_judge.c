@@ -221,6 +221,19 @@ static void judge_exit(struct test_case *test, int code, bool token_ok, const ch
         explain_stacks(test, stacks, options);
 }
 
+/* The signal a test died of, or 0. Confined, it ran under bubblewrap,
+ * whose process 1 leaves with 128 + the signal when its command dies of one
+ * (a test that exits with such a code on purpose gains nothing: a crash
+ * earns no points either). */
+static int signal_of(int status, const struct run_options *options)
+{
+    if (WIFSIGNALED(status))
+        return WTERMSIG(status);
+    if (options->confine && WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 32)
+        return WEXITSTATUS(status) - 128;
+    return 0;
+}
+
 static void judge(struct test_case *test, const struct process_end *outcome, bool token_ok, char *log,
                   const struct run_options *options)
 {
@@ -228,9 +241,9 @@ static void judge(struct test_case *test, const struct process_end *outcome, boo
     char *stacks = cut_stacks(log);
     if (outcome->timed_out)
         test->verdict = V_TIMED_OUT; /* the diagnosis is already in detail */
-    else if (WIFSIGNALED(status)) {
+    else if (signal_of(status, options) != 0) {
         test->verdict = V_CRASHED;
-        judge_crash(test, WTERMSIG(status), log, stacks, options);
+        judge_crash(test, signal_of(status, options), log, stacks, options);
     } else {
         judge_exit(test, WEXITSTATUS(status), token_ok, log, stacks, options);
     }

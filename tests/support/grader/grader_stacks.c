@@ -109,6 +109,8 @@ struct thread_summary {
     bool crashed;         /* the signal handler frame was seen */
     bool after_signal;    /* frames below it are the faulting ones */
     bool reporter;        /* the thread that ran the test's own check */
+    bool harness_seen;    /* a frame of the harness (tests/support/) came before this one */
+    bool unstarted;       /* created on a schedule that had not run it yet: nothing of anyone's */
 };
 
 static void add_to_chain(struct thread_summary *thread, const char *text)
@@ -121,8 +123,7 @@ static void add_to_chain(struct thread_summary *thread, const char *text)
     thread->kept++;
 }
 
-static void read_frame(struct thread_summary *thread, const char *line, const struct run_options *options,
-                       enum stacks_view view)
+static void read_frame(struct thread_summary *thread, const char *line, const struct run_options *options)
 {
     char function[128], file[512], ours[512];
     if (!parse_frame(line, function, sizeof function, file, sizeof file))
@@ -139,11 +140,22 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
         thread->named_frames++;
     if (strstr(function, "kit_dump_stacks") && !thread->crashed)
         thread->reporter = true;
-    if (view == CRASHED_THREAD && thread->after_signal && !thread->state[0]) {
+    if (thread->after_signal && !thread->state[0]) {
         textf(thread->state, sizeof thread->state, "crashed in %s", plain_name(function));
         if (strstr(line, "abort") || strstr(line, "raise"))
             thread->state[0] = '\0'; /* abort()'s own frames: the caller is the news */
     }
+    /* A thread parked by the scheduler sleeps on a semaphore of its own:
+     * one at its start was never run; one at a switch point waits for its
+     * turn, the schedule running one thread at a time. */
+    if (!thread->crashed && !thread->chain[0] && !thread->state[0] && strstr(file, "kit_sched.c")) {
+        if (strcmp(function, "managed_start") == 0 && !thread->harness_seen)
+            thread->unstarted = true;
+        else if (strcmp(function, "switch_point") == 0)
+            textf(thread->state, sizeof thread->state, "waits for its turn (one thread runs at a time on a schedule)");
+    }
+    if (strstr(file, "tests/support/"))
+        thread->harness_seen = true;
     /* The blocking call nearest the code that made it names the wait: the
      * wrapper's "pthread_cond_timedwait", not glibc's inner cond_wait, and
      * not the semaphore a thread parked by the scheduler sleeps on. */
@@ -161,8 +173,8 @@ static void flush_thread(struct thread_summary *thread, enum stacks_view view, c
     if (!thread->name[0] || (view == CRASHED_THREAD && !thread->crashed) ||
         (view == REPORTING_THREAD && !thread->reporter))
         return;
-    if (strstr(thread->name, "[scheduler]") && !thread->crashed && !thread->reporter)
-        return; /* the harness's own thread that runs the schedule: nothing of the student's */
+    if ((strstr(thread->name, "[scheduler]") || thread->unstarted) && !thread->crashed && !thread->reporter)
+        return; /* the harness's own thread that runs the schedule, or one not started: nothing of the student's */
     char line[1500];
     if (view == REPORTING_THREAD)
         textf(line, sizeof line, "called from: %s", thread->chain);
@@ -212,7 +224,7 @@ void summarise_threads(const char *text, const struct run_options *options, enum
         } else if (thread->name[0]) {
             char copy[1024];
             textf(copy, sizeof copy, "%.*s", (int)(end ? end - line : (long)strlen(line)), line);
-            read_frame(thread, copy, options, view);
+            read_frame(thread, copy, options);
         }
         line = end ? end + 1 : NULL;
     }
