@@ -538,7 +538,7 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	if [ -z "$$bin" ] || [ ! -x "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
-	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) \
+	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) $(if $(SCENARIO),KIT_SCENARIO=$(SCENARIO)) \
 	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
@@ -611,12 +611,12 @@ EXPLORE_REPORT := build/explore
 # A SUBMISSION is staged, built and run confined, as make grade does.
 explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) --memory 4096 --tasks 256 --
 .PHONY: explore
-explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name REPLAY=token]
+explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name [SCENARIO=N] REPLAY=token]
 	@echo "Exploring $(EXPLORE_IMPL)"
 	@$(MAKE) --no-print-directory -s grader
 	@$(if $(SUBMISSION),$(call stage_submission,$(EXPLORE_REPORT)) && ! cat $(EXPLORE_REPORT)/gate/*.txt 2>/dev/null)
 	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(EXPLORE_REPORT)),IMPL=$(EXPLORE_IMPL)) tests-bin
-	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" \
+	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" KIT_SCENARIO="$(SCENARIO)" \
 	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' KIT_RUN_PREFIX='$(if $(SUBMISSION),$(explore_confinement))' \
 	  tests/support/explore.sh $(EXPLORE_BIN) $(ACTIVE)
 

@@ -39,7 +39,8 @@ for chapter in "$@"; do
                 grep -v '^\[ \(RUN\|  FAILED\|  PASSED\|==========\|       OK\) \|^$\|FAILED TEST' "$logs/$test.log"
             fi
             printf '%-8s %-60s %6d ms\n' "$verdict" "$chapter/$test" $((($(date +%s%N) - t0) / 1000000))
-            sed -n 's/^\[ explore  \] [a-z0-9_]*: \([0-9]* schedules.*\)/         \1/p' "$logs/$test.log"
+            sed -n -e 's/^\[ explore  \] [a-z0-9_]*: \([0-9]* schedules.*\)/         \1/p' \
+                -e 's/^\[ scenario \] [a-z0-9_]*: \([^;]*\).*/         \1/p' "$logs/$test.log"
         done
     done
 done

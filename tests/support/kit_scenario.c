@@ -586,7 +586,10 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
         complete += result.complete && !result.bound_reached;
         within_bound += result.complete && result.bound_reached;
     }
-    fprintf(stderr, "[ scenario ] %s: %d scenarios, %ld schedules, all passed", test, only > 0 ? 1 : count, schedules);
+    if (only > 0)
+        fprintf(stderr, "[ scenario ] %s: scenario %d alone, %ld schedules, all passed", test, only, schedules);
+    else
+        fprintf(stderr, "[ scenario ] %s: %d scenarios, %ld schedules, all passed", test, count, schedules);
     if (complete + within_bound > 0) /* a dfs or dpor search that ran out of branches */
         fprintf(stderr, "; searched to the end: %ld scenarios completely and %ld within the preemption bound, "
                 "%ld interleavings in all", complete, within_bound, interleavings);

@@ -41,8 +41,9 @@ static const char *relocated_name(const char *name)
     return strncmp(name, ".rela", 5) == 0 ? name + 5 : name;
 }
 
-/* Every relocation of a section refers to __tsan_init alone. */
-static bool calls_only_tsan_init(const struct elf_object *object, size_t target)
+/* The code of a section from offset @p from to its end is a few bytes, and
+ * every relocation in it refers to __tsan_init alone. */
+static bool calls_only_tsan_init(const struct elf_object *object, size_t target, Elf64_Addr from)
 {
     bool seen = false;
     for (size_t i = 0; i < object->section_count; i++) {
@@ -51,18 +52,22 @@ static bool calls_only_tsan_init(const struct elf_object *object, size_t target)
         size_t count;
         const Elf64_Rela *relocations = elf_relocations(object, i, &count);
         for (size_t r = 0; r < count; r++) {
+            if (relocations[r].r_offset < from)
+                continue;
             const Elf64_Sym *symbol = elf_relocation_symbol(object, &relocations[r]);
             if (symbol == NULL || strcmp(elf_symbol_name(object, symbol), "__tsan_init") != 0)
                 return false;
             seen = true;
         }
     }
-    return seen && object->sections[target].sh_size <= 32;
+    Elf64_Xword size = object->sections[target].sh_size;
+    return seen && from <= size && size - from <= 32;
 }
 
 /* ThreadSanitizer's instrumentation adds one constructor of its own to each
- * object: a few bytes that call __tsan_init. Allowed in those builds, and
- * nothing else that runs at load. */
+ * object: a few bytes that call __tsan_init - in a section of its own when
+ * optimised, at the end of .text without optimisation (make debug). Allowed
+ * in those builds, and nothing else that runs at load. */
 static bool instrumentation_constructor(const struct elf_object *object, const struct gate_rules *rules, size_t index)
 {
     const Elf64_Shdr *section = &object->sections[index];
@@ -76,7 +81,10 @@ static bool instrumentation_constructor(const struct elf_object *object, const s
         size_t count;
         const Elf64_Rela *relocations = elf_relocations(object, i, &count);
         const Elf64_Sym *symbol = count == 1 ? elf_relocation_symbol(object, &relocations[0]) : NULL;
-        return symbol && symbol->st_shndx < object->section_count && calls_only_tsan_init(object, symbol->st_shndx);
+        Elf64_Addr from = symbol && ELF64_ST_TYPE(symbol->st_info) == STT_SECTION ? (Elf64_Addr)relocations[0].r_addend
+                                                                                  : 0;
+        return symbol && symbol->st_shndx < object->section_count &&
+               calls_only_tsan_init(object, symbol->st_shndx, from);
     }
     return false;
 }

@@ -33,14 +33,14 @@ enum verdict {
 struct test_case {
     char chapter[64];      /* "01-monitor-queue" */
     char name[128];        /* cmocka test name, or "tsan" for the race-freedom line */
-    char description[256]; /* from the rubric */
+    char description[640]; /* from the rubric */
     char binary[512];      /* test executable that has it ("" if none) */
     int points;
     enum verdict verdict;
     bool integrity;        /* the gate refused the chapter's files: an attempt on the grader, or a mistake */
     bool race_free;        /* the test delivered its race token: none of its schedules saw a data race */
     double seconds;
-    char detail[4096];     /* why it did not pass, a few lines */
+    char detail[8192];     /* why it did not pass, a few lines */
     long schedules;        /* schedules it ran on (0: real threads only), its wake-ups in the code */
     long wakeups, futile;  /* under test, and those that found nothing to do (when it passed) */
     char feedback[384];    /* a passed test's note beside the reference, worth no points */

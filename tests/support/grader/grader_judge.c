@@ -209,7 +209,7 @@ static void judge_exit(struct test_case *test, int code, bool token_ok, const ch
     } else {
         test->verdict = V_FAILED;
         if (log)
-            failure_lines(log, test->detail, sizeof test->detail, 16);
+            failure_lines(log, test->detail, sizeof test->detail, 28);
         if (code == 127 || code == 3)
             last_lines(log ? log : "", test->detail, sizeof test->detail, 3);
         if (code == 126 && test->detail[0] == '\0') /* enter_sandbox() gave up before the test began */
