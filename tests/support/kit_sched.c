@@ -511,6 +511,11 @@ static void misuse(const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(sched.message, sizeof sched.message, fmt, args);
     va_end(args);
+    if (me) { /* the report shows where it is now, not at its last switch point */
+        me->state = RUNNABLE;
+        me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
+        sched.failer = me->id;
+    }
     sched.failed = true;
     stop_here();
 }
@@ -600,6 +605,8 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
     sched_fail("%s:%d: %s", slash ? slash + 1 : file, line, text);
     sched.failer = me->id;
     me->where = NULL; /* the message says where */
+    me->state = RUNNABLE; /* its stack is the check's, not its last switch point's */
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
     stop_here();
 }
 
@@ -644,6 +651,10 @@ void kit_sched_dump_stacks(const char *why, const char *message)
  * the same bytes, and is told, in every grading. */
 static void check_not_freed(const void *object, size_t size, const char *what)
 {
+    if ((uintptr_t)object >> 32 == 0xddddddddu) /* the pointer itself was read from a freed block */
+        misuse("%s uses a %s at an address read from memory that was freed (the kit fills freed memory with 0xdd "
+               "bytes, and this address is made of them): a use after free - a pointer read from a block after "
+               "free(), or from an object already destroyed", kit_thread_name(), what);
     const unsigned char *byte = object;
     for (size_t i = 0; i < size; i++)
         if (byte[i] != 0xdd)

@@ -669,6 +669,9 @@ void sched_print_stacks(const char *why, const struct sched_thread *reporter, vo
         if (t == reporter) {
             fprintf(stderr, "#0  kit_dump_stacks ()\n");
             print_frames(stack, depth, 1);
+        } else if (reporter == NULL && t->id == sched.failer) { /* a failed check or a misuse, where it was */
+            fprintf(stderr, "#0  kit_dump_stacks ()\n");
+            print_frames(t->stack, t->depth, 1);
         } else if (blocking_call(t) != NULL) {
             fprintf(stderr, "#0  %s ()\n", blocking_call(t));
             print_frames(t->stack, t->depth, 1);
