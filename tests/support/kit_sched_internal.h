@@ -187,7 +187,10 @@ struct sched_race {
     char thread[2][KIT_THREAD_NAME_MAX];
     long step;            /* the steps taken when it was found */
     char test[128];
+    void *callers[4];     /* where the calls that led to pc[0] were made, innermost first */
+    int ncallers;
 };
+#define RACE_CALLERS 4
 /* A lock-order inversion (kit_sched_lockorder.c): thread[i] held M serial[i][0]
  * (locked at first_at[i]) when it locked M serial[i][1] at then_at[i]; the
  * two orders are opposite. */

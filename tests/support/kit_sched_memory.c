@@ -263,11 +263,25 @@ static _Thread_local int call_depth;           /* calls of the code under test n
 static _Thread_local kit_code_call_t call_now;      /* the outermost one, while it runs */
 static _Thread_local kit_code_call_t call_last;     /* the last outermost one that returned */
 static _Thread_local bool call_returned;       /* whether call_last holds one */
+#define CALL_SITES 8
+static _Thread_local void *call_sites[CALL_SITES]; /* where each open call was made from, outermost first */
 
 void sched_call_entered(void *site, void *function)
 {
+    if (call_depth < CALL_SITES)
+        call_sites[call_depth] = site;
     if (call_depth++ == 0)
         call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
+}
+
+/* The places the open calls of this thread were made from, innermost first:
+ * for a race, the chain that led to the access. */
+static int open_call_sites(void **out, int most)
+{
+    int n = 0;
+    for (int depth = (call_depth < CALL_SITES ? call_depth : CALL_SITES) - 1; depth >= 0 && n < most; depth--)
+        out[n++] = call_sites[depth];
+    return n;
 }
 
 void sched_call_left(void)
@@ -360,6 +374,7 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
     raced = true;
     first_race = (struct sched_race){ .addr = addr, .pc = { pc, cell->pc }, .write = { write, cell->write },
                                       .step = sched.nsteps };
+    first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
     snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);

@@ -151,13 +151,51 @@ const char *sched_place_of(void *addr)
 
 /* ---- A data race ------------------------------------------------------------------- */
 
-/* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)". */
+/* The functions an optimised build inlined around @p addr, each with the
+ * line it was inlined at - "future_is_done (future.c:151)" for a helper
+ * that future_is_done called - outermost last, as addr2line -i lists them. */
+static void inlined_callers(void *addr, kit_text_t *t)
+{
+    char exe[512];
+    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    uintptr_t bias = 0;
+    dl_iterate_phdr(first_object, &bias);
+    if (length <= 0 || addr == NULL)
+        return;
+    exe[length] = '\0';
+    char command[700];
+    snprintf(command, sizeof command, "addr2line -f -i -e '%s' %#lx", exe, (unsigned long)((uintptr_t)addr - bias - 1));
+    FILE *pipe = popen(command, "r");
+    if (pipe == NULL)
+        return;
+    char function[512], line[1024], place[96], previous[512] = "";
+    for (int frame = 0; fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); frame++) {
+        function[strcspn(function, "\n")] = '\0';
+        short_place(line, place, sizeof place);
+        /* the first is the access's own function; a function split in parts names itself again */
+        if (frame > 0 && strcmp(function, previous) != 0)
+            kit_text_put(t, "%s%s (%s)", t->at ? " <- " : ", called from ", function, place);
+        snprintf(previous, sizeof previous, "%s", function);
+    }
+    pclose(pipe);
+}
+
+/* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)", and for the
+ * one that found it the calls that led there: "called from future_is_done (future.c:151) <- ...". */
 static void print_access(const struct sched_race *race, int which, const char *after)
 {
     const struct place *place = place_of(race->pc[which]);
-    fprintf(stderr, "[ race     ]   %s by %s at %s%s%s%s%s\n", race->write[which] ? "a write" : "a read",
+    char chain[600] = "";
+    kit_text_t text = { chain, sizeof chain, 0 };
+    inlined_callers(race->pc[which], &text);
+    for (int i = 0; which == 0 && i < race->ncallers; i++) {
+        const struct place *caller = place_of(race->callers[i]);
+        if (caller && strcmp(caller->text, "?") != 0)
+            kit_text_put(&text, "%s%s (%s)", text.at ? " <- " : ", called from ", caller->function, caller->text);
+    }
+    fprintf(stderr, "[ race     ]   %s by %s at %s%s%s%s%s%s\n", race->write[which] ? "a write" : "a read",
             race->thread[which], place ? place->text : "?", place && place->function[0] ? " (in " : "",
-            place ? place->function : "", place && place->function[0] ? ")" : "", after);
+            place ? place->function : "", place && place->function[0] ? ")" : "", chain, after);
 }
 
 static void print_lock_inversion(void);
@@ -171,6 +209,8 @@ void kit_sched_print_race(void)
     nplaces = 0;
     want_place(race.pc[0]);
     want_place(race.pc[1]);
+    for (int i = 0; i < race.ncallers; i++)
+        want_place(race.callers[i]);
     resolve_places();
     fprintf(stderr, "[ race     ] DATA RACE in %s: two threads touch the same memory, at least one of them writes, "
                     "and nothing orders the two accesses (no mutex held by both around them, no create or join "

@@ -94,7 +94,8 @@ static const char *debug_test(const struct test_case *test, char *name, size_t s
     if (strcmp(test->name, "tsan") != 0)
         return test->name;
     size_t length = strcspn(test->detail, " \n");
-    if (length == 0 || length >= size || strncmp(test->detail + length, " under ThreadSanitizer", 22) != 0)
+    if (length == 0 || length >= size || (strncmp(test->detail + length, " under ThreadSanitizer", 22) != 0 &&
+                                           strncmp(test->detail + length, " saw a ", 7) != 0))
         return NULL;
     memcpy(name, test->detail, length);
     name[length] = '\0';
@@ -109,9 +110,12 @@ static void debug_command(const struct test_case *test, const char *debug_args, 
     const char *name = debug_args ? debug_test(test, raced, sizeof raced) : NULL;
     bool race = strcmp(test->name, "tsan") == 0;
     out[0] = '\0';
-    if (name != NULL)
-        textf(out, size, "make debug CH=%.2s TEST=%s%s%s%s", test->chapter, name, race ? " SAN=tsan" : "",
-              debug_args[0] ? " " : "", debug_args);
+    if (name != NULL && race && strstr(test->detail, " saw a ") && strstr(name, "_explore_"))
+        textf(out, size, "make explore CH=%.2s TEST=%s%s%s", test->chapter, name, debug_args[0] ? " " : "",
+              debug_args); /* the search that met the race meets it again, and prints both accesses */
+    else if (name != NULL)
+        textf(out, size, "make debug CH=%.2s TEST=%s%s%s%s", test->chapter, name,
+              race && !strstr(test->detail, " saw a ") ? " SAN=tsan" : "", debug_args[0] ? " " : "", debug_args);
 }
 
 /* Where gdb stops, under `make debug`, for each way of not passing. A crash
@@ -134,7 +138,11 @@ static const char *debug_stop(const struct test_case *test)
         return "gdb stops at the failed check";
     case V_CRASHED: return "gdb stops at the crash";
     case V_TIMED_OUT: return "press Ctrl-C in gdb once it hangs";
-    case V_RACE: return "gdb stops at the race report";
+    case V_RACE:
+        if (strstr(test->detail, " saw a ") && strstr(test->detail, "_explore_"))
+            return "it runs that search again and prints both places";
+        return strstr(test->detail, " saw a ") ? "on the same schedule; the race is printed at its end"
+                                               : "gdb stops at the race report";
     default: return "gdb runs it to its end";
     }
 }
