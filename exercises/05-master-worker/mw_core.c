@@ -20,9 +20,9 @@
  *   sleep-polling), then puts one poison pill per worker and joins them;
  * - never hold your lock while calling into the queue or the process function;
  * - every wait is a `while` loop that re-checks its condition;
- * - one way to undo a failed create: the goto ladder of xv6's pipealloc
- *   (shared/STYLE.md, rule 3) - each step that fails jumps to the label that
- *   undoes the steps before it, in reverse order;
+ * - one way to undo a failed create: the goto ladder of xv6's pipealloc -
+ *   each step that fails jumps to the label that undoes the steps before it,
+ *   in reverse order;
  * - plain statements: an `if`, not arithmetic on booleans or nested `?:`.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -50,12 +50,14 @@ struct waiter {
     future_t *f;
     int err;
     void *result;
+    bool spurious; /* its get returned after a spurious wake-up */
 };
 
 static void *wait_for_answer(void *raw)
 {
     struct waiter *w = raw;
     w->err = future_get(w->f, &w->result);
+    w->spurious = kit_sched_woken_spuriously();
     return NULL;
 }
 
@@ -76,8 +78,10 @@ static void three_waiters(void *ctx)
     for (int i = 0; i < 3; i++) {
         kit_explore_check(waiters[i].err == 0, "waiter %d: future_get returned %s", i, kit_errno_name(waiters[i].err));
         kit_explore_check(waiters[i].result == answer, "waiter %d: future_get returned 0 but its result is %s, not "
-                          "the task's: the result was published after the wake-up", i,
-                          waiters[i].result == NULL ? "NULL" : "another pointer");
+                          "the task's: %s", i, waiters[i].result == NULL ? "NULL" : "another pointer",
+                          waiters[i].spurious ? "it returned after a spurious wake-up - a wait must loop until its "
+                                                "condition holds (a while, not an if)"
+                                              : "the result was published after the wake-up");
     }
     future_release(f);
     tpool_destroy(p);

@@ -416,6 +416,7 @@ static void let_go(struct sched_thread *t, enum sched_how how)
             t->result = ETIMEDOUT;
         if (how == SPURIOUS)
             sched.spurious_left--;
+        t->left_wait = how;
     }
     if (t->state == AWAITING && how == TIMEOUT)
         t->result = ETIMEDOUT;
@@ -1251,6 +1252,11 @@ long kit_sched_futile_wakeups(void)
 long kit_sched_wakeups(void)
 {
     return me != NULL ? sched.wakeups : 0;
+}
+
+bool kit_sched_woken_spuriously(void)
+{
+    return me != NULL && me->left_wait == SPURIOUS;
 }
 
 void kit_sched_touch_history(void)

@@ -82,6 +82,7 @@ struct sched_thread {
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     unsigned long wait_seq;           /* WAITING: arrival order, for FIFO listing */
     enum sched_how how;               /* how it was last let go */
+    enum sched_how left_wait;         /* how its last wait on a condition variable ended */
     int result;                       /* the blocked call's return value */
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
