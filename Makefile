@@ -695,7 +695,8 @@ help-student:
 	@echo "  make grade CH=NN      score your code for chapter NN (no CH: every chapter, then where you stand)"
 	@echo "  make debug CH=NN TEST=name   one test under gdb, as make grade names it: stops where it fails,"
 	@echo "                        crashes or hangs (Ctrl-C), on the line of the test or of your code"
-	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name REPLAY=token replays one)"
+	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name [SCENARIO=N] REPLAY=token"
+	@echo "                        replays one, as a failure prints it)"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"
@@ -703,6 +704,7 @@ help-student:
 	@echo
 	@echo "Variables: CH=NN (one chapter)  EARLIER=mine (link your own earlier chapters, not the reference)"
 	@echo "           TIMEOUT=seconds per test  CC=clang  SAN=tsan (debug: the ThreadSanitizer build)"
+	@echo "           SUBMISSION=dir (grade, debug, explore: a copy of your exercises/ folder kept elsewhere)"
 
 help-kit:
 	@echo "Concurrency Patterns in C - make targets"
