@@ -176,6 +176,11 @@ support_objs = $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(call number,$(1)
 # `make dist-student` ships these, compiled from the reference, in reference/.
 USED_CHAPTERS = $(sort $(foreach c,$(CHAPTER_DIRS),$(ch$(call number,$(c))_uses)))
 USED_IMPL_OBJS = $(foreach c,$(USED_CHAPTERS),$(call impl_objs,$(c),$(KIND)))
+# The reference objects of those chapters, as a submission's build links
+# them: built once, before builds that run side by side (make mutants) would
+# each make them at the same time.
+.PHONY: earlier-references
+earlier-references: $(if $(wildcard solutions),$(foreach c,$(USED_CHAPTERS),$(call ref_objs,$(c),$(COMMON)/ref) $(call ref_objs,$(c),$(COMMON)/ref-sched)))
 # $(call chapter_objs,chapter,kind): what a program (kind impl) or a test (kind TEST_OBJ) links.
 chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d),$(2))) \
                $(call support_objs,$(1))

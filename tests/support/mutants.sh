@@ -23,8 +23,10 @@ work_root=${MUTANT_WORK:-build/mutants}
 results=$work_root/results
 rm -rf "$work_root"; mkdir -p "$results"
 
-# What every mutant build shares (lib, tests, harness) is built once, first.
-make --no-print-directory -s -j"$jobs" CH="$*" tests-bin grader >/dev/null
+# What every mutant build shares (lib, tests, harness, the earlier chapters'
+# reference objects) is built once, first: side by side, two builds would
+# make the same shared object at once, and one would link it half written.
+make --no-print-directory -s -j"$jobs" CH="$*" tests-bin grader earlier-references >/dev/null
 
 # One mutant: patch a copy of solutions/, build the chapter's tests, run them.
 try_mutant() {
