@@ -505,6 +505,15 @@ static void stop_here(void)
     park_forever();
 }
 
+/* The schedule fails on this thread: its report shows the thread where it
+ * stopped, not at its last switch point. */
+static void fail_on_this_thread(void)
+{
+    sched.failer = me->id;
+    me->state = RUNNABLE;
+    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
+}
+
 /* Fail the schedule for a misuse of a pthread object, on the running thread. */
 static void misuse(const char *fmt, ...)
 {
@@ -512,11 +521,8 @@ static void misuse(const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(sched.message, sizeof sched.message, fmt, args);
     va_end(args);
-    if (me) { /* the report shows where it is now, not at its last switch point */
-        me->state = RUNNABLE;
-        me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
-        sched.failer = me->id;
-    }
+    if (me)
+        fail_on_this_thread();
     sched.failed = true;
     stop_here();
 }
@@ -604,10 +610,8 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
         fail_msg("%s:%d: %s", file, line, text);
     const char *slash = strrchr(file, '/');
     sched_fail("%s:%d: %s", slash ? slash + 1 : file, line, text);
-    sched.failer = me->id;
+    fail_on_this_thread();
     me->where = NULL; /* the message says where */
-    me->state = RUNNABLE; /* its stack is the check's, not its last switch point's */
-    me->depth = backtrace(me->stack, SCHED_STACK_DEPTH);
     stop_here();
 }
 
@@ -631,22 +635,17 @@ static void at(struct sched_thread *t, enum sched_state state, enum sched_op op,
 void kit_sched_dump_stacks(const char *why, const char *message)
 {
     const char *text = message && message[0] ? message : why;
-    sched.failer = me->id;
+    fail_on_this_thread();
     me->where = NULL; /* its last pthread call is not where the check failed: the message says where */
     if (!sched.scheduled_test) {
         sched_fail("%s", text);
         stop_here();
     }
-    void *stack[SCHED_STACK_DEPTH];
-    int depth = backtrace(stack, SCHED_STACK_DEPTH);
     snprintf(sched.message, sizeof sched.message, "%s", text);
     sched_report(sched.test, sched.strategy_word, -1);
-    sched_print_stacks(why, me, stack, depth);
+    sched_print_stacks(why);
 }
 
-/* The mutex kinds the model knows: the default (and glibc's adaptive one,
- * which behaves the same), error-checking and recursive - not robust, nor
- * shared between processes, nor with a priority protocol. */
 /* A mutex or condition variable in a block freed on this schedule: the kit
  * fills freed memory with 0xdd (kit_wrap.c), so a use after free reads
  * the same bytes, and is told, in every grading. */
@@ -664,6 +663,9 @@ static void check_not_freed(const void *object, size_t size, const char *what)
            "was it destroyed, or its object freed, while a thread still used it?", kit_thread_name(), what);
 }
 
+/* The mutex kinds the model knows: the default (and glibc's adaptive one,
+ * which behaves the same), error-checking and recursive - not robust, nor
+ * shared between processes, nor with a priority protocol. */
 static int kind_of(const pthread_mutex_t *mutex)
 {
     check_not_freed(mutex, sizeof *mutex, "mutex");

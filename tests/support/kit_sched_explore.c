@@ -513,7 +513,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             if (!sched.options.quiet)
                 sched_report(test, word, index);
             if (!sched.options.quiet && sched.deadlocked) /* where each thread waits, for the runner to show */
-                sched_print_stacks(sched.message, NULL, NULL, 0);
+                sched_print_stacks(sched.message);
             return false;
         }
         if (sched.points > sched.pct_length)

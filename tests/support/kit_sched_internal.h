@@ -228,6 +228,9 @@ void sched_memory_atomic(const volatile void *addr, void *pc);
 /* The racing places as offsets into the program, for a replay token; and
  * one learned back from a token. */
 int sched_memory_racy_offsets(uintptr_t *out, int most);
+/* Where the program itself is loaded: its code's addresses less this are
+ * what addr2line and a replay token read. */
+uintptr_t sched_load_bias(void);
 void sched_memory_learn_offset(uintptr_t offset);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
@@ -263,7 +266,7 @@ void sched_handle_forks(void);
 /* kit_sched_report.c: telling what happened. A schedule < 0 is a scheduled
  * test's one schedule. */
 void sched_report(const char *test, const char *strategy, long schedule);
-void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth);
+void sched_print_stacks(const char *why);
 void sched_end_failed_test(void) __attribute__((noreturn));
 /* A deadlock's message, rewritten from the final state: who waits on what, who could have woken them. */
 void sched_explain_deadlock(void);

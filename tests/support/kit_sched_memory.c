@@ -333,7 +333,7 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first one is the program itself */
 }
 
-static uintptr_t load_bias(void)
+uintptr_t sched_load_bias(void)
 {
     uintptr_t bias = 0;
     dl_iterate_phdr(first_object, &bias);
@@ -342,7 +342,7 @@ static uintptr_t load_bias(void)
 
 int sched_memory_racy_offsets(uintptr_t *out, int most)
 {
-    uintptr_t bias = load_bias();
+    uintptr_t bias = sched_load_bias();
     int n = 0;
     for (int i = 0; i < nracy && n < most; i++)
         out[n++] = (uintptr_t)racy[i] - bias;
@@ -351,7 +351,7 @@ int sched_memory_racy_offsets(uintptr_t *out, int most)
 
 void sched_memory_learn_offset(uintptr_t offset)
 {
-    mark_racy((void *)(offset + load_bias()));
+    mark_racy((void *)(offset + sched_load_bias()));
 }
 
 /* A cell of another thread's stack, which that thread has left: its memory is

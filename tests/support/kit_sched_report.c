@@ -10,7 +10,6 @@
 #include "kit_test.h"
 
 #include <errno.h>
-#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +51,14 @@ struct place {
 static struct place places[MAX_PLACES];
 static int nplaces;
 
-static int first_object(struct dl_phdr_info *info, size_t size, void *data)
+/* The running program's file, for addr2line; false if it cannot be read. */
+static bool program_file(char *exe, size_t size)
 {
-    (void)size;
-    *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
-    return 1; /* the first one is the program itself */
+    ssize_t length = readlink("/proc/self/exe", exe, size - 1);
+    if (length <= 0)
+        return false;
+    exe[length] = '\0';
+    return true;
 }
 
 /* "/home/x/kit/solutions/01-monitor-queue/msgq.c:98 (discriminator 2)" -> "msgq.c:98" */
@@ -97,12 +99,9 @@ static bool earlier_reference(const char *path)
 static void resolve_places(void)
 {
     char exe[512];
-    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    uintptr_t bias = 0;
-    dl_iterate_phdr(first_object, &bias);
-    if (length <= 0 || nplaces == 0)
+    uintptr_t bias = sched_load_bias();
+    if (!program_file(exe, sizeof exe) || nplaces == 0)
         return;
-    exe[length] = '\0';
     size_t size = 600 + 24 * (size_t)nplaces;
     char *command = __real_malloc(size);
     if (command == NULL)
@@ -157,12 +156,9 @@ const char *sched_place_of(void *addr)
 static void inlined_callers(void *addr, kit_text_t *t)
 {
     char exe[512];
-    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    uintptr_t bias = 0;
-    dl_iterate_phdr(first_object, &bias);
-    if (length <= 0 || addr == NULL)
+    uintptr_t bias = sched_load_bias();
+    if (!program_file(exe, sizeof exe) || addr == NULL)
         return;
-    exe[length] = '\0';
     char command[700];
     snprintf(command, sizeof command, "addr2line -f -i -e '%s' %#lx", exe, (unsigned long)((uintptr_t)addr - bias - 1));
     FILE *pipe = popen(command, "r");
@@ -693,23 +689,18 @@ static void print_frames(void *const *stack, int depth, int first_number)
     }
 }
 
-void sched_print_stacks(const char *why, const struct sched_thread *reporter, void *const *stack, int depth)
+void sched_print_stacks(const char *why)
 {
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++)
         for (int f = 0; f < sched.threads[sched.live[i]]->depth; f++)
             want_place(sched.threads[sched.live[i]]->stack[f]);
-    for (int f = 0; f < depth; f++)
-        want_place(stack[f]);
     resolve_places();
     fprintf(stderr, "[ stacks   ] begin: %s\n", why);
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         fprintf(stderr, "Thread %d (Thread 0x0 (LWP 0) \"%s\"):\n", t->id + 1, t->name);
-        if (t == reporter) {
-            fprintf(stderr, "#0  kit_dump_stacks ()\n");
-            print_frames(stack, depth, 1);
-        } else if (reporter == NULL && t->id == sched.failer) { /* a failed check or a misuse, where it was */
+        if (t->id == sched.failer) { /* a failed check, a hang check or a misuse: where it stopped */
             fprintf(stderr, "#0  kit_dump_stacks ()\n");
             print_frames(t->stack, t->depth, 1);
         } else if (blocking_call(t) != NULL) {
@@ -828,7 +819,7 @@ void sched_end_failed_test(void)
 {
     sched_explain_deadlock();
     fprintf(stderr, "[  ERROR   ] --- %s\n", sched.message);
-    sched_print_stacks(sched.message, NULL, NULL, 0);
+    sched_print_stacks(sched.message);
     kit_note_stacks_dumped();
     fprintf(stderr, "[  FAILED  ] the test stopped here, on its schedule\n");
     kit_verdict_stopped();
