@@ -409,8 +409,8 @@ static const kit_spec_t queue_spec = {
 };
 
 /* Scenarios nobody wrote: a few calls, then two or three threads of a few
- * calls each, every interleaving of each (up to equivalence) searched; the
- * history must be one some order of the calls explains, and a call still
+ * calls each, every interleaving of each (up to equivalence) searched; some
+ * order of the calls must explain the history, and a call still
  * asleep at the end one the queue keeps waiting. */
 static void test_msgq_explore_generated_scenarios(void **state)
 {

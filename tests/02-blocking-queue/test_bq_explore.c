@@ -721,8 +721,8 @@ static const kit_spec_t queue_spec = {
 
 /* Scenarios nobody wrote: a few calls (a full queue, a poll that timed
  * out, a close), then two or three threads of a few calls each, every
- * interleaving of each searched up to equivalence; each history must be
- * one some order of the calls explains, and a call still asleep at the
+ * interleaving of each searched up to equivalence; some order of the calls
+ * must explain each history, and a call still asleep at the
  * end one the queue keeps waiting. */
 static void test_bq_explore_generated_scenarios(void **state)
 {

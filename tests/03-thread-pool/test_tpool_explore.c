@@ -1048,8 +1048,8 @@ static const kit_spec_t pool_spec = {
 /* Scenarios nobody wrote, on pools of one or two workers, a queue of one or
  * two, every policy, and keep-alives that run out at once, at any moment or
  * never: submitters racing a shutdown, awaits that time out, full queues,
- * tasks that submit tasks. Each history must be one some order of the calls
- * explains, and once nothing else can move every task the pool took has run
+ * tasks that submit tasks. Some order of the calls must explain each
+ * history, and once nothing else can move every task the pool took has run
  * once or been dropped, and tpool_stats adds up. The schedules are drawn
  * (PCT and a random walk), not searched in order: the workers make each
  * schedule long, and a partial-order search on a small budget spends it on

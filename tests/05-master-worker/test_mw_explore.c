@@ -693,26 +693,25 @@ static long record_code(const struct scene *s, const mw_failure_t *f)
     return id | (long)f->error << 8;
 }
 
-static int run_take_failed(void *object, long arg, long timeout_ms, long *out)
+/* A take from the failed or the rejected list: its code, or 0. */
+static int take_record(struct scene *s, int (*take)(mw_t *, mw_failure_t *), long *out)
 {
-    struct scene *s = object;
-    (void)arg;
-    (void)timeout_ms;
     mw_failure_t f = { .error = 0 };
-    int err = mw_take_failed(s->mw, &f);
+    int err = take(s->mw, &f);
     *out = err == 0 ? record_code(s, &f) : 0;
     return err;
 }
 
+static int run_take_failed(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg, (void)timeout_ms;
+    return take_record(object, mw_take_failed, out);
+}
+
 static int run_take_rejected(void *object, long arg, long timeout_ms, long *out)
 {
-    struct scene *s = object;
-    (void)arg;
-    (void)timeout_ms;
-    mw_failure_t f = { .error = 0 };
-    int err = mw_take_rejected(s->mw, &f);
-    *out = err == 0 ? record_code(s, &f) : 0;
-    return err;
+    (void)arg, (void)timeout_ms;
+    return take_record(object, mw_take_rejected, out);
 }
 
 /* mw_stats packed into one number: 6 bits a counter, 63 for any larger value. */
@@ -1476,8 +1475,8 @@ static const kit_spec_t mw_spec = {
 
 /* Scenarios nobody wrote: a few calls, then two or three threads - masters
  * submitting, taking, awaiting, stopping, closing, while tasks fail and
- * submit sub-tasks. Each history must be one some order of the calls
- * explains, given that the workers may be anywhere between two calls; a
+ * submit sub-tasks. Some order of the calls must explain each history,
+ * given that the workers may be anywhere between two calls; a
  * consumer still asleep at the end must be one with nothing to take; and
  * once quiet, every accepted task ran once (or a stop cancelled it) and
  * left exactly one record. Each scenario runs on two random walks: on so

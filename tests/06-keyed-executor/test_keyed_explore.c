@@ -842,7 +842,7 @@ static const kit_spec_t keyed_spec = {
 /* Scenarios nobody wrote: submits on three keys from two or three threads,
  * racing a close, the pool's shutdown and waits for termination, on a
  * roomy pool or a full one that refuses, runs on the caller or discards.
- * Each history must be one some order of the calls explains, and the tasks
+ * Some order of the calls must explain each history, and the tasks
  * must have run as that order says: per key in order, one at a time, each
  * accepted one once. The schedules are drawn (PCT and a random walk), not
  * searched in order: a scenario's steps are many (pool, futures, tasks),
