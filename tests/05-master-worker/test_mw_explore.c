@@ -788,17 +788,24 @@ static bool submit_takes_effect(void *state, const kit_call_t *call)
     return true;
 }
 
-static bool result_taken(struct mw_model *m, long id)
+/* Task id's record is taken from @p list: the task must have been able to
+ * finish by now; it is then done, and its record gone from the list. */
+static bool finished_and_taken(struct mw_model *m, long id, enum list list)
 {
-    if (id <= 0 || fails(id) || m->taken[id])
-        return false;
     int state = m->task[id];
     if (state != QUEUED_OR_DONE && state != DONE && state != DONE_OR_CANCELLED && !perhaps_subtask(m, id))
         return false;
     m->task[id] = DONE;
     m->taken[id] = true;
-    took_one(m, RESULTS);
+    took_one(m, list);
     return true;
+}
+
+static bool result_taken(struct mw_model *m, long id)
+{
+    if (id <= 0 || fails(id) || m->taken[id])
+        return false;
+    return finished_and_taken(m, id, RESULTS);
 }
 
 /* ECANCELED: no result stored and none can come - closed, nothing pending. */
@@ -943,13 +950,7 @@ static bool take_failed_takes_effect(void *state, const kit_call_t *call)
     long id = call->out & 255, error = call->out >> 8;
     if (call->ret != 0 || call->out < 0 || !fails(id) || error != EIO || m->taken[id])
         return false;
-    int was = m->task[id];
-    if (was != QUEUED_OR_DONE && was != DONE && was != DONE_OR_CANCELLED && !perhaps_subtask(m, id))
-        return false;
-    m->task[id] = DONE;
-    m->taken[id] = true;
-    took_one(m, FAILURES);
-    return true;
+    return finished_and_taken(m, id, FAILURES);
 }
 
 /* Which record of task @p id a rejected record with @p error can be, or NOT_SUBMITTED if none. */
