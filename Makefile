@@ -103,10 +103,10 @@ LDLIBS     := -lpthread
 CMOCKA_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # Test programs see every condition wait and allocation of the code under
-# test (tests/support/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
+# test (grader/subject/kit_wrap.c): waiter counts, spurious wake-ups, leak checks.
 # The gates' and latches' own waits are wrapped too, to be left out of it all;
 # and cmocka's checks, to say in words what failed and from which line of a test.
-# The explorer (tests/support/kit_sched.c), which runs the threads one at a
+# The explorer (grader/explorer/kit_sched.c), which runs the threads one at a
 # time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
 SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pthread_mutex_timedlock \
                pthread_mutex_destroy pthread_cond_destroy pthread_cond_clockwait \
@@ -127,31 +127,31 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := tests/support/kit_test.c tests/support/kit_wrap.c tests/support/kit_stacks.c tests/support/kit_sched.c \
-                tests/support/kit_sched_memory.c tests/support/kit_sched_tsan.c \
-                tests/support/kit_sched_explore.c tests/support/kit_sched_dpor.c tests/support/kit_sched_report.c \
-                tests/support/kit_sched_svg.c tests/support/kit_scenario.c tests/support/kit_sched_lockorder.c
-GRADER_SRCS := tests/support/grader/grader_main.c tests/support/grader/grader_proc.c \
-               tests/support/grader/grader_judge.c tests/support/grader/grader_tests.c \
-               tests/support/grader/grader_report.c tests/support/grader/grader_stacks.c \
-               tests/support/grader/grader_feedback.c \
-               tests/support/grader/confine.c
+SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/explorer/kit_sched.c \
+                grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
+                grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
+                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c
+GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
+               grader/runner/grader_judge.c grader/runner/grader_tests.c \
+               grader/runner/grader_report.c grader/runner/grader_stacks.c \
+               grader/runner/grader_feedback.c \
+               grader/confine/confine.c
 GRADER := build/tools/kit-grade
-# The confinement and the gate every submission goes through (grading).
-CONFINE_SRCS := tests/support/grader/confine.c tests/support/grader/confine_main.c
-GATE_SRCS := tests/support/grader/gate_main.c tests/support/grader/gate_elf.c tests/support/grader/gate_source.c \
-             tests/support/grader/gate_object.c tests/support/grader/gate_stage.c
+# The confinement and the admission check every submission goes through (grading).
+CONFINE_SRCS := grader/confine/confine.c grader/confine/confine_main.c
+ADMIT_SRCS := grader/admission/admission_main.c grader/admission/admission_elf.c grader/admission/admission_source.c \
+             grader/admission/admission_object.c grader/admission/admission_stage.c
 CONFINE := build/tools/kit-confine
-GATE := build/tools/kit-gate
+ADMIT := build/tools/kit-admit
 
 KITLIB := $(COMMON)/libkit.a
 # (A ThreadSanitizer build has the sanitizer's runtime: not the kit's own.)
-SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(filter-out $(if $(filter tsan,$(SAN)),tests/support/kit_sched_tsan.c),$(SUPPORT_SRCS)))
+SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(filter-out $(if $(filter tsan,$(SAN)),grader/explorer/kit_sched_tsan.c),$(SUPPORT_SRCS)))
 
 # Tests link the implementation instrumented (TEST_OBJ=sched): compiled with
 # ThreadSanitizer's instrumentation but linked without its runtime, so that
 # every load, store and atomic of the code under test reaches the kit's
-# scheduler (tests/support/kit_sched_memory.c) - a switch point, and its data
+# scheduler (grader/explorer/kit_sched_memory.c) - a switch point, and its data
 # race detector. Sanitizer builds link it plain, under the sanitizer's own
 # runtime; the programs and the benchmark link it plain, always.
 TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
@@ -217,9 +217,17 @@ $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 # their frames (no tail calls), so that a stack, or a step of a schedule,
 # names the test's line that made the call, not the caller's.
 TEST_CFLAGS := -fno-optimize-sibling-calls
+# The grading engine's headers that tests are written against: the harness
+# (kit_test.h) and the explorer (kit_sched.h, kit_scenario.h).
+HARNESS_INCLUDES := -Igrader/harness -Igrader/explorer -Igrader/subject
 $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) -Itests/support $(CMOCKA_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+# The engine's runtime that test programs link (grader/: the harness, the
+# explorer, the wrappers the code under test runs under): compiled as the tests are.
+$(COMMON)/grader/%.o: grader/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 
 ifeq ($(CONFINED),)
 # A submission of .c files alone still finds the private header its chapter's
@@ -233,14 +241,14 @@ $(OUT)/obj/sched/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
 else
 # A submission (CONFINED=1: make grade, and make debug or explore of a
-# SUBMISSION) is built from its stage (STAGE: kit-gate stage copied its
+# SUBMISSION) is built from its stage (STAGE: kit-admit stage copied its
 # files there), shown at IMPL inside the confinement so that every message
 # names the student's own path. Each file is preprocessed and compiled
 # confined, each in a work folder of its own, and its object is kept only if
-# the gate admits it (tests/support/grader/gate.h): what it defines, what it
+# admission admits it (grader/admission/admission.h): what it defines, what it
 # calls, its sections, no asm. No dependency files: nothing a confined step
 # writes is ever read by make.
-CONFINED_DEPS = $(FLAGS_STAMP) $(CONFINE) $(GATE) $(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))
+CONFINED_DEPS = $(FLAGS_STAMP) $(CONFINE) $(ADMIT) $(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))
 $(OUT)/obj/impl/%.o: $(STAGE)/%.c $(CONFINED_DEPS)
 	@mkdir -p $(@D)
 	$(call say,CC,$(IMPL)/$*.c)$(call confined_compile,$*,$@,,$(or $(SAN),plain))
@@ -290,18 +298,18 @@ $(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
 
-# The runner, the confinement and the gate are tools, not code under test:
+# The runner, the confinement and admission are tools, not code under test:
 # always built plainly, once.
 TOOL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic $(WERROR) -O2 -g
-$(GRADER): $(GRADER_SRCS) tests/support/grader/grader.h tests/support/grader/confine.h
+$(GRADER): $(GRADER_SRCS) grader/runner/grader.h grader/confine/confine.h
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(GRADER_SRCS) -o $@
-$(CONFINE): $(CONFINE_SRCS) tests/support/grader/confine.h
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) -Igrader/confine $(GRADER_SRCS) -o $@
+$(CONFINE): $(CONFINE_SRCS) grader/confine/confine.h
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(CONFINE_SRCS) -o $@
-$(GATE): $(GATE_SRCS) tests/support/grader/gate.h
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) -Igrader/confine $(CONFINE_SRCS) -o $@
+$(ADMIT): $(ADMIT_SRCS) grader/admission/admission.h
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) $(GATE_SRCS) -o $@
+	$(call say,LD,$@)$(CC) $(TOOL_CFLAGS) -Igrader/admission $(ADMIT_SRCS) -o $@
 
 # ---- Building a submission, confined -------------------------------------------
 # What a confined step may see besides the system and the kit's headers: the
@@ -312,23 +320,23 @@ STAGE ?=
 FINDINGS ?=
 confine_step = $(CONFINE) --kit $(CURDIR) --ro-at $(abspath $(STAGE)) $(abspath $(IMPL)) \
                --wall 120 --cpu 120 --memory 2048 --tasks 64 --output 256 $(1) --
-# What the gate admits for chapter $(1): its own functions, those of the
+# What admission admits for chapter $(1): its own functions, those of the
 # chapters it builds on, its extra imports, the kit's runtime, imports.allow.
-gate_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
+admit_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
              --imports '$(foreach d,$(ch$(call number,$(1))_uses),$(ch$(call number,$(d))_defines)) $(ch$(call number,$(1))_imports)' \
-             --allow tests/support/grader/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
-             $(GATE_TRUSTED)
-# $(call confined_compile,NN-name/file,object,extra flags,gate variant):
-# preprocess, gate the text, compile, gate the object, keep it.
-GATE_TRUSTED = --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
+             --allow grader/admission/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
+             $(ADMIT_TRUSTED)
+# $(call confined_compile,NN-name/file,object,extra flags,admission variant):
+# preprocess, admit the text, compile, admit the object, keep it.
+ADMIT_TRUSTED = --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
 confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
   $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(3) $(INCLUDES) \
     -E $(IMPL)/$(1).c -o $(2).work/source.i && \
-  $(GATE) source --chapter $(firstword $(subst /, ,$(1))) --source $(2).work/source.i --findings $(FINDINGS) \
-    $(GATE_TRUSTED) && \
+  $(ADMIT) source --chapter $(firstword $(subst /, ,$(1))) --source $(2).work/source.i --findings $(FINDINGS) \
+    $(ADMIT_TRUSTED) && \
   $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(3) \
     -c $(2).work/source.i -o $(2).work/object.o && \
-  $(GATE) object $(call gate_rules,$(firstword $(subst /, ,$(1)))) --variant $(4) \
+  $(ADMIT) object $(call admit_rules,$(firstword $(subst /, ,$(1)))) --variant $(4) \
     --object $(2).work/object.o --source $(2).work/source.i --display $(IMPL)/$(1).c --findings $(FINDINGS) && \
   mv $(2).work/object.o $(2) && rm -rf $(2).work
 # $(call link_test,command,binary): the link, confined when CONFINED (it
@@ -354,7 +362,7 @@ all: ## build every program, and every test once cmocka is there (of the solutio
 
 programs: $(PROGRAMS) ## the chapter programs, for IMPL
 tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
-grader: $(GRADER) $(CONFINE) $(GATE)
+grader: $(GRADER) $(CONFINE) $(ADMIT)
 
 # Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
 # it can, or says exactly what to run. Only the targets that need them call it.
@@ -376,9 +384,9 @@ IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIR
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
 compile_commands.json: Makefile $(wildcard chapters/*/build.mk)
 	$(call say,GEN,$@){ echo '['; \
-	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/%,$(f)),$(TEST_CFLAGS) -Itests/support $(CMOCKA_CFLAGS)))) \
+	  $(foreach f,$(COMMON_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(if $(filter tests/% grader/%,$(f)),$(TEST_CFLAGS) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS)))) \
 	  $(foreach f,$(IMPL_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES))) \
-	  $(foreach f,$(sort $(GRADER_SRCS) $(CONFINE_SRCS) $(GATE_SRCS)),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g)) \
+	  $(foreach f,$(sort $(GRADER_SRCS) $(CONFINE_SRCS) $(ADMIT_SRCS)),$(call compile_entry,$(f),-std=c11 -Wall -Wextra -Wpedantic -O2 -g -Igrader/confine -Igrader/admission)) \
 	  $(foreach f,$(BENCH_SRCS),$(call compile_entry,$(f),$(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS))) \
 	} | sed '$$ s/},$$/}/' > $@.tmp && echo ']' >> $@.tmp && mv $@.tmp $@
 
@@ -406,8 +414,8 @@ test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, and 
 	@$(MAKE) --no-print-directory smoke
 
 smoke: programs ## run each program briefly, with --help, and with every kind of bad option value
-	@$(foreach c,$(ACTIVE),tests/support/smoke.sh $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
-	@$(foreach c,$(ACTIVE),tests/support/bad-input.sh $(OUT)/bin/$(ch$(call number,$(c))_program) &&) true
+	@$(foreach c,$(ACTIVE),tools/smoke $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
+	@$(foreach c,$(ACTIVE),tools/bad-input $(OUT)/bin/$(ch$(call number,$(c))_program) &&) true
 
 # ThreadSanitizer needs a memory layout some kernels' address randomisation
 # breaks ("unexpected memory mapping"); running without randomisation fixes it.
@@ -461,7 +469,7 @@ GRADE_SEED := 20261130
 # debugs what was graded (run_autograder empties it: the student debugs at home).
 DEBUG_ARGS ?= $(strip $(if $(SUBMISSION),SUBMISSION=$(SUBMISSION)) $(if $(filter mine,$(EARLIER)),EARLIER=mine) \
                 $(if $(SEED),SEED=$(SEED)) $(if $(CHAOS),CHAOS=$(CHAOS)) $(if $(REAL_THREADS),REAL_THREADS=1))
-# Grading runs untrusted code, always confined (tests/support/grader/confine.h):
+# Grading runs untrusted code, always confined (grader/confine/confine.h):
 # bubblewrap's namespaces where the machine has them and, as root, this
 # unprivileged uid (a free one from it on: two grades never share one), with
 # this many CPUs at most. UNCONFINED=1 lets grade-all run where nothing can
@@ -472,21 +480,21 @@ UNCONFINED ?=
 
 # What is graded is never built from the submission's folder, but from a
 # stage: the exercise's files alone, each a plain file, copied there by the
-# gate (kit-gate stage); a file the submission lacks is the untouched stub.
+# admission (kit-admit stage); a file the submission lacks is the untouched stub.
 # GRADE_IMPL is where those files appear inside the confinement, and what
 # every message names: the student's own paths.
 stage_files = $(ch$(call number,$(1))_impl) $(notdir $(wildcard exercises/$(1)/*.h))
 STAGE_CHAPTERS = $(foreach c,$(ACTIVE),--chapter $(c) $(call stage_files,$(c)))
 # $(call stage_submission,report folder): stages what is graded there: the
-# exercises/ folder, or the SUBMISSION folder (whose own exercises/ the gate
+# exercises/ folder, or the SUBMISSION folder (whose own exercises/ admission
 # takes if it is a real folder; a link there is refused, not followed).
 # LOOSE=1 (Gradescope) takes each exercise file by its name, at any depth.
 LOOSE ?=
 stage_submission = rm -rf $(1)/stage $(1)/gate && mkdir -p $(1) && \
-  $(GATE) stage --from $(or $(SUBMISSION_DIR),exercises) $(if $(SUBMISSION),--kit-tree) $(if $(LOOSE),--loose) \
+  $(ADMIT) stage --from $(or $(SUBMISSION_DIR),exercises) $(if $(SUBMISSION),--kit-tree) $(if $(LOOSE),--loose) \
     --to $(1)/stage --findings $(1)/gate --stubs exercises $(STAGE_CHAPTERS)
 # $(call submission_build,report folder): make's variables that build what
-# is graded from the stage there, confined and gated.
+# is graded from the stage there, confined and admitted.
 submission_build = IMPL=$(GRADE_IMPL) CONFINED=1 STAGE=$(1)/stage FINDINGS=$(1)/gate WERROR=
 # The chapters whose race-free line is a ThreadSanitizer run (chNN_races := tsan).
 TSAN_CHAPTERS = $(foreach c,$(ACTIVE),$(if $(or $(TSAN_EVERY_CHAPTER),$(filter tsan,$(ch$(call number,$(c))_races))),--tsan-chapter $(c)))
@@ -513,7 +521,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 # (SAN=debug; SAN=tsan debugs the ThreadSanitizer build), with the grade's
 # SEED and CHAOS: a test graded on one schedule runs on the same schedule
 # (the same seed gives the same interleaving, optimised or not; a
-# sanitizer build runs real threads). tests/support/debug.gdb stops it where it fails (a
+# sanitizer build runs real threads). grader/harness/debug.gdb stops it where it fails (a
 # breakpoint on the harness's _fail, which every check calls), where
 # ThreadSanitizer reports a race, and gdb stops by itself on a crash.
 # KIT_DEBUG=1 turns the harness's own hang checks off (its bounded waits
@@ -544,7 +552,7 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
 	echo "gdb stops where it fails or crashes; if it hangs, press Ctrl-C. Then: bt (where), frame N, print x, info threads, thread apply all bt, quit"; \
 	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) $(if $(SCENARIO),KIT_SCENARIO=$(SCENARIO)) \
-	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x tests/support/debug.gdb --args "$$bin" --run "$(TEST)"
+	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x grader/harness/debug.gdb --args "$$bin" --run "$(TEST)"
 
 SUBMISSIONS ?=
 .PHONY: grade-all
@@ -559,7 +567,7 @@ HOGS ?=
 stress: $(if $(HAVE_SOLUTIONS),deps) ## run the suite REPEAT times (20) against HOGS CPU hogs; report any failure with its seed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
-	@HOGS=$(HOGS) tests/support/stress.sh $(REPEAT) --bin build/tests $(CHECK_FLAGS)
+	@HOGS=$(HOGS) tools/stress $(REPEAT) --bin build/tests $(CHECK_FLAGS)
 
 .PHONY: hardening
 hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of tests/hostile: each must score 0, harming nothing
@@ -579,7 +587,7 @@ feedback: $(if $(HAVE_SOLUTIONS),deps) ## check the grader's words for a crash, 
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -j$(JOBS) grader build/tests/feedback/test_feedback
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan build/tsan/tests/feedback/test_feedback
-	@tests/support/feedback.sh "$(TSAN_WRAPPER)"
+	@tools/feedback "$(TSAN_WRAPPER)"
 
 print-%:
 	@echo $($*)
@@ -589,7 +597,7 @@ print-%:
 mutants: $(if $(HAVE_SOLUTIONS),deps) ## apply each classic bug in tests/mutants/ and require the tests to catch it
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s grader
-	@tests/support/mutants.sh $(ACTIVE)
+	@tools/mutants $(ACTIVE)
 
 # The sweep writes every single-site mutation of the solutions' wake-ups
 # (dropped signal or broadcast, broadcast turned signal, while turned if,
@@ -599,11 +607,11 @@ sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation 
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s grader
 	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
-	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tests/support/mutants.sh $(ACTIVE)
+	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tools/mutants $(ACTIVE)
 
 # ---- Exploration ------------------------------------------------------------------------
 # The exploration tests run one thread at a time under the controlled
-# scheduler (tests/support/kit_sched.c) and search the interleavings; their
+# scheduler (grader/explorer/kit_sched.c) and search the interleavings; their
 # seeds are fixed, so make test and make grade give the same verdict every
 # run. make explore runs them longer, with other seeds, or replays a token.
 # SUBMISSION=dir explores that submission, as make grade and make debug do.
@@ -623,7 +631,7 @@ explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore
 	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(EXPLORE_REPORT)),IMPL=$(EXPLORE_IMPL)) tests-bin
 	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" KIT_SCENARIO="$(SCENARIO)" \
 	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' KIT_RUN_PREFIX='$(if $(SUBMISSION),$(explore_confinement))' \
-	  tests/support/explore.sh $(EXPLORE_BIN) $(ACTIVE)
+	  tools/explore $(EXPLORE_BIN) $(ACTIVE)
 
 # ---- Benchmarks -------------------------------------------------------------------------
 # tests/bench/ is built by `make bench` only. It links the reference solutions
@@ -677,7 +685,7 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 
 # Shell scripts pass shellcheck; the editor files are valid JSON;
 # compile_commands.json covers every compiled file.
-SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tests/support/*.sh)
+SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
 .PHONY: lint
 lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }

@@ -5,6 +5,6 @@ ch00_main    := main.c unsafe_list.c  # the chapter program, in chapters/00-shar
 ch00_program := ch00-shared-results
 ch00_tests   := test_results test_results_explore          # one test program each, in tests/00-shared-results/
 ch00_smoke   := --items 20000 --quiet # a short run for `make test`
-# What a submission's files may define (the gate refuses anything else that is
+# What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch00_defines := results_*

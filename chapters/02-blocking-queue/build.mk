@@ -5,6 +5,6 @@ ch02_main    := main.c
 ch02_program := ch02-blocking-queue
 ch02_tests   := test_bq test_bq_explore
 ch02_smoke   := --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet
-# What a submission's files may define (the gate refuses anything else that is
+# What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch02_defines := bq_*

@@ -6,6 +6,6 @@ ch04_program := ch04-starvation
 ch04_tests   := test_future test_sizing test_future_explore
 ch04_smoke   := --orders 2 --cook-ms 20 --quiet
 ch04_libs    := -lm
-# What a submission's files may define (the gate refuses anything else that is
+# What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch04_defines := future_* tpool_submit tpool_block_begin tpool_block_end kit_threads_for

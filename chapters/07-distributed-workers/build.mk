@@ -22,7 +22,7 @@ ch07_needs   := redis
 # compiler's own search path.
 ch07_cflags  := -Ichapters/07-distributed-workers/kit $(addprefix -isystem ,$(filter-out /usr/include /usr/local/include,$(patsubst %/hiredis,%,$(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags hiredis 2>/dev/null))))))
 ch07_libs    := $(or $(shell pkg-config --libs hiredis 2>/dev/null),-lhiredis)
-# What a submission's files may define (the gate refuses anything else that is
+# What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch07_defines := dmw_reap dmw_worker_run
 ch07_imports := dmw_* freeReplyObject gethostname getpid

@@ -5,6 +5,6 @@ ch08_main    := main.c                # the program; its reader-preferring lock 
 ch08_program := ch08-rwlock
 ch08_tests   := test_rwl test_rwl_explore
 ch08_smoke   := --readers 2 --writers 1 --read-ms 5 --write-ms 2 --duration-ms 100 --quiet
-# What a submission's files may define (the gate refuses anything else that is
+# What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch08_defines := rwl_*

@@ -1,6 +1,6 @@
 /**
  * @file test_explore.c
- * @brief Tests of the schedule explorer (tests/support/kit_sched*.c): it
+ * @brief Tests of the schedule explorer (grader/explorer/kit_sched*.c): it
  *        finds a lost update, a lost wake-up and a deadlock, replays each
  *        exactly from its token, keeps virtual time, passes correct code,
  *        and runs code it cannot follow on real threads instead.

@@ -69,7 +69,7 @@ def main():
         per_chapter[chapter] = per_chapter.get(chapter, 0) + 1
         tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test, work_dir))
     if report.get("integrity"):
-        output = ("INTEGRITY: the grader's gate refused the files of %s, which score 0: see their first test.\n\n"
+        output = ("INTEGRITY: admission refused the files of %s, which score 0: see their first test.\n\n"
                   % ", ".join(report["integrity"])) + output
     results = {
         "score": sum(t["score"] for t in tests),

@@ -1,5 +1,5 @@
 /* Attack: a #line directive that passes the next lines off as a system
- *         header's, where the gate would let asm through.
+ *         header's, where admission would let asm through.
  * Expect: flagged
  */
 #line 1 "/usr/include/stdio.h"

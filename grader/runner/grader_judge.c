@@ -136,7 +136,7 @@ static const char *signal_name(int sig)
     }
 }
 
-/* The stacks a test printed itself (kit_dump_stacks(), tests/support/
+/* The stacks a test printed itself (kit_dump_stacks(), grader/subject/
  * kit_stacks.c: a crash, a hang check, a failed pthread call) are cut out of
  * the log, so that the rest reads as the test's own words. */
 static const char STACKS_BEGIN[] = "[ stacks   ] begin";

@@ -252,7 +252,7 @@ static void print_chapter_standing(const struct test_case *first, int count, con
     if (failing == NULL)
         printf("every test passes\n");
     else if (failing->integrity)
-        printf("INTEGRITY: the gate refused its files - see the chapter's first line\n");
+        printf("INTEGRITY: admission refused its files - see the chapter's first line\n");
     else if (command[0])
         printf("%s\n", command);
     else if (failing->verdict == V_MISSING)

@@ -1,6 +1,6 @@
 /**
- * @file gate.h
- * @brief kit-gate: what a submission may be, checked before anything of it is linked.
+ * @file admission.h
+ * @brief kit-admit: what a submission may be, checked before anything of it is linked.
  *
  * An allow-list, in the spirit of PrairieLearn's C grader and of contest
  * judges, with a finding for anything else:
@@ -13,7 +13,7 @@
  *   list (its API; everything else static); undefined symbols from the
  *   allowed imports (imports.allow, what the kit's runtime defines, the
  *   earlier chapters' APIs).
- * A finding names the student's file and line. kit-gate writes it to the
+ * A finding names the student's file and line. kit-admit writes it to the
  * chapter's findings file, which the grader turns into a 0 for the chapter
  * and an integrity flag in every report.
  */
@@ -24,17 +24,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* ---- findings (gate_main.c) ---- */
-void gate_finding(const char *format, ...)
+/* ---- findings (admission_main.c) ---- */
+void admit_finding(const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-int gate_finding_count(void);
+int admit_finding_count(void);
 /** The chapter the next findings are about. */
-void gate_set_chapter(const char *chapter);
+void admit_set_chapter(const char *chapter);
 
-/* ---- the object file (gate_elf.c) ---- */
+/* ---- the object file (admission_elf.c) ---- */
 struct elf_object {
     unsigned char *data;
     size_t size;
@@ -57,20 +57,20 @@ const Elf64_Sym *elf_relocation_symbol(const struct elf_object *object, const El
 /** The function that holds offset `at` of section `section`, or NULL. */
 const char *elf_function_at(const struct elf_object *object, size_t section, Elf64_Addr at);
 
-/* ---- the source (gate_source.c) ---- */
+/* ---- the source (admission_source.c) ---- */
 /** The first line of a raw source that holds a #line or line-marker directive, or 0. */
-int gate_line_directive(const char *text, size_t size);
+int admit_line_directive(const char *text, size_t size);
 /** The preprocessed text, with which lines are the student's. */
 struct preprocessed;
 struct preprocessed *preprocessed_load(const char *path, const char *const trusted[]);
 void preprocessed_free(struct preprocessed *source);
 /** Reports each asm in the student's lines. */
-void gate_check_asm(const struct preprocessed *source);
+void admit_check_asm(const struct preprocessed *source);
 /** "file:line" of the first student line that names `identifier`, or "" if none does. */
 void preprocessed_locate(const struct preprocessed *source, const char *identifier, char *where, size_t size);
 
-/* ---- the object's checks (gate_object.c) ---- */
-struct gate_rules {
+/* ---- the object's checks (admission_object.c) ---- */
+struct admit_rules {
     const char *chapter;
     const char *variant;         /* plain, debug, tsan, sched */
     const char *defines;         /* space-separated patterns of what it may define */
@@ -78,17 +78,17 @@ struct gate_rules {
     const char *allow_file;      /* imports.allow */
     const char *display;         /* the source file, as the student knows it */
 };
-void gate_check_object(const struct elf_object *object, const struct gate_rules *rules,
+void admit_check_object(const struct elf_object *object, const struct admit_rules *rules,
                        const struct preprocessed *source);
 
-/* ---- staging (gate_stage.c) ---- */
+/* ---- staging (admit_stage.c) ---- */
 struct stage_chapter {
     const char *name;    /* 01-monitor-queue */
     char files[16][128]; /* the exercise's file names */
     int file_count;
 };
 /** Stages the exercise's files of `from` (with --kit-tree: of its exercises/ folder, if it has a real one). */
-int gate_stage(const char *from, bool kit_tree, const char *to, const char *stubs,
+int admit_stage(const char *from, bool kit_tree, const char *to, const char *stubs,
                const struct stage_chapter *chapters, int count, bool loose);
 
 #endif

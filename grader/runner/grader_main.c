@@ -7,7 +7,7 @@
  *            exit 1 otherwise, or if the rubric and the tests disagree.
  * - `grade`  (make grade): score against tests/rubric.tsv, exit 0 with the report.
  *            Each test runs confined (--confine: kit-confine), and a chapter
- *            whose files the gate refused (--gate: its findings) scores 0.
+ *            whose files admission refused (--gate: its findings) scores 0.
  * - `mutant` (make mutants): stop at the first test that does not pass; exit 0
  *            when the mutant was killed, 1 when every test passed (it survived).
  */
@@ -34,7 +34,7 @@ struct config {
     bool tsan_always;                        /* ... even when other tests failed (make tsan SUBMISSION=) */
     int tsan_chapter_count;
     const char *build, *build_log; /* the build of the submission, run once the slot is ours */
-    const char *gate_dir;   /* the gate's findings, one file per chapter it refused */
+    const char *gate_dir;   /* the findings of admission, one file per chapter it refused */
     const char *debug_args; /* set: name `make debug` for each test that does not pass */
     const char *chapters[MAX_CHAPTERS];
     int chapter_count;
@@ -145,9 +145,9 @@ static int report_unscored(const struct chapter_tests *found, const struct test_
     return unscored;
 }
 
-/* ---- the gate's findings ------------------------------------------------------ */
+/* ---- the findings of admission ------------------------------------------------------ */
 
-/* What the gate said of this chapter's files (gate.c), or false. */
+/* What admission said of this chapter's files (admission.h), or false. */
 static bool gate_finding(const struct config *config, const char *chapter, char *text, size_t size)
 {
     if (!config->gate_dir)
@@ -173,10 +173,10 @@ static void reject_chapter(struct test_case *tests, int count, const char *chapt
         tests[i].integrity = true;
         if (first)
             textf(tests[i].detail, sizeof tests[i].detail,
-                  "INTEGRITY: the grader's gate refused this chapter's files, and every line of it scores 0:\n%s",
+                  "INTEGRITY: admission refused this chapter's files, and every line of it scores 0:\n%s",
                   finding);
         else
-            textf(tests[i].detail, sizeof tests[i].detail, "refused by the gate (the chapter's first line says why)\n");
+            textf(tests[i].detail, sizeof tests[i].detail, "refused at admission (the chapter's first line says why)\n");
         first = false;
     }
 }
@@ -382,8 +382,8 @@ static void grade_line(const struct config *config, struct test_case *test, stru
         compare_wakeups(test);
 }
 
-/* The lines of a chapter whose files the gate refused, before and after
- * the ThreadSanitizer build (the gate sees that build's objects too). */
+/* The lines of a chapter whose files admission refused, before and after
+ * the ThreadSanitizer build (admission sees that build's objects too). */
 static bool chapter_refused(const struct config *config, const char *chapter, struct test_case *tests, int count)
 {
     char finding[3000];
@@ -411,7 +411,7 @@ static void count_line(const struct config *config, const struct test_case *test
     }
 }
 
-/* Streams each line as it is graded; a chapter the gate refused (before, or
+/* Streams each line as it is graded; a chapter admission refused (before, or
  * in its ThreadSanitizer build) scores 0 on every line. */
 static void grade_chapter(const struct config *config, const char *chapter, struct test_case *tests, int count,
                           struct totals *totals)
@@ -433,7 +433,7 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
             grade_line(config, test, tests, count, found, &max);
         if (!refused && chapter_refused(config, chapter, tests, count)) {
             refused = true;
-            printf("  INTEGRITY: the gate refused a file of this chapter in its ThreadSanitizer build: every line "
+            printf("  INTEGRITY: admission refused a file of this chapter in its ThreadSanitizer build: every line "
                    "scores 0\n");
         }
         count_line(config, test, totals);
@@ -606,7 +606,7 @@ static void build_submission(const struct config *config, const struct test_case
     char *log = config->build_log ? read_log(config->build_log) : NULL;
     int shown = 0;
     for (char *line = log ? strtok(log, "\n") : NULL; line && shown < 30; line = strtok(NULL, "\n"))
-        if (strstr(line, "error") || strstr(line, "undefined reference") || strstr(line, "kit-gate")) {
+        if (strstr(line, "error") || strstr(line, "undefined reference") || strstr(line, "kit-admit")) {
             printf("  %s\n", line);
             shown++;
         }

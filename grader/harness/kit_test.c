@@ -44,7 +44,7 @@ static const char *base_name(const char *path)
  * schedule of this process saw a data race (kit_sched_memory.c). It moves
  * them inside the kernel (splice): a token is never in this process's memory,
  * nor in its environment, arguments or files. The code under test may not
- * read or write descriptors (the grader's gate admits no such call), so it
+ * read or write descriptors (admission admits no such call), so it
  * cannot pass a verdict itself; a test process that ends early, even with
  * status 0, passes nothing. */
 static int verdict_pass = -1, verdict_out = -1, verdict_race = -1;

@@ -1,11 +1,11 @@
 /**
- * @file gate_main.c
- * @brief kit-gate: stage a submission, then admit or refuse each of its objects (gate.h).
+ * @file admission_main.c
+ * @brief kit-admit: stage a submission, then admit or refuse each of its objects (admission.h).
  *
- *     kit-gate stage --from DIR [--kit-tree] --to DIR --findings DIR [--stubs DIR] [--loose]
+ *     kit-admit stage --from DIR [--kit-tree] --to DIR --findings DIR [--stubs DIR] [--loose]
  *                    --chapter NN-name FILE... [--chapter ...]
- *     kit-gate source --chapter NN-name --source X.i --display FILE --findings DIR [--trusted DIR]...
- *     kit-gate object --chapter NN-name --variant plain|debug|tsan|sched --object X.o
+ *     kit-admit source --chapter NN-name --source X.i --display FILE --findings DIR [--trusted DIR]...
+ *     kit-admit object --chapter NN-name --variant plain|debug|tsan|sched --object X.o
  *                    --source X.i --display FILE --findings DIR [--defines 'PATTERNS']
  *                    [--imports 'PATTERNS'] [--allow FILE] [--runtime OBJECT]... [--trusted DIR]...
  *
@@ -15,7 +15,7 @@
  * `stage` exits 0.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gate.h"
+#include "admission.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,19 +27,19 @@
 static const char *findings_dir, *current_chapter = "unknown";
 static int finding_count;
 
-void gate_set_chapter(const char *chapter)
+void admit_set_chapter(const char *chapter)
 {
     current_chapter = chapter;
 }
 
-void gate_finding(const char *format, ...)
+void admit_finding(const char *format, ...)
 {
     char text[2048];
     va_list args;
     va_start(args, format);
     vsnprintf(text, sizeof text, format, args);
     va_end(args);
-    fprintf(stderr, "kit-gate: %s", text);
+    fprintf(stderr, "kit-admit: %s", text);
     finding_count++;
     if (findings_dir == NULL)
         return;
@@ -52,16 +52,16 @@ void gate_finding(const char *format, ...)
     }
 }
 
-int gate_finding_count(void)
+int admit_finding_count(void)
 {
     return finding_count;
 }
 
 static _Noreturn void usage(void)
 {
-    fprintf(stderr, "usage: kit-gate stage --from DIR [--kit-tree] --to DIR --findings DIR [--stubs DIR] [--loose]\n"
+    fprintf(stderr, "usage: kit-admit stage --from DIR [--kit-tree] --to DIR --findings DIR [--stubs DIR] [--loose]\n"
                     "                      --chapter NN-name FILE... [--chapter ...]\n"
-                    "       kit-gate object --chapter NN-name --variant V --object X.o --source X.i --display FILE\n"
+                    "       kit-admit object --chapter NN-name --variant V --object X.o --source X.i --display FILE\n"
                     "                      --findings DIR [--defines P] [--imports P] [--allow FILE]\n"
                     "                      [--runtime OBJECT]... [--trusted DIR]...\n");
     exit(2);
@@ -99,7 +99,7 @@ static int stage(int argc, char **argv)
         snprintf(path, sizeof path, "%s/%s.txt", findings_dir, chapters[c].name);
         unlink(path);
     }
-    gate_stage(from, kit_tree, to, stubs, chapters, count, loose);
+    admit_stage(from, kit_tree, to, stubs, chapters, count, loose);
     return 0;
 }
 
@@ -109,7 +109,7 @@ static void add_runtime(char *imports, size_t size, const char *path)
     struct elf_object object;
     const char *error = elf_load(&object, path);
     if (error) { /* the kit's own file: a broken build, not the student's doing */
-        fprintf(stderr, "kit-gate: cannot read the kit's runtime object %s: %s\n", path, error);
+        fprintf(stderr, "kit-admit: cannot read the kit's runtime object %s: %s\n", path, error);
         exit(2);
     }
     for (size_t s = 1; s < object.symbol_count; s++) {
@@ -126,7 +126,7 @@ static int object(int argc, char **argv)
 {
     static char imports[65536];
     static const char *trusted[32];
-    struct gate_rules rules = { .variant = "plain", .defines = "", .display = "the file" };
+    struct admit_rules rules = { .variant = "plain", .defines = "", .display = "the file" };
     const char *object_path = NULL, *source_path = NULL;
     for (int i = 2, t = 0; i + 1 < argc; i += 2) {
         const char *arg = argv[i], *value = argv[i + 1];
@@ -146,19 +146,19 @@ static int object(int argc, char **argv)
     if (!rules.chapter || !object_path || !source_path || !findings_dir)
         usage();
     rules.imports = imports;
-    gate_set_chapter(rules.chapter);
+    admit_set_chapter(rules.chapter);
     mkdir(findings_dir, 0755);
     struct preprocessed *source = preprocessed_load(source_path, trusted);
     struct elf_object elf;
     const char *error = elf_load(&elf, object_path);
     if (source == NULL || error)
-        gate_finding("%s: the gate could not read what the compiler made of it (%s)\n", rules.display,
+        admit_finding("%s: admission could not read what the compiler made of it (%s)\n", rules.display,
                      error ? error : "no preprocessed text");
     if (error == NULL)
-        gate_check_object(&elf, &rules, source);
+        admit_check_object(&elf, &rules, source);
     elf_free(&elf);
     preprocessed_free(source);
-    return gate_finding_count() > 0;
+    return admit_finding_count() > 0;
 }
 
 /* The preprocessed text alone, before it is compiled: an asm that would not
@@ -168,7 +168,7 @@ static int source(int argc, char **argv)
     static const char *trusted[32];
     const char *source_path = NULL;
     for (int i = 2, t = 0; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--chapter") == 0) gate_set_chapter(argv[i + 1]);
+        if (strcmp(argv[i], "--chapter") == 0) admit_set_chapter(argv[i + 1]);
         else if (strcmp(argv[i], "--source") == 0) source_path = argv[i + 1];
         else if (strcmp(argv[i], "--findings") == 0) findings_dir = argv[i + 1];
         else if (strcmp(argv[i], "--trusted") == 0 && t < 31) trusted[t++] = argv[i + 1];
@@ -179,9 +179,9 @@ static int source(int argc, char **argv)
     mkdir(findings_dir, 0755);
     struct preprocessed *text = preprocessed_load(source_path, trusted);
     if (text)
-        gate_check_asm(text);
+        admit_check_asm(text);
     preprocessed_free(text);
-    return gate_finding_count() > 0;
+    return admit_finding_count() > 0;
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,5 @@
 /**
- * @file gate_stage.c
+ * @file admit_stage.c
  * @brief Staging a submission: a private copy of the exercise's files only,
  *        each a regular file of sane size, read without following a link.
  *
@@ -12,7 +12,7 @@
  * is the exercise's untouched stub: that chapter scores 0, as it would have.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gate.h"
+#include "admission.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,23 +40,23 @@ static void copy_checked(int fd, const char *shown, const char *to)
 {
     struct stat info;
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-        gate_finding("%s: is not a plain file: submit the file itself\n", shown);
+        admit_finding("%s: is not a plain file: submit the file itself\n", shown);
         return;
     }
     if (info.st_size > MAX_FILE) {
-        gate_finding("%s: is larger than 1 MB: a submission's file is source code\n", shown);
+        admit_finding("%s: is larger than 1 MB: a submission's file is source code\n", shown);
         return;
     }
     char *text = malloc(MAX_FILE + 1);
     ssize_t n = text ? read(fd, text, MAX_FILE + 1) : -1;
-    int line = n >= 0 ? gate_line_directive(text, (size_t)n) : 0;
+    int line = n >= 0 ? admit_line_directive(text, (size_t)n) : 0;
     if (n < 0 || n > MAX_FILE)
-        gate_finding("%s: could not be read whole\n", shown);
+        admit_finding("%s: could not be read whole\n", shown);
     else if (line > 0)
-        gate_finding("%s:%d: has a #line directive: the grader refuses them, since they could pass the student's "
+        admit_finding("%s:%d: has a #line directive: the grader refuses them, since they could pass the student's "
                      "lines off as the system's\n", shown, line);
     else if (!write_file(to, text, (size_t)n))
-        gate_finding("%s: could not be staged (%s)\n", shown, strerror(errno));
+        admit_finding("%s: could not be staged (%s)\n", shown, strerror(errno));
     free(text);
 }
 
@@ -82,9 +82,9 @@ static void stage_file(int dir, const char *shown, const char *name, const char 
     int fd = dir >= 0 ? openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
     *found = fd >= 0 || (dir >= 0 && errno != ENOENT);
     if (fd < 0 && errno == ELOOP)
-        gate_finding("%s: is a symbolic link: submit the file itself\n", shown);
+        admit_finding("%s: is a symbolic link: submit the file itself\n", shown);
     else if (fd < 0 && *found)
-        gate_finding("%s: cannot be opened (%s)\n", shown, strerror(errno));
+        admit_finding("%s: cannot be opened (%s)\n", shown, strerror(errno));
     if (fd < 0)
         return;
     copy_checked(fd, shown, to);
@@ -99,7 +99,7 @@ static void stage_chapter(int from, const char *to, const char *stubs, const str
     chmod(path, 0755);
     int dir = from >= 0 ? openat(from, chapter->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (dir < 0 && errno != ENOENT)
-        gate_finding("%s/: is not a folder (a symbolic link?): submit the folder itself\n", chapter->name);
+        admit_finding("%s/: is not a folder (a symbolic link?): submit the folder itself\n", chapter->name);
     for (int i = 0; i < chapter->file_count; i++) {
         const char *name = chapter->files[i];
         bool found;
@@ -154,7 +154,7 @@ static void walk(int dir, const char *shown, int depth, struct walk *w)
         snprintf(to, sizeof to, "%s/%s/%s", w->to, chapter ? chapter->name : "", entry->d_name);
         if (chapter && (in_its_folder || access(to, F_OK) != 0)) {
             bool found;
-            gate_set_chapter(chapter->name);
+            admit_set_chapter(chapter->name);
             stage_file(dirfd(folder), inner + (inner[0] == '/'), entry->d_name, to, &found);
             if (access(to, F_OK) == 0)
                 printf("graded: %s (as %s/%s)\n", inner + (inner[0] == '/'), chapter->name, entry->d_name);
@@ -194,13 +194,13 @@ static int open_source(const char *from, bool kit_tree, const struct stage_chapt
         return root;
     close(root);
     for (int c = 0; exercises < 0 && c < count; c++) {
-        gate_set_chapter(chapters[c].name);
-        gate_finding("exercises/: is not a folder (a symbolic link?): submit the folder itself\n");
+        admit_set_chapter(chapters[c].name);
+        admit_finding("exercises/: is not a folder (a symbolic link?): submit the folder itself\n");
     }
     return exercises;
 }
 
-int gate_stage(const char *from, bool kit_tree, const char *to, const char *stubs,
+int admit_stage(const char *from, bool kit_tree, const char *to, const char *stubs,
                const struct stage_chapter *chapters, int count, bool loose)
 {
     mkdir(to, 0755);
@@ -209,7 +209,7 @@ int gate_stage(const char *from, bool kit_tree, const char *to, const char *stub
     if (loose)
         stage_loose(source, to, chapters, count);
     for (int c = 0; c < count; c++) {
-        gate_set_chapter(chapters[c].name);
+        admit_set_chapter(chapters[c].name);
         if (!loose) {
             stage_chapter(source, to, stubs, &chapters[c]);
             continue;
@@ -223,5 +223,5 @@ int gate_stage(const char *from, bool kit_tree, const char *to, const char *stub
     }
     if (source >= 0)
         close(source);
-    return gate_finding_count() > 0;
+    return admit_finding_count() > 0;
 }

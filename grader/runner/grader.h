@@ -8,7 +8,7 @@
  * decides each verdict from the exit status plus a one-time token the test
  * main moves from one pipe to another after cmocka reports success
  * (grader_proc.c). Nothing the code under test prints can change a verdict;
- * a submission the gate rejected (gate.c) scores 0 without running.
+ * a submission the gate rejected (admission.h) scores 0 without running.
  */
 #ifndef GRADER_H
 #define GRADER_H
@@ -27,7 +27,7 @@ enum verdict {
     V_NO_RESULT,    /* exited 0 without the success token: left the test early */
     V_MISSING,      /* in the rubric, but no test binary has it */
     V_NOT_RUN,      /* skipped (race-freedom line when tests fail) */
-    V_REJECTED,     /* the gate refused the submission's chapter: an integrity finding */
+    V_REJECTED,     /* admission refused the submission's chapter: an integrity finding */
 };
 
 struct test_case {
@@ -37,7 +37,7 @@ struct test_case {
     char binary[512];      /* test executable that has it ("" if none) */
     int points;
     enum verdict verdict;
-    bool integrity;        /* the gate refused the chapter's files: an attempt on the grader, or a mistake */
+    bool integrity;        /* admission refused the chapter's files: an attempt on the grader, or a mistake */
     bool race_free;        /* the test delivered its race token: none of its schedules saw a data race */
     double seconds;
     char detail[8192];     /* why it did not pass, a few lines */

@@ -1,10 +1,10 @@
 /**
- * @file gate_elf.c
+ * @file admission_elf.c
  * @brief Reading a submission's object file as untrusted data: every offset,
  *        size and name is checked before it is used.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gate.h"
+#include "admission.h"
 
 #include <fcntl.h>
 #include <stdint.h>

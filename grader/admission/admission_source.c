@@ -1,18 +1,18 @@
 /**
- * @file gate_source.c
- * @brief The source side of the gate: #line directives in what a student
+ * @file admission_source.c
+ * @brief The source side of admission: #line directives in what a student
  *        submits, and asm in the student's own lines of the preprocessed text.
  *
  * The preprocessor's output marks where each line came from (`# 12 "file" 1`
- * entering an include, `... 2` leaving it). The gate follows those marks as
+ * entering an include, `... 2` leaving it). Admission follows those marks as
  * a stack of files, and a line is the student's unless the file on top of
  * the stack is a trusted one: the system's headers, the kit's. A student
  * could fake such marks with a #line directive of their own, so staging
- * refuses any file that has one (gate_line_directive), after the same
+ * refuses any file that has one (admit_line_directive), after the same
  * translation phases as the compiler: trigraphs, joined lines, comments.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gate.h"
+#include "admission.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -72,7 +72,7 @@ static void blank_comments(char *text, size_t n)
     }
 }
 
-int gate_line_directive(const char *text, size_t size)
+int admit_line_directive(const char *text, size_t size)
 {
     char *clean = malloc(size + 1);
     int *lines = malloc((size + 1) * sizeof *lines);
@@ -296,12 +296,12 @@ static bool is_asm(const char *word, size_t length, const void *ctx)
            (length == 7 && strncmp(word, "__asm__", 7) == 0);
 }
 
-void gate_check_asm(const struct preprocessed *source)
+void admit_check_asm(const struct preprocessed *source)
 {
     for (size_t i = 0; i < source->count; i++) {
         const struct text_line *l = &source->lines[i];
         if (l->student && each_word(l, is_asm, NULL))
-            gate_finding("%s:%d: uses asm (assembly code): a submission is plain C, and the grader refuses asm, "
+            admit_finding("%s:%d: uses asm (assembly code): a submission is plain C, and the grader refuses asm, "
                          "which could reach the system around the checks\n",
                          l->file, l->line);
     }

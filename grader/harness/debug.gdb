@@ -9,7 +9,7 @@ set print thread-events off
 set breakpoint pending on
 
 # Every check of the tests (assert_*, assert_ok, ...) calls _fail, which the
-# harness wraps (tests/support/kit_test.c).
+# harness wraps (grader/harness/kit_test.c).
 break __wrap__fail
 commands
   silent
@@ -53,7 +53,7 @@ def earlier_reference(name, program):
 
 def kit_frame():
     """The newest frame of the stopped thread in the code under test or in
-    the test itself: not the C library, cmocka, lib/, tests/support/ or an
+    the test itself: not the C library, cmocka, lib/, grader/ or an
     earlier chapter's reference."""
     program = gdb.current_progspace().filename
     frame = gdb.newest_frame()
@@ -61,7 +61,7 @@ def kit_frame():
         symtab = frame.find_sal().symtab
         if symtab is not None and symtab.objfile.filename == program:
             name = symtab.filename
-            if "tests/support/" not in name and not name.startswith("lib/") and not earlier_reference(name, program):
+            if not name.startswith("grader/") and not name.startswith("lib/") and not earlier_reference(name, program):
                 return frame
         frame = frame.older()
     return None

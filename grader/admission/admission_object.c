@@ -1,10 +1,10 @@
 /**
- * @file gate_object.c
- * @brief The object side of the gate: which sections, which definitions,
+ * @file admission_object.c
+ * @brief The object side of admission: which sections, which definitions,
  *        which imports a submission's object may have.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gate.h"
+#include "admission.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -68,7 +68,7 @@ static bool calls_only_tsan_init(const struct elf_object *object, size_t target,
  * object: a few bytes that call __tsan_init - in a section of its own when
  * optimised, at the end of .text without optimisation (make debug). Allowed
  * in those builds, and nothing else that runs at load. */
-static bool instrumentation_constructor(const struct elf_object *object, const struct gate_rules *rules, size_t index)
+static bool instrumentation_constructor(const struct elf_object *object, const struct admit_rules *rules, size_t index)
 {
     const Elf64_Shdr *section = &object->sections[index];
     if (strcmp(rules->variant, "tsan") != 0 && strcmp(rules->variant, "sched") != 0)
@@ -89,7 +89,7 @@ static bool instrumentation_constructor(const struct elf_object *object, const s
     return false;
 }
 
-static void check_sections(const struct elf_object *object, const struct gate_rules *rules,
+static void check_sections(const struct elf_object *object, const struct admit_rules *rules,
                            const struct preprocessed *source, const char *display)
 {
     int constructors = 0;
@@ -105,11 +105,11 @@ static void check_sections(const struct elf_object *object, const struct gate_ru
             if (instrumentation_constructor(object, rules, i) && ++constructors == 1)
                 continue;
             preprocessed_locate(source, "constructor", where, sizeof where);
-            gate_finding("%s: has code that runs by itself when the program loads (%s: a constructor or a "
+            admit_finding("%s: has code that runs by itself when the program loads (%s: a constructor or a "
                          "destructor): a submission's code runs only when the tests call it\n",
                          where[0] ? where : display, shown);
         } else if (name == NULL || !allowed_section(relocated_name(name))) {
-            gate_finding("%s: puts code or data in a section the grader does not admit (%s)\n", display, shown);
+            admit_finding("%s: puts code or data in a section the grader does not admit (%s)\n", display, shown);
         }
     }
 }
@@ -141,7 +141,7 @@ static bool in_allow_file(const char *name, const char *path)
     return found;
 }
 
-static bool may_import(const char *name, const struct gate_rules *rules)
+static bool may_import(const char *name, const struct admit_rules *rules)
 {
     bool instrumented = strcmp(rules->variant, "tsan") == 0 || strcmp(rules->variant, "sched") == 0;
     if (instrumented && strncmp(name, "__tsan_", 7) == 0)
@@ -199,7 +199,7 @@ static void where_used(const struct elf_object *object, const struct preprocesse
     snprintf(where, size, "%s", display);
 }
 
-static void check_import(const struct elf_object *object, const struct gate_rules *rules,
+static void check_import(const struct elf_object *object, const struct admit_rules *rules,
                          const struct preprocessed *source, const char *display, const char *name)
 {
     if (may_import(name, rules) && strchr(name, '@') == NULL)
@@ -208,28 +208,28 @@ static void check_import(const struct elf_object *object, const struct gate_rule
     where_used(object, source, name, display, where, sizeof where);
     const char *why = why_refused(name);
     if (why)
-        gate_finding("%s: uses %s, which a submission may not use: %s\n", where, name, why);
+        admit_finding("%s: uses %s, which a submission may not use: %s\n", where, name, why);
     else
-        gate_finding("%s: uses %s, which is not on the list of what a submission may call "
-                     "(tests/support/grader/imports.allow); if a correct solution needs it, tell your instructor\n",
+        admit_finding("%s: uses %s, which is not on the list of what a submission may call "
+                     "(grader/admission/imports.allow); if a correct solution needs it, tell your instructor\n",
                      where, name);
 }
 
-static void check_definition(const struct gate_rules *rules, const struct preprocessed *source, const char *display,
+static void check_definition(const struct admit_rules *rules, const struct preprocessed *source, const char *display,
                              const Elf64_Sym *symbol, const char *name)
 {
     char where[600];
     preprocessed_locate(source, name, where, sizeof where);
     if (ELF64_ST_TYPE(symbol->st_info) == STT_GNU_IFUNC)
-        gate_finding("%s: makes %s an indirect function, whose resolver runs when the program loads: a submission's "
+        admit_finding("%s: makes %s an indirect function, whose resolver runs when the program loads: a submission's "
                      "code runs only when the tests call it\n", where[0] ? where : display, name);
     else if (symbol->st_shndx == SHN_COMMON || !matches_any(name, rules->defines))
-        gate_finding("%s: defines %s outside the chapter's functions (%s): make it static - a submission may define "
+        admit_finding("%s: defines %s outside the chapter's functions (%s): make it static - a submission may define "
                      "only what its header declares\n",
                      where[0] ? where : display, name, rules->defines);
 }
 
-static void check_symbols(const struct elf_object *object, const struct gate_rules *rules,
+static void check_symbols(const struct elf_object *object, const struct admit_rules *rules,
                           const struct preprocessed *source, const char *display)
 {
     for (size_t i = 1; i < object->symbol_count; i++) {
@@ -245,7 +245,7 @@ static void check_symbols(const struct elf_object *object, const struct gate_rul
     }
 }
 
-void gate_check_object(const struct elf_object *object, const struct gate_rules *rules,
+void admit_check_object(const struct elf_object *object, const struct admit_rules *rules,
                        const struct preprocessed *source)
 {
     check_sections(object, rules, source, rules->display);

@@ -8,7 +8,7 @@
  * file and line, and the test's line that called them. A frame is kept when
  * its file lies in the kit (a relative path, or under the kit's root) or in
  * the submission graded from outside the kit, and is not the harness's own
- * (tests/support/, lib/). Addresses are dropped: no bare hex on screen.
+ * (grader/, lib/). Addresses are dropped: no bare hex on screen.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "grader.h"
@@ -53,6 +53,15 @@ static bool parse_frame(const char *line, char *function, size_t fsize, char *fi
     return true;
 }
 
+/* A file of the grading engine (grader/ of the kit): never the student's,
+ * wherever a submission lives. */
+static bool engine_file(const char *file, const struct run_options *options)
+{
+    if (starts_with(file, options->source_root))
+        file += strlen(options->source_root);
+    return starts_with(file, "grader/");
+}
+
 /* "file:line" if it is the student's or a test's, shortened; else false. */
 static bool our_file(const char *file, const struct run_options *options, char *out, size_t size)
 {
@@ -64,8 +73,8 @@ static bool our_file(const char *file, const struct run_options *options, char *
         ; /* a submission outside the kit: its own path is the clearest name */
     else if (file[0] == '/' || file[0] == '.')
         return false; /* libc, the sanitizer runtime, other system code */
-    if (strstr(file, "tests/support/") || strstr(file, "lib/runtime/") || strstr(file, "lib/program/"))
-        return false; /* the harness's frames only hide the student's */
+    if (starts_with(file, "grader/") || starts_with(file, "lib/"))
+        return false; /* the engine's frames only hide the student's */
     textf(out, size, "%s", file);
     return true;
 }
@@ -109,7 +118,7 @@ struct thread_summary {
     bool crashed;         /* the signal handler frame was seen */
     bool after_signal;    /* frames below it are the faulting ones */
     bool reporter;        /* the thread that ran the test's own check */
-    bool harness_seen;    /* a frame of the harness (tests/support/) came before this one */
+    bool harness_seen;    /* a frame of the engine (grader/) came before this one */
     bool unstarted;       /* created on a schedule that had not run it yet: nothing of anyone's */
 };
 
@@ -154,7 +163,7 @@ static void read_frame(struct thread_summary *thread, const char *line, const st
         else if (strcmp(function, "switch_point") == 0)
             textf(thread->state, sizeof thread->state, "waits for its turn (one thread runs at a time on a schedule)");
     }
-    if (strstr(file, "tests/support/"))
+    if (engine_file(file, options))
         thread->harness_seen = true;
     /* The blocking call nearest the code that made it names the wait: the
      * wrapper's "pthread_cond_timedwait", not glibc's inner cond_wait, and

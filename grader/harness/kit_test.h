@@ -234,7 +234,7 @@ long kit_test_repeat(long base);
 /** @brief A short random pause: nothing, a yield, or a sleep of up to @p max_us. */
 void kit_jitter(kit_rng_t *rng, unsigned max_us);
 
-/* ---- Instrumented waits (tests/support/kit_wrap.c) ------------------------
+/* ---- Instrumented waits (grader/subject/kit_wrap.c) ------------------------
  * Test binaries are linked with -Wl,--wrap for pthread_cond_wait,
  * pthread_cond_timedwait and pthread_cond_clockwait, so every wait in the
  * code under test goes through these counters and switches. */
