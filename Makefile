@@ -406,12 +406,15 @@ GRADE_FLAGS = --rubric tests/rubric.tsv --source-root $(CURDIR)/ --timeout $(TIM
 CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults --chapter traces)
 
 .PHONY: test tsan valgrind asan smoke
-test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, and smoke-run the programs
+# The student's pages teach the pattern, not the exercise's code: no page of
+# the student kit holds 3 consecutive lines of a solution (tools/check-copied-code).
+test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, smoke-run the programs, check the pages hold no solution code
 	@$(if $(HAVE_SOLUTIONS),:,echo "make test proves the kit against its reference solutions, which the student kit leaves out: to test your code, run make grade CH=NN"; exit 2)
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
 	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin $(OUT_ROOT)/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
+	@tools/check-copied-code
 
 smoke: programs ## run each program briefly, with --help, and with every kind of bad option value
 	@$(foreach c,$(ACTIVE),tools/smoke $(OUT)/bin/$(ch$(call number,$(c))_program) $(ch$(call number,$(c))_smoke) &&) true
@@ -687,13 +690,14 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags, no solution code on the pages
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
-	@tools/check-page-tags && echo "check-page-tags: every page shows the tagged lines it cites, and sends no one to the reference's files"
+	@tools/check-page-tags && echo "check-page-tags: every page names the tags it cites and shows none of their lines, and sends no one to the reference's files"
+	@tools/check-copied-code
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/
