@@ -35,17 +35,9 @@ int results_create(results_t **out, size_t capacity_hint)
      * - calloc the struct, then the records array (if capacity_hint > 0),
      *   then pthread_mutex_init. If any step fails, undo the earlier ones
      *   and return ENOMEM (or the pthread error). Undo the kit's one way,
-     *   a goto ladder (HINTS.md shows it): a failed step jumps to a label
-     *   below the `return 0;`, and the labels free in reverse order, each
-     *   falling through to the next:
-     *       if ((err = pthread_mutex_init(&list->lock, NULL)) != 0)
-     *           goto free_records;
-     *       ...
-     *   free_records:
-     *       free(list->records);
-     *   free_list:
-     *       free(list);
-     *       return err;
+     *   a goto ladder (HINTS.md, hint 3, shows one on another struct): a
+     *   failed step jumps to a label below the `return 0;` that undoes the
+     *   step before it, and the labels fall through in reverse order.
      */
     (void)out;
     (void)capacity_hint;
@@ -54,10 +46,10 @@ int results_create(results_t **out, size_t capacity_hint)
 
 int results_append(results_t *list, long record)
 {
-    /* TODO: lock; if count == capacity, grow the array (double it with
-     * realloc - and on failure leave everything as it was and return
-     * ENOMEM); store the record at records[count]; count++; unlock.
-     * All three steps inside ONE critical section: that is the whole fix. */
+    /* TODO: make room if the array is full (grow it - on failure leave
+     * everything as it was and return ENOMEM), then add the record at the
+     * end. "Read count, write the slot, bump count" - and the growing -
+     * inside ONE critical section: that is the whole fix. */
     (void)list;
     (void)record;
     return ENOSYS;
@@ -72,10 +64,10 @@ size_t results_count(results_t *list)
 
 int results_drain(results_t *list, long *dest, size_t dest_length, size_t *taken)
 {
-    /* TODO: check the arguments (see results.h), then, under the lock:
-     * copy the oldest min(count, dest_length) records to dest, shift the
-     * rest down to records[0], and reduce count - copy and removal in the
-     * same critical section, or an append can slip in between. */
+    /* TODO: check the arguments (see results.h), then move the oldest
+     * records (as many as dest holds) out to dest, oldest first, and keep
+     * the rest, still in order - the copy and the removal in the same
+     * critical section, or an append can slip in between. */
     (void)list;
     (void)dest;
     (void)dest_length;
