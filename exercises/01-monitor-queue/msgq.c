@@ -10,6 +10,13 @@
  * variable carries every change, every change is announced with
  * pthread_cond_broadcast, and every wait sits in a `while` loop that
  * re-checks its condition.
+ *
+ * The program's trace (the page shows a run) has three lines from inside
+ * the queue, logged under its lock so that their order is the order things
+ * happened in: kit_log("msgq", "empty, waiting") each time a take is about
+ * to wait, kit_log("msgq", "full, waiting to put message(%d)", msg.id) each
+ * time a put is, and kit_log("msgq", "put message(%d), %zu queued", msg.id,
+ * count) once a put has stored its message.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "msgq.h"
@@ -46,10 +53,11 @@ int msgq_create(msgq_t **out, size_t capacity)
 
 int msgq_put(msgq_t *q, msg_t msg)
 {
-    /* TODO: lock; WHILE the queue is full and not closed, wait (log
-     * kit_log("msgq", "full, waiting ...") first, so the program's trace
-     * shows it); if closed, unlock and return ECANCELED; store msg at
-     * (head + count) % capacity; count++; broadcast; unlock. */
+    /* TODO: EINVAL for NULL q. Wait WHILE the queue is full and not
+     * closed; a closed queue refuses the message (ECANCELED: the caller
+     * keeps it); otherwise add it at the tail of the ring and announce the
+     * change. Count yourself among the sleepers while you are in the wait
+     * loop: destroy waits for them. */
     (void)q;
     (void)msg;
     return ENOSYS;
@@ -57,10 +65,11 @@ int msgq_put(msgq_t *q, msg_t msg)
 
 int msgq_take(msgq_t *q, msg_t *out)
 {
-    /* TODO: lock; WHILE empty and not closed, wait; if still empty (so the
-     * queue is closed), unlock and return ECANCELED; copy ring[head] to
-     * *out, advance head, count--; broadcast (a producer may be waiting
-     * for this slot); unlock. */
+    /* TODO: EINVAL for NULL arguments. Wait WHILE the queue is empty and
+     * not closed. A closed queue still delivers what it holds: ECANCELED
+     * only when it is closed AND empty. Otherwise hand out the oldest
+     * message and announce the change (a producer may be waiting for this
+     * slot). Count yourself among the sleepers as in put. */
     (void)q;
     (void)out;
     return ENOSYS;
@@ -82,10 +91,10 @@ size_t msgq_size(msgq_t *q)
 
 void msgq_destroy(msgq_t *q)
 {
-    /* TODO: NULL is a no-op. Threads may still be asleep in put or take:
-     * close the queue, broadcast, and wait (while, on the same condvar)
-     * until none is left inside - count them in put/take's wait loops, and
-     * have the last one out broadcast once the queue is closed. Only then
-     * destroy the condvar and the mutex, and free the ring and q. */
+    /* TODO: NULL is a no-op. Threads may still be asleep in put or take,
+     * and freeing the queue under them would wake them inside freed memory:
+     * close it, and wait until the sleepers you counted have all left (the
+     * last one out of a closed queue must wake you). Only then destroy the
+     * condvar and the mutex, and free. */
     (void)q;
 }
