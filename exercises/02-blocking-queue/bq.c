@@ -54,28 +54,26 @@ int bq_create(bq_t **out, size_t capacity)
 }
 
 /* Suggested helpers, all called with the lock held:
- *   push_locked(q, item)  - store at (head + count) % capacity, count++,
- *                           stats.enqueued++, and signal not_empty IF a
- *                           consumer is asleep on it.
- *                           (PAGE: signal-the-other-side)
- *   pop_locked(q)         - the mirror image: take ring[head], advance head,
- *                           count--, stats.taken++, signal not_full IF a
- *                           producer is asleep on it.
+ *   push_locked(q, item)  - add at the tail, count it in the stats, and wake
+ *                           one consumer if one is asleep
+ *                           (PAGE: signal-the-other-side).
+ *   pop_locked(q)         - the mirror image on the other side.
  *   wait_for_room_locked(q, deadline) and wait_for_item_locked(q, deadline)
- *                         - deadline NULL waits forever. Count yourself as
- *                           asleep, then WHILE the condition does not hold
- *                           and the queue is not closed and the deadline has
- *                           not passed: log (kit_log("bq", "full, waiting on
- *                           not_full") / "empty, waiting on not_empty") and
- *                           wait. Uncount yourself. Then decide: closed?
- *                           room (or an item) after all? time out?
+ *                         - deadline NULL waits forever. Sleep (counted)
+ *                           while you cannot proceed, the queue is open and
+ *                           the deadline has not passed, then decide what
+ *                           happened: closed? room (or an item) after all?
+ *                           timed out? The program's trace shows each wait:
+ *                           log kit_log("bq", "full, waiting on not_full")
+ *                           or kit_log("bq", "empty, waiting on not_empty")
+ *                           each time before you wait.
  *   Careful: a timed wait can return ETIMEDOUT just as the condition became
  *   true - check the condition, not only the return code. */
 
 int bq_put(bq_t *q, void *item)
 {
-    /* TODO: EINVAL for NULL q. Lock; wait for room (no deadline); closed ->
-     * ECANCELED (the caller keeps item); otherwise push. Unlock. */
+    /* TODO: EINVAL for NULL q. Wait for room (no deadline) and push;
+     * closed -> ECANCELED (the caller keeps item). */
     (void)q;
     (void)item;
     return ENOSYS;
@@ -96,9 +94,9 @@ int bq_offer(bq_t *q, void *item, long timeout_ms)
 
 int bq_take(bq_t *q, void **out)
 {
-    /* TODO: EINVAL for NULL arguments. Lock; wait for an item (no deadline).
-     * An item is delivered even after close; closed and empty -> ECANCELED
-     * with *out untouched. */
+    /* TODO: EINVAL for NULL arguments. Wait for an item (no deadline) and
+     * pop it. An item is delivered even after close; closed and empty ->
+     * ECANCELED with *out untouched. */
     (void)q;
     (void)out;
     return ENOSYS;
@@ -117,14 +115,14 @@ int bq_poll(bq_t *q, void **out, long timeout_ms)
 
 int bq_try_put(bq_t *q, void *item, const bq_policy_t *policy)
 {
-    /* TODO: EINVAL for NULL q, NULL policy or a NULL policy->reject. Under
-     * the lock: closed -> ECANCELED; room -> push; full -> remember that.
-     * UNLOCK, and only then (PAGE: reject-outside-lock), if it was full, return what
-     * policy->reject(q, item, policy) returns (log kit_log("bq", "full:
-     * handing the item to the reject policy") first). Every error return
+    /* TODO: EINVAL for NULL q, NULL policy or a NULL policy->reject.
+     * Closed -> ECANCELED; room -> push; full -> the policy decides, and
+     * try_put returns what policy->reject(q, item, policy) returns. Decide
+     * under the lock, but call the policy only after unlocking
+     * (PAGE: reject-outside-lock); log kit_log("bq", "full: handing the
+     * item to the reject policy") before you call it. Every error return
      * after the argument check - ECANCELED from a closed queue and the
-     * policy's own EINVAL too - counts one stats.rejected (take the lock
-     * again to count it). */
+     * policy's own errors too - counts one stats.rejected. */
     (void)q;
     (void)item;
     (void)policy;
@@ -162,11 +160,11 @@ int bq_close(bq_t *q)
 
 void bq_destroy(bq_t *q)
 {
-    /* TODO: NULL is a no-op. Threads may still be asleep in the queue: close
-     * it, broadcast both condvars, and wait (while, on a third condvar that
-     * the last sleeper to leave a closed queue signals) until the waiting
-     * counts are both 0. Then destroy the three condvars and the mutex and
-     * free the ring and q. Items still queued belong to the caller. */
+    /* TODO: NULL is a no-op. Threads may still be asleep in the queue:
+     * close it and wait until every counted sleeper has left - on a third
+     * condvar of its own, which the last sleeper to leave a closed queue
+     * signals. Then destroy the condvars and the mutex and free. Items
+     * still queued belong to the caller. */
     (void)q;
 }
 
@@ -206,10 +204,11 @@ bq_policy_t bq_policy_discard(bq_item_fn on_discard)
 
 bq_policy_t bq_policy_discard_oldest(bq_item_fn on_discard)
 {
-    /* TODO: reject locks and looks again (bq.h): closed -> ECANCELED; if
-     * still full (room may have come since bq_try_put looked), remove the
-     * oldest item (ring[head]) and count it as discarded; push the new
-     * item; unlock; then give the evicted item (if any) to on_discard. */
+    /* TODO: reject looks at the queue again, under the lock (bq.h):
+     * closed -> ECANCELED; still full (room may have come since bq_try_put
+     * looked) -> evict the oldest item and count it as discarded; then
+     * queue the new item. The evicted item goes to on_discard (if any)
+     * after unlocking. */
     (void)on_discard;
     return (bq_policy_t){ .reject = reject_not_written };
 }
