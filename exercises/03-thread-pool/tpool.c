@@ -28,6 +28,12 @@
  * stranded. Close it from both sides, under the pool lock: the retiring
  * worker re-checks the queue and stays if it is not empty; execute, after
  * queueing, starts a worker if none is left.
+ *
+ * The program's trace (the page shows a run) has the pool's own lines:
+ * kit_log("tpool", "new worker %s", name) when a worker starts,
+ * kit_log("tpool", "idle for %ld ms: retiring", keep_alive_ms) when one
+ * leaves because its poll timed out, and kit_log("tpool", "shut down:
+ * leaving") when one leaves a shut-down pool. Log after unlocking.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tpool.h"
@@ -93,18 +99,15 @@ int tpool_execute(tpool_t *p, void (*fn)(void *), void *arg)
 
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
 {
-    /* TODO: EINVAL for NULL p or fn. Make the task record. Under the lock:
-     * count it in submitted; join-list the workers that have exited (join
-     * them after unlocking); ECANCELED if shut down; below core_threads,
-     * start a worker named "<name>-<n>" (kit_thread_start) with the task
-     * as its first one, and count it in alive (and in largest)
-     * (kit_log("tpool", "new worker %s", name) shows it in the program).
-     * If starting fails but a worker is alive, queue the task instead.
-     * Unlocked: bq_try_put(queue, task, &policy) - it may block, run the
-     * task on this thread or drop it. Then, under the lock again, if no
-     * worker is alive start one with no first task (the idle-exit race);
-     * if that start fails, still return 0: the task waits for the next
-     * execute or shutdown (tpool.h).
+    /* TODO: EINVAL for NULL p or fn. Every call counts in submitted, and
+     * joins the workers that have exited (after unlocking). A shut-down
+     * pool refuses: ECANCELED. Below core_threads, the task goes to a new
+     * worker named "<name>-<n>" (kit_thread_start) as its first task;
+     * if no thread can be started but a worker is alive, it is queued
+     * instead. Queueing is bq_try_put() with the pool's policy, with no
+     * lock held - and then the idle-exit race's execute side (the header
+     * comment). If even that late start fails, still return 0: the task
+     * waits for the next execute or shutdown (tpool.h).
      * Any error: count it in rejected, free the record, return the error. */
     (void)p;
     (void)fn;
@@ -167,16 +170,15 @@ void tpool_destroy(tpool_t *p)
 }
 
 /* ---- the worker (write these as static helpers) ----------------------------------
- * worker_main: set the current pool; run the first task, then loop:
- *   bq_poll(queue, &item, keep_alive_ms) == 0 -> run it;
- *   otherwise retire: under the pool lock, leave only if the poll said
- *   ECANCELED or the queue is EMPTY (someone may have queued a task since
- *   the poll gave up - PAGE: idle-exit-race); when leaving: alive--,
- *   retired++ (for ETIMEDOUT), mark yourself exited, broadcast "terminated"
- *   if that completes termination.
- * run_task: active++ under the lock; run the task with NO lock held;
- *   under the lock: active--, completed++, failed++ if tpool_task_fail()
- *   was called. A failed task never ends its worker. A task that the
+ * worker_main: set the current pool; run the first task, then the tasks
+ *   bq_poll(queue, &item, keep_alive_ms) hands you. When the poll gives up,
+ *   retire - the idle-exit race's worker side (PAGE: idle-exit-race): a
+ *   worker that leaves is no longer alive, counts as retired if it was
+ *   idle (ETIMEDOUT, not shut down), is marked exited for joining, and may
+ *   be the one that completes termination.
+ * run_task: the task runs with NO lock held; the counters around it
+ *   (active, completed, failed if tpool_task_fail() was called) change
+ *   under the lock. A failed task never ends its worker. A task that the
  *   caller-runs policy runs counts in ran_by_caller, not in active. */
 
 void tpool_task_fail(int error)
