@@ -76,14 +76,14 @@ void future_release(future_t *f)
 
 int future_run(future_t *f, void *(*fn)(void *), void *arg)
 {
-    /* TODO: EINVAL for NULL. Lock; if the state is not PENDING (cancelled),
-     * unlock and return ECANCELED without calling fn; otherwise set RUNNING
-     * (and the runner: tpool_current()) BEFORE unlocking - the same critical
-     * section as the check. Call fn(arg) with no lock held, with the
-     * thread's failure cleared (and restored afterwards: a task may run
-     * another future inline). Then lock, and finish: state DONE (result) or
-     * FAILED (error), tell the pool the counted waiters' wait is over
-     * (tpool_block_end once per counted waiter), broadcast, unlock. */
+    /* TODO: EINVAL for NULL. A cancelled future returns ECANCELED and fn
+     * is never called; otherwise claim it (RUNNING, with tpool_current() as
+     * its runner) in the same critical section as the check. fn(arg) runs
+     * with no lock held, with this thread's failure cleared (and restored
+     * afterwards: a task may run another future inline). Then finish the
+     * future - DONE with the result or FAILED with the error - publishing
+     * before waking, and telling the pool that each counted waiter's wait
+     * is over (tpool_block_end). */
     (void)f;
     (void)fn;
     (void)arg;
@@ -98,9 +98,9 @@ void future_fail(int error)
 
 int future_cancel(future_t *f)
 {
-    /* TODO: EINVAL for NULL. Under the lock: PENDING -> CANCELLED, finished
-     * like a run (un-count the pool's waiters, broadcast), return 0;
-     * already CANCELLED -> 0; RUNNING or finished -> EBUSY, nothing changes. */
+    /* TODO: EINVAL for NULL. PENDING -> CANCELLED, finished as a run
+     * finishes it, and 0; already CANCELLED -> 0; RUNNING or finished ->
+     * EBUSY, nothing changes. */
     (void)f;
     return ENOSYS;
 }
@@ -145,11 +145,12 @@ void future_enter_lane(const void *lane)
 
 int future_get(future_t *f, void **result)
 {
-    /* TODO: EINVAL for NULL f. Lock; if unfinished, run the detector; then
-     * WHILE unfinished, wait on `finished` (kit_log("future", "waiting for a
-     * result") first, so the program's trace shows it). Then: DONE -> store
-     * the result (if result is not NULL) and return 0; FAILED -> its error;
-     * CANCELLED -> ECANCELED. Unlock before every return. */
+    /* TODO: EINVAL for NULL f. An unfinished future goes through the
+     * detector first, then you wait WHILE it is unfinished (log
+     * kit_log("future", "waiting for a result") once before you start
+     * waiting, so the program's trace shows it). Then: DONE -> 0 and the
+     * result (if result is not NULL); FAILED -> its error; CANCELLED ->
+     * ECANCELED. */
     (void)f;
     (void)result;
     return ENOSYS;
@@ -171,15 +172,13 @@ int future_get_timed(future_t *f, void **result, long timeout_ms)
 int tpool_submit(tpool_t *p, void *(*fn)(void *), void *arg, future_t **out)
 {
     /* TODO: EINVAL for NULL out (set *out = NULL first), p or fn. Create the
-     * future and remember the pool on it; give the task a record {a second
-     * reference to the future, fn, arg}. Hand it to
-     * tpool_execute_or_drop(p, run, drop, record):
-     * - run(record): future_run, then release the task's reference, free the record;
-     * - drop(record): the pool will never run it - future_cancel (waiters
-     *   wake with ECANCELED), release, free.
-     * If tpool_execute_or_drop fails, nothing will ever run: release both
-     * references, free the record, return its error - the same goto ladder
-     * as in create (release_future, free_job). */
+     * future, remember the pool on it, and give the task a record holding
+     * a second reference to the future, fn and arg. Hand the record to
+     * tpool_execute_or_drop() with two callbacks: one that runs it
+     * (future_run), one for a task the pool will never run (its waiters
+     * must wake, with ECANCELED); each gives up the task's reference and
+     * frees the record. If tpool_execute_or_drop fails, nothing will ever
+     * run: undo with the goto ladder, and return its error. */
     (void)p;
     (void)fn;
     (void)arg;

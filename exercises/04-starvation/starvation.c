@@ -28,13 +28,11 @@
 
 int tpool_block_begin(tpool_t *p)
 {
-    /* TODO: EINVAL for NULL. Under the pool's lock, in ONE critical section
-     * (a worker starting or leaving in between would make the answer stale):
-     * if the blocked workers + 1 (the caller) are all the workers alive,
-     * nobody else is left to run the queued work, so start one more worker;
-     * if the pool cannot (tpool_add_worker_locked fails), unlock and return
-     * EDEADLK, counting nothing. Otherwise count the caller as blocked (also
-     * after starting a worker: the caller still waits) and return 0.
+    /* TODO: EINVAL for NULL. ONE critical section under the pool's lock (a
+     * worker starting or leaving in between would make the answer stale):
+     * when the caller would leave nobody free to run the queued work, the
+     * pool must grow by a worker, or the answer is EDEADLK and nothing is
+     * counted. Otherwise the caller counts as blocked, and 0.
      * (PAGE: starvation-detector) */
     (void)p;
     return ENOSYS;
