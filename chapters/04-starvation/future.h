@@ -103,10 +103,23 @@ int future_get_timed(future_t *f, void **result, long timeout_ms);
  */
 int future_cancel(future_t *f);
 
-/** @brief True once DONE, FAILED or CANCELLED (false for NULL). Does not block. */
+/**
+ * @brief True once DONE, FAILED or CANCELLED (false for NULL).
+ *
+ * Returns at once: it never waits for the task to finish. That is not "no
+ * synchronisation needed": the state it reads is written by the threads
+ * that run, complete and cancel @p f, so the read is synchronised with
+ * them (taken under the future's lock, say, or an atomic load) like every
+ * other read of the state.
+ */
 bool future_is_done(future_t *f);
 
-/** @brief The current state (FUTURE_CANCELLED for NULL). Does not block. */
+/**
+ * @brief The current state (FUTURE_CANCELLED for NULL).
+ *
+ * Returns at once, as future_is_done() does: it never waits for the task,
+ * and its read of the state is synchronised with the threads that change it.
+ */
 future_state_t future_state(future_t *f);
 
 /** @brief Drop one reference; the last one frees the future. NULL is a no-op. */

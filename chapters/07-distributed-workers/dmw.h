@@ -51,7 +51,7 @@
  *
  * **Who writes what.** This header is the chapter's exercise: the types
  * of a run and the two functions a student writes, dmw_worker_run() and
- * dmw_reap() (solutions/07-distributed-workers/). Everything else is the
+ * dmw_reap() (exercises/07-distributed-workers/). Everything else is the
  * kit's, in kit/: the connection with its reconnection, the record formats,
  * the atomic scripts and the heartbeat (dmw_redis.h), the master that
  * submits and waits (dmw_master.h), and a private redis-server for tests

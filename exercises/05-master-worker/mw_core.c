@@ -52,6 +52,16 @@
  * - mw_close_locked(): enter the CLOSED phase (if not past it), wake the
  *   consumers. */
 
+/* TODO (the program's trace): the page's run shows what happens inside the
+ * component in lines of its own. Log them with kit_log("mw", ...), with the
+ * lock held where the thing happens, so that their order is the order of
+ * events: a task recorded as failed ("task 7 failed (EIO): recorded" -
+ * kit_errno_name() in kit_errno.h names the code) or as rejected ("task 7
+ * rejected (ETIMEDOUT): recorded"); a worker going on after a failure ("the
+ * worker carries on"); the pills ("nothing pending: one poison pill for each
+ * of 4 workers"); a worker leaving ("poison pill: leaving, 3 worker(s)
+ * left"). No test reads them: they are for you, when you run the program. */
+
 /* TODO: the worker thread. Loop: bq_take(); a poison pill ends the loop;
  * ask mw_cancelled_by_stop() first (part 2: a task taken after a stop is not
  * run); otherwise call process() with no lock held and time it (kit_now_ns());

@@ -31,7 +31,9 @@ void mw_wait_for_result_room_locked(mw_t *mw)
     /* TODO: if the results are full: count yourself as blocked, wake the
      * master if that makes it stuck, then wait on the room condition WHILE
      * they are full (another worker may take the slot a take freed), and
-     * count yourself off again. */
+     * count yourself off again. For the program's trace, kit_log("mw", ...)
+     * the wait ("8 results unconsumed: waiting for the master to take
+     * one"). */
     (void)mw;
 }
 

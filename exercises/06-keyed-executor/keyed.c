@@ -57,6 +57,12 @@ struct keyed {
  *   unlock; run the task with future_enter_lane(lane) set, so that a task
  *   waiting on a later task of its own key gets EDEADLK; a cancelled task
  *   makes future_run() return ECANCELED: just go on with the next one.
+ *   After the task, put back the lane this thread was running before it,
+ *   not NULL: a drain can run inline inside another key's task (a
+ *   caller-runs pool, see the page), and that task must keep its own lane.
+ *   A _Thread_local chain of the lanes this thread runs, innermost first,
+ *   remembers it - and also answers keyed_await_termination()'s "am I
+ *   inside a task of this executor?".
  *
  * TODO: its drop function: the pool will never run this drain (discard
  *   policy, tpool_shutdown_now()): remove the key, cancel its tasks.
@@ -64,7 +70,16 @@ struct keyed {
  * TODO (caller-runs pools): tpool_execute() may call drain() or the drop
  *   function right away, on the thread that is inside keyed_submit() and
  *   holds the lock. Note that case in a _Thread_local and let keyed_submit()
- *   run it after unlocking; otherwise it deadlocks on its own lock. */
+ *   run it after unlocking; otherwise it deadlocks on its own lock.
+ *
+ * TODO (the program's trace): the page's run shows the executor's own
+ *   lines. Log them with kit_log("keyed", ...) where they happen (under
+ *   the lock, when the thing happens under it): a new key's drain
+ *   scheduled ("acct-A: new key - drain scheduled"), a drain leaving
+ *   ("acct-A: queue empty - key removed, drain leaves"), a cancelled task
+ *   skipped ("acct-A: skipping a cancelled task"), a dropped drain
+ *   ("acct-A: the pool dropped the drain - cancelling its queue"). No test
+ *   reads them. */
 
 int keyed_create(keyed_t **out, tpool_t *pool)
 {

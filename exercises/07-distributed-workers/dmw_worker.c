@@ -8,12 +8,12 @@
  *
  * What the kit gives you (chapters/07-distributed-workers/kit/dmw_redis.h):
  * - dmw_redis_open() / dmw_redis_close(): a connection to the run;
- *   dmw_redis_call(r, &reply, "HSETNX %s %ld %s", key, id, text) sends one
- *   command and reconnects by itself when the connection drops;
- *   dmw_redis_block() is the same for a command that waits on the server
- *   (BLMOVE). Free every reply with freeReplyObject(). On error they return
- *   an errno value: pass it up, do not loop on it (the kit has already
- *   retried for reconnect_ms).
+ *   dmw_redis_call(r, &reply, "GET %s", key) sends one command - a
+ *   printf-style format, each %s or %ld one argument of the command - and
+ *   reconnects by itself when the connection drops; dmw_redis_block() is
+ *   the same for a command that waits on the server. Free every reply with
+ *   freeReplyObject(). On error they return an errno value: pass it up, do
+ *   not loop on it (the kit has already retried for reconnect_ms).
  * - dmw_redis_keys(r)->queue, ->outcomes, ->events, ->shutdown, and
  *   dmw_key_processing(r, name, ...): the run's keys.
  * - dmw_record_decode() / dmw_record_encode(), dmw_outcome_encode(): the
@@ -23,7 +23,7 @@
  * - dmw_heartbeat_start() / dmw_heartbeat_stop(): keep the worker alive.
  *
  * The order of the steps is the whole lesson (see the page's chart):
- *   take (BLMOVE) -> work -> outcome (HSETNX) -> acknowledge (LREM) -> hint.
+ *   take -> work -> outcome -> acknowledge -> hint.
  * Write small static helpers, one per step.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -50,39 +50,50 @@ int dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker
      * dmw_heartbeat_start(&heartbeat, config, name): from then on the
      * worker is registered in the run and alive.
      *
-     * TODO 2 - loop until max_tasks deliveries (if not 0):
-     *   take: if dmw_redis_reconnected(redis) says a reconnection happened,
-     *     first look at your own processing list ("LINDEX %s -1"): a task
-     *     there is yours (a BLMOVE whose reply was lost) - handle it,
-     *     and keep doing so until the list is empty (count stats->adopted).
-     *     Otherwise "BLMOVE %s %s RIGHT LEFT %.3f" (queue, processing,
-     *     seconds) with dmw_redis_block(redis, take_timeout_ms, ...).
-     *     A nil reply: the queue stayed empty. Then "EXISTS %s" on the
-     *     shutdown key: 1 means the run is over - but tasks submitted
-     *     just before the shutdown may have arrived after your empty
-     *     take, so take once more, and leave (return 0) only when that
-     *     take, begun after you saw the key, finds the queue empty.
+     * TODO 2 - loop until max_tasks deliveries (if not 0). Each step below
+     * is one command; the page's protocol says which, and Redis's
+     * documentation gives its arguments and its reply.
+     *   take: the oldest task of the queue must reach your processing list
+     *     in ONE atomic step, the server blocking for at most
+     *     take_timeout_ms (dmw_redis_block(); mind the unit the command
+     *     wants). A reply that is no string: the queue stayed empty. Then
+     *     ask whether the shutdown key exists: if it does, the run is over -
+     *     but tasks submitted just before the shutdown may have arrived
+     *     after your empty take, so take once more, and leave (return 0)
+     *     only when that take, begun after you saw the key, finds the queue
+     *     empty.
+     *     After a reconnection (dmw_redis_reconnected()), a take whose reply
+     *     was lost may have moved a task into your list without you knowing:
+     *     before taking from the queue, look at the oldest record of your
+     *     own processing list; while there is one, it is yours - handle it
+     *     (count stats->adopted).
      *   work: dmw_record_decode() the record (a record that does not
      *     decode goes to dmw_redis_move_back(r, name, record, record, NULL,
      *     NULL) as it is). The record counts the attempts that already
      *     ended, so this delivery is task.attempt + 1. Call
      *     worker->process(&task, text, sizeof text, worker->ctx).
-     *   0, or an error other than EAGAIN: write the outcome (kind DMW_DONE
-     *     or DMW_FAILED, your name, the attempt, the text - or the error's
-     *     name if the text is empty; dmw_outcome_encode()) with
-     *     "HSETNX %s %ld %s" on the outcomes key. Reply 1: you wrote it;
-     *     0: the task already had an outcome - a duplicate delivery, count
-     *     it and write nothing else. THEN acknowledge: "LREM %s 1 %s"
-     *     (processing, the record exactly as taken). THEN hint the master:
-     *     "LPUSH %s %ld" on the events key. Think about what a crash
-     *     between any two of these steps would do.
+     *   0, or an error other than EAGAIN - the task has an outcome (kind
+     *     DMW_DONE or DMW_FAILED, your name, the attempt, the text - or the
+     *     error's name if the text is empty; dmw_outcome_encode()), and
+     *     three things must happen on the server, in an order that survives
+     *     a crash between any two of them: the outcome written into the
+     *     outcomes hash, under the task's id, ONLY IF the task has none yet
+     *     (the reply tells you whether you wrote it: if not, this was a
+     *     duplicate delivery - count it and write nothing else); the
+     *     record, exactly as taken, removed from your processing list (the
+     *     acknowledgement); the task's id pushed onto the events list (the
+     *     master's hint). The page's table of crashes tells you the order.
      *   EAGAIN: not an outcome. Encode the record again with this attempt
      *     counted; if this was attempt max_attempts
      *     (dmw_redis_config(redis)->max_attempts), give dmw_redis_move_back()
      *     a DMW_DEAD outcome, else NULL (back on the queue).
      *   Keep stats as you go (taken, completed, failed, retried,
-     *   dead_lettered, duplicates, adopted); kit_log("worker", ...) what
-     *   happens, so the program's trace tells the story.
+     *   dead_lettered, duplicates, adopted), and kit_log("worker", ...) what
+     *   happens, so that the program's trace tells the story as on the page:
+     *   "took task 3 (attempt 1): PAYLOAD", "task 3 (attempt 1) done: TEXT"
+     *   (or "failed for good"), "task 3 (attempt 2 of 3) failed: TEXT - back
+     *   on the queue" (or "- dead-lettered"), "task 3 already had an outcome:
+     *   duplicate delivery, nothing written". No test reads them.
      *
      * TODO 3 - leave: dmw_heartbeat_stop(heartbeat, true) (a goodbye: the
      * worker leaves the run if its processing list is empty), set

@@ -10,6 +10,12 @@
  * one condition variable, writers on another; every wait sits in a `while`
  * loop that re-checks its condition; a new reader waits while a writer
  * holds the lock OR WAITS for it (writers first); no busy waiting.
+ *
+ * The program's trace (the page's run): on each turn of a wait loop,
+ * before waiting, kit_log("rwl", ...) why - "reader waits: a writer holds
+ * the lock" (or "... is waiting"), "writer waits: readers inside" (or "a
+ * writer holds the lock"). The mutex is held there, so the lines come in
+ * the order things happened. No test reads them.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rwl.h"
