@@ -172,6 +172,8 @@ static void text_at(FILE *out, int x, int y, const char *style, const char *text
 /* What a thread was left doing, on two lines: "waits on C1 (to relock M1)", "no signal will come". */
 static void write_end(FILE *out, int x, int y, const char *end)
 {
+    if (end[0] == '\0') /* it had ended, or the log did not say */
+        return;
     char first[MAX_TEXT + 1];
     snprintf(first, sizeof first, "%s", end);
     char *comma = strstr(first, ", ");
