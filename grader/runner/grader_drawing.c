@@ -131,9 +131,11 @@ static bool parse_schedule(const char *log, struct drawing *d)
     const char *line_start = failed;
     while (line_start && line_start > log && line_start[-1] != '\n')
         line_start--;
-    const char *after_name = line_start ? strstr(line_start, ": ") : NULL; /* "test: schedule 3 of ... failed ..." */
-    if (after_name && after_name < failed)
-        keep_text(d->headline, sizeof d->headline, after_name + 2, strcspn(after_name + 2, "\n"));
+    const char *why = failed ? strchr(failed, '\n') : NULL; /* the failure's first line follows the header */
+    if (why && strncmp(why + 1, tag, 12) == 0 && strncmp(why + 13, "   ", 3) == 0)
+        keep_text(d->headline, sizeof d->headline, why + 16, strcspn(why + 16, "\n"));
+    else if (line_start)
+        keep_text(d->headline, sizeof d->headline, line_start + 13, strcspn(line_start + 13, "\n"));
     bool in_steps = false;
     for (const char *line = strchr(header, '\n'); line && strncmp(line + 1, tag, 12) == 0; line = strchr(line + 1, '\n')) {
         const char *text = line + 14; /* after the newline, the tag and a space */
@@ -184,6 +186,19 @@ static void write_end(FILE *out, int x, int y, const char *end)
         text_at(out, x, y + ROW - 4, "fill=\"#c0282d\"", comma + 2);
 }
 
+/* The kit's colours for what a step did: going to sleep warm, waking blue,
+ * signalling purple, locks grey. */
+static const char *colour_of(const char *text)
+{
+    if (strncmp(text, "waits", 5) == 0)
+        return "#d9822b";
+    if (strncmp(text, "wakes", 5) == 0)
+        return "#2b7bd9";
+    if (strncmp(text, "signals", 7) == 0 || strncmp(text, "broadcasts", 10) == 0)
+        return "#7b3fbf";
+    return strstr(text, "locks") ? "#555555" : "#888888";
+}
+
 static void write_steps(FILE *out, const struct drawing *d)
 {
     for (int i = 0; i < d->step_count; i++) {
@@ -191,8 +206,10 @@ static void write_steps(FILE *out, const struct drawing *d)
         int x = LEFT + step->column * COLUMN + 8, y = TOP + i * ROW;
         fputs("<g><title>", out);
         write_escaped(out, step->place);
-        fprintf(out, "</title><circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"#2b7bd9\"/>", x - 8, y - 4);
-        text_at(out, x, y, "fill=\"#333333\"", step->text);
+        char fill[32];
+        snprintf(fill, sizeof fill, "fill=\"%s\"", colour_of(step->text));
+        fprintf(out, "</title><circle cx=\"%d\" cy=\"%d\" r=\"4\" %s/>", x - 8, y - 4, fill);
+        text_at(out, x, y, fill, step->text);
         fputs("</g>\n", out);
         char number[16];
         snprintf(number, sizeof number, "%d", step->number);
