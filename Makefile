@@ -95,6 +95,9 @@ SAN_CFLAGS_tsan := -fsanitize=thread
 SAN_CFLAGS_debug := -O0
 SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
+# Every program and test program: no executable stack, and code in segments
+# of its own, apart from read-only data (writable data is never executable).
+HARDENED_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,separate-code
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
 # chNN_cflags: what a chapter's libraries need to compile (say -isystem DIR).
 INCLUDES   := -Ilib/runtime -Ilib/program $(addprefix -Ichapters/,$(CHAPTER_DIRS)) \
@@ -134,13 +137,14 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \
-               grader/runner/grader_feedback.c \
+               grader/runner/grader_feedback.c grader/runner/grader_drawing.c \
                grader/confine/confine.c
 GRADER := build/tools/kit-grade
 # The confinement and the admission check every submission goes through (grading).
 CONFINE_SRCS := grader/confine/confine.c grader/confine/confine_main.c
 ADMIT_SRCS := grader/admission/admission_main.c grader/admission/admission_elf.c grader/admission/admission_source.c \
-             grader/admission/admission_object.c grader/admission/admission_stage.c
+             grader/admission/admission_object.c grader/admission/admission_stage.c \
+             grader/admission/admission_code.c grader/admission/admission_binary.c
 CONFINE := build/tools/kit-confine
 ADMIT := build/tools/kit-admit
 
@@ -275,23 +279,23 @@ $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 define chapter_program
 $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2)_main)) $(call chapter_objs,$(1)) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ -o $$@ $$(ch$(2)_libs) $$(LDLIBS)
 endef
 
 define chapter_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
 define solution_linked_test
 $(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c),$(TEST_OBJ))) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
 endef
 $(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
 
@@ -321,8 +325,9 @@ FINDINGS ?=
 confine_step = $(CONFINE) --kit $(CURDIR) --ro-at $(abspath $(STAGE)) $(abspath $(IMPL)) \
                --wall 120 --cpu 120 --memory 2048 --tasks 64 --output 256 $(1) --
 # What admission admits for chapter $(1): its own functions, those of the
-# chapters it builds on, its extra imports, the kit's runtime, imports.allow.
-admit_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' \
+# chapters it builds on, its extra imports, the kit's runtime, imports.allow -
+# less what the chapter forbids (chNN_forbids: the calls its lesson builds).
+admit_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' --forbids '$(ch$(call number,$(1))_forbids)' \
              --imports '$(foreach d,$(ch$(call number,$(1))_uses),$(ch$(call number,$(d))_defines)) $(ch$(call number,$(1))_imports)' \
              --allow grader/admission/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
              $(ADMIT_TRUSTED)
@@ -340,11 +345,16 @@ confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
     --object $(2).work/object.o --source $(2).work/source.i --display $(IMPL)/$(1).c --findings $(FINDINGS) && \
   mv $(2).work/object.o $(2) && rm -rf $(2).work
 # $(call link_test,command,binary): the link, confined when CONFINED (it
-# reads the submission's objects), into a work folder; only the binary is kept.
+# reads the submission's objects), into a work folder; only the binary is
+# kept, and only if admission admits it (kit-admit binary: no memory both
+# writable and executable, no executable stack).
 link_test = $(if $(CONFINED),rm -rf $(2).work && mkdir -p $(2).work && \
   $(call confine_step,--ro $(abspath $(COMMON)) --ro $(abspath $(OUT)/obj) $(addprefix --ro ,$(abspath $(wildcard reference))) \
     --rw $(abspath $(2).work)) $(1) -o $(2).work/test && \
-  test -f $(2).work/test && ! test -L $(2).work/test && mv $(2).work/test $(2) && rm -rf $(2).work,$(1) -o $(2))
+  test -f $(2).work/test && ! test -L $(2).work/test && \
+  $(ADMIT) binary --chapter $(notdir $(patsubst %/,%,$(dir $(2)))) --binary $(2).work/test \
+    --display "$(IMPL)/$(notdir $(patsubst %/,%,$(dir $(2)))) (linked into $(notdir $(2)))" --findings $(FINDINGS) && \
+  mv $(2).work/test $(2) && rm -rf $(2).work,$(1) -o $(2))
 
 # (A confined build writes none in $(OUT)/obj: only the kit's own are read.)
 -include $(shell find $(if $(CONFINED),,$(OUT)/obj) $(COMMON) -name '*.d' 2>/dev/null)
@@ -583,7 +593,7 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
 $(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
 .PHONY: feedback
 feedback: $(if $(HAVE_SOLUTIONS),deps) ## check the grader's words for a crash, a hang, a race, a misused call (tests/feedback)

@@ -8,3 +8,6 @@ ch01_smoke   := --producers 3 --consumers 2 --capacity 1 --items 5 --download-ms
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch01_defines := msgq_*
+# Calls the chapter refuses even where imports.allow allows them: its lesson
+# is the monitor, one mutex and one condition variable, not a semaphore.
+ch01_forbids := sem_*

@@ -8,3 +8,6 @@ ch08_smoke   := --readers 2 --writers 1 --read-ms 5 --write-ms 2 --duration-ms 1
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch08_defines := rwl_*
+# Calls the chapter refuses even where imports.allow allows them: its lesson
+# is the readers-writer lock itself, built from a mutex and condition variables.
+ch08_forbids := pthread_rwlock_* pthread_rwlockattr_*

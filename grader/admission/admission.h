@@ -7,12 +7,16 @@
  * - staging: only regular files with the exercise's names, of sane size,
  *   without #line directives (which could pass student code off as the
  *   system's);
- * - the preprocessed source: no asm in the student's own lines;
+ * - the preprocessed source: no asm, no section attribute or pragma in the
+ *   student's own lines;
  * - the object: sections of code and data only (no constructors or
- *   destructors, no indirect functions); defined symbols from the chapter's
- *   list (its API; everything else static); undefined symbols from the
- *   allowed imports (imports.allow, what the kit's runtime defines, the
- *   earlier chapters' APIs).
+ *   destructors, no indirect functions); executable bytes only in `.text`
+ *   sections, inside functions; defined symbols from the chapter's list (its
+ *   API; everything else static); undefined symbols from the allowed imports
+ *   (imports.allow, what the kit's runtime defines, the earlier chapters'
+ *   APIs), less what the chapter forbids (chNN_forbids);
+ * - the linked test program: no memory both writable and executable, no
+ *   executable stack.
  * A finding names the student's file and line. kit-admit writes it to the
  * chapter's findings file, which the grader turns into a 0 for the chapter
  * and an integrity flag in every report.
@@ -66,6 +70,8 @@ struct preprocessed *preprocessed_load(const char *path, const char *const trust
 void preprocessed_free(struct preprocessed *source);
 /** Reports each asm in the student's lines. */
 void admit_check_asm(const struct preprocessed *source);
+/** Reports each section attribute or section pragma in the student's lines. */
+void admit_check_sections(const struct preprocessed *source);
 /** "file:line" of the first student line that names `identifier`, or "" if none does. */
 void preprocessed_locate(const struct preprocessed *source, const char *identifier, char *where, size_t size);
 
@@ -75,11 +81,20 @@ struct admit_rules {
     const char *variant;         /* plain, debug, tsan, sched */
     const char *defines;         /* space-separated patterns of what it may define */
     const char *imports;         /* space-separated patterns of what else it may use */
+    const char *forbids;         /* space-separated patterns the chapter refuses, allowed or not */
     const char *allow_file;      /* imports.allow */
     const char *display;         /* the source file, as the student knows it */
 };
 void admit_check_object(const struct elf_object *object, const struct admit_rules *rules,
                        const struct preprocessed *source);
+
+/* ---- executable bytes (admission_code.c) ---- */
+/** Reports code sections that are not plain functions, and functions or data out of place. */
+void admit_check_code(const struct elf_object *object, const struct preprocessed *source, const char *display);
+
+/* ---- the linked program (admission_binary.c) ---- */
+/** Reports a segment both writable and executable, and an executable stack. */
+void admit_check_binary(const char *path, const char *display);
 
 /* ---- staging (admit_stage.c) ---- */
 struct stage_chapter {

@@ -7,12 +7,14 @@
  *     kit-admit source --chapter NN-name --source X.i --display FILE --findings DIR [--trusted DIR]...
  *     kit-admit object --chapter NN-name --variant plain|debug|tsan|sched --object X.o
  *                    --source X.i --display FILE --findings DIR [--defines 'PATTERNS']
- *                    [--imports 'PATTERNS'] [--allow FILE] [--runtime OBJECT]... [--trusted DIR]...
+ *                    [--imports 'PATTERNS'] [--forbids 'PATTERNS'] [--allow FILE] [--runtime OBJECT]...
+ *                    [--trusted DIR]...
+ *     kit-admit binary --chapter NN-name --binary PROGRAM --display NAME --findings DIR
  *
  * Each finding goes to standard error and to FINDINGS/NN-name.txt, which the
- * grader reads: the chapter scores 0 and is flagged for integrity. `source`
- * and `object` exit 1 when they have findings (make then keeps no object),
- * `stage` exits 0.
+ * grader reads: the chapter scores 0 and is flagged for integrity. `source`,
+ * `object` and `binary` exit 1 when they have findings (make then keeps no
+ * object, no program), `stage` exits 0.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "admission.h"
@@ -62,8 +64,9 @@ static _Noreturn void usage(void)
     fprintf(stderr, "usage: kit-admit stage --from DIR [--kit-tree] --to DIR --findings DIR [--stubs DIR] [--loose]\n"
                     "                      --chapter NN-name FILE... [--chapter ...]\n"
                     "       kit-admit object --chapter NN-name --variant V --object X.o --source X.i --display FILE\n"
-                    "                      --findings DIR [--defines P] [--imports P] [--allow FILE]\n"
-                    "                      [--runtime OBJECT]... [--trusted DIR]...\n");
+                    "                      --findings DIR [--defines P] [--imports P] [--forbids P] [--allow FILE]\n"
+                    "                      [--runtime OBJECT]... [--trusted DIR]...\n"
+                    "       kit-admit binary --chapter NN-name --binary PROGRAM --display NAME --findings DIR\n");
     exit(2);
 }
 
@@ -126,7 +129,7 @@ static int object(int argc, char **argv)
 {
     static char imports[65536];
     static const char *trusted[32];
-    struct admit_rules rules = { .variant = "plain", .defines = "", .display = "the file" };
+    struct admit_rules rules = { .variant = "plain", .defines = "", .forbids = "", .display = "the file" };
     const char *object_path = NULL, *source_path = NULL;
     for (int i = 2, t = 0; i + 1 < argc; i += 2) {
         const char *arg = argv[i], *value = argv[i + 1];
@@ -138,6 +141,7 @@ static int object(int argc, char **argv)
         else if (strcmp(arg, "--findings") == 0) findings_dir = value;
         else if (strcmp(arg, "--defines") == 0) rules.defines = value;
         else if (strcmp(arg, "--imports") == 0) snprintf(imports + strlen(imports), sizeof imports - strlen(imports), " %s", value);
+        else if (strcmp(arg, "--forbids") == 0) rules.forbids = value;
         else if (strcmp(arg, "--allow") == 0) rules.allow_file = value;
         else if (strcmp(arg, "--runtime") == 0) add_runtime(imports, sizeof imports, value);
         else if (strcmp(arg, "--trusted") == 0 && t < 31) trusted[t++] = value;
@@ -178,9 +182,29 @@ static int source(int argc, char **argv)
         usage();
     mkdir(findings_dir, 0755);
     struct preprocessed *text = preprocessed_load(source_path, trusted);
-    if (text)
+    if (text) {
         admit_check_asm(text);
+        admit_check_sections(text);
+    }
     preprocessed_free(text);
+    return admit_finding_count() > 0;
+}
+
+/* The program a confined link made of a submission (admission_binary.c). */
+static int binary(int argc, char **argv)
+{
+    const char *path = NULL, *display = "the test program";
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--chapter") == 0) admit_set_chapter(argv[i + 1]);
+        else if (strcmp(argv[i], "--binary") == 0) path = argv[i + 1];
+        else if (strcmp(argv[i], "--display") == 0) display = argv[i + 1];
+        else if (strcmp(argv[i], "--findings") == 0) findings_dir = argv[i + 1];
+        else usage();
+    }
+    if (!path || !findings_dir)
+        usage();
+    mkdir(findings_dir, 0755);
+    admit_check_binary(path, display);
     return admit_finding_count() > 0;
 }
 
@@ -192,5 +216,7 @@ int main(int argc, char **argv)
         return source(argc, argv);
     if (argc > 1 && strcmp(argv[1], "object") == 0)
         return object(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "binary") == 0)
+        return binary(argc, argv);
     usage();
 }

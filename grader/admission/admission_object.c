@@ -202,10 +202,16 @@ static void where_used(const struct elf_object *object, const struct preprocesse
 static void check_import(const struct elf_object *object, const struct admit_rules *rules,
                          const struct preprocessed *source, const char *display, const char *name)
 {
-    if (may_import(name, rules) && strchr(name, '@') == NULL)
+    bool forbidden = matches_any(name, rules->forbids);
+    if (may_import(name, rules) && strchr(name, '@') == NULL && !forbidden)
         return;
     char where[600];
     where_used(object, source, name, display, where, sizeof where);
+    if (forbidden) { /* chNN_forbids: the chapter's lesson is to build what this call does */
+        admit_finding("%s: uses %s, which chapter %.2s forbids: the chapter asks you to build it from a mutex and "
+                      "condition variables, not to take the library's own\n", where, name, rules->chapter);
+        return;
+    }
     const char *why = why_refused(name);
     if (why)
         admit_finding("%s: uses %s, which a submission may not use: %s\n", where, name, why);
@@ -249,5 +255,6 @@ void admit_check_object(const struct elf_object *object, const struct admit_rule
                        const struct preprocessed *source)
 {
     check_sections(object, rules, source, rules->display);
+    admit_check_code(object, source, rules->display);
     check_symbols(object, rules, source, rules->display);
 }

@@ -1,7 +1,8 @@
 /**
  * @file admission_source.c
  * @brief The source side of admission: #line directives in what a student
- *        submits, and asm in the student's own lines of the preprocessed text.
+ *        submits; asm, section attributes and section pragmas in the
+ *        student's own lines of the preprocessed text.
  *
  * The preprocessor's output marks where each line came from (`# 12 "file" 1`
  * entering an include, `... 2` leaving it). Admission follows those marks as
@@ -289,6 +290,12 @@ static bool each_word(const struct text_line *l, bool (*found)(const char *, siz
     return false;
 }
 
+static bool is_identifier(const char *word, size_t length, const void *ctx)
+{
+    const char *identifier = ctx;
+    return strlen(identifier) == length && strncmp(word, identifier, length) == 0;
+}
+
 static bool is_asm(const char *word, size_t length, const void *ctx)
 {
     (void)ctx;
@@ -307,10 +314,48 @@ void admit_check_asm(const struct preprocessed *source)
     }
 }
 
-static bool is_identifier(const char *word, size_t length, const void *ctx)
+/* `section` or `__section__` used as an attribute: the word, then "(" - or
+ * the end of the line, the parenthesis on a line of its own below. */
+static bool names_section(const struct text_line *l)
 {
-    const char *identifier = ctx;
-    return strlen(identifier) == length && strncmp(word, identifier, length) == 0;
+    static const char *const words[] = { "section", "__section__", NULL };
+    for (int w = 0; words[w]; w++) {
+        size_t length = strlen(words[w]);
+        for (const char *at = l->text; at && (at = strstr(at, words[w])) && at < l->text + l->length; at += length) {
+            bool starts = at == l->text || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
+            const char *next = at + length;
+            while (next < l->text + l->length && (*next == ' ' || *next == '\t'))
+                next++;
+            bool call = next == l->text + l->length || *next == '(';
+            if (starts && call && each_word(l, is_identifier, words[w]))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A pragma that says "section" (#pragma clang section, #pragma section, a
+ * _Pragma the preprocessor left): the words are inside it, maybe in quotes. */
+static bool section_pragma(const struct text_line *l)
+{
+    const char *text = l->text + strspn(l->text, " \t");
+    size_t length = l->length - (size_t)(text - l->text);
+    bool pragma = (length > 7 && text[0] == '#' && strncmp(text + 1 + strspn(text + 1, " \t"), "pragma", 6) == 0) ||
+                  each_word(l, is_identifier, "_Pragma") || each_word(l, is_identifier, "__pragma");
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)(length < sizeof line ? length : sizeof line - 1), text);
+    return pragma && strstr(line, "section") != NULL;
+}
+
+void admit_check_sections(const struct preprocessed *source)
+{
+    for (size_t i = 0; i < source->count; i++) {
+        const struct text_line *l = &source->lines[i];
+        if (l->student && (names_section(l) || section_pragma(l)))
+            admit_finding("%s:%d: places code or data in a section of its own choosing (a section attribute or "
+                          "pragma): the grader refuses them, since they could put bytes in executable memory or "
+                          "code in writable memory\n", l->file, l->line);
+    }
 }
 
 void preprocessed_locate(const struct preprocessed *source, const char *identifier, char *where, size_t size)

@@ -77,7 +77,11 @@ static void move_token(int from)
 #endif
 }
 
-static void give_verdict(bool passed, bool ran_to_its_end)
+/* The race token says one thing only: no schedule of this process met a data
+ * race. A test stopped before its end - a failed check with threads still
+ * running, a deadlock, a hang check, a misuse - gives it too when it saw
+ * none: a hang is no race, and costs the race-free line nothing by itself. */
+static void give_verdict(bool passed)
 {
     kit_sched_print_race();
     if (verdict_out < 0 || getpid() != verdict_owner)
@@ -86,7 +90,7 @@ static void give_verdict(bool passed, bool ran_to_its_end)
         kit_sched_print_wakeups();
         move_token(verdict_pass);
     }
-    if (ran_to_its_end && !kit_sched_saw_race())
+    if (!kit_sched_saw_race())
         move_token(verdict_race);
     close(verdict_pass);
     close(verdict_race);
@@ -96,12 +100,12 @@ static void give_verdict(bool passed, bool ran_to_its_end)
 
 void kit_verdict_end(bool passed)
 {
-    give_verdict(passed, true);
+    give_verdict(passed);
 }
 
 void kit_verdict_stopped(void)
 {
-    give_verdict(false, false);
+    give_verdict(false);
 }
 
 /* ---- Graded on one schedule -------------------------------------------------

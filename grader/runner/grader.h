@@ -100,6 +100,10 @@ void append_line(char *detail, size_t size, const char *line, size_t length);
 void cap_log(const char *path, long *budget);
 void race_lines(const char *log, char *detail, size_t size);
 
+/* grader_drawing.c: the last failing schedule a test's log reports, drawn
+ * by the grader as an SVG at path; 0, or -1 when the log reports none. */
+int draw_failed_schedule(const char *log, const char *title, const char *path);
+
 /* grader_feedback.c: a passed test's wake-ups beside the reference's
  * (tests/wakeups.tsv), as feedback that is worth no points. */
 int load_reference_wakeups(const char *path);

@@ -250,7 +250,7 @@ static void judge(struct test_case *test, const struct process_end *outcome, boo
     free(stacks);
 }
 
-/* Where the whole story is: the log, and the failing schedule's drawing. */
+/* Where the whole story is: the log, and the failing schedule, drawn from it (grader_drawing.c). */
 static void point_at_logs(struct test_case *test, const char *log, const char *log_path,
                           const struct run_options *options)
 {
@@ -262,8 +262,10 @@ static void point_at_logs(struct test_case *test, const char *log, const char *l
         append_line(test->detail, sizeof test->detail, note, strlen(note));
     }
     char drawn[1000];
+    snprintf(drawn, sizeof drawn, "%s/schedules", options->log_dir);
+    mkdir(drawn, 0755);
     snprintf(drawn, sizeof drawn, "%s/schedules/%s.%s.svg", options->log_dir, test->chapter, test->name);
-    if (access(drawn, R_OK) == 0) {
+    if (draw_failed_schedule(log, test->name, drawn) == 0) {
         snprintf(where, sizeof where, "the failing schedule, drawn: %s", drawn);
         append_line(test->detail, sizeof test->detail, where, strlen(where));
     }

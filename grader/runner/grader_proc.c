@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -364,10 +363,12 @@ static void add_words(char **argv, int *argc, char *copy)
 }
 
 /* kit-confine's options for one test: the kit's headers, its test
- * binaries read-only, a fresh folder for the schedule it may draw, the
- * verdict's descriptors, the limits. */
+ * binaries read-only, the verdict's descriptors, the limits. It writes
+ * nowhere on the grader's disk but its log (RLIMIT_FSIZE, then cap_log):
+ * its scratch space, where the explorer draws its own pictures too, is the
+ * confinement's small private /tmp, gone with it. */
 static void add_confinement(char **argv, int *argc, const struct run_options *options, char text[][32],
-                            const char *binaries, const char *drawings)
+                            const char *binaries)
 {
     const struct limits *limits = &options->limits;
     snprintf(text[0], 32, "%ld", limits->cpu_seconds);
@@ -375,7 +376,7 @@ static void add_confinement(char **argv, int *argc, const struct run_options *op
     snprintf(text[2], 32, "%ld", limits->file_size_mb);
     snprintf(text[3], 32, "%ld", limits->processes);
     char *words[] = { (char *)options->confine, "--kit", (char *)options->kit_root, "--ro", (char *)binaries,
-                      "--rw", (char *)drawings, "--fd", "3", "--fd", "4", "--fd", "5", "--cpu", text[0],
+                      "--fd", "3", "--fd", "4", "--fd", "5", "--cpu", text[0],
                       "--memory", text[1], "--file-size", text[2], "--tasks", text[3], NULL };
     for (int i = 0; words[i]; i++)
         argv[(*argc)++] = words[i];
@@ -385,7 +386,7 @@ static void add_confinement(char **argv, int *argc, const struct run_options *op
 }
 
 static void build_argv(char **argv, char *wrapper_copy, const struct test_case *test,
-                       const struct run_options *options, char text[][32], const char *drawings)
+                       const struct run_options *options, char text[][32])
 {
     int argc = 0;
     static char binaries[1024];
@@ -394,7 +395,7 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
     if (slash)
         *slash = '\0';
     if (options->confine)
-        add_confinement(argv, &argc, options, text, binaries, drawings);
+        add_confinement(argv, &argc, options, text, binaries);
     add_words(argv, &argc, wrapper_copy);
     char *tail[] = { (char *)test->binary, "--run", (char *)test->name, "--verdict", "3", "4", "5", NULL };
     for (int i = 0; tail[i]; i++)
@@ -402,45 +403,18 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
     argv[argc] = NULL;
 }
 
-static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *ftw)
-{
-    (void)info, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* A confined test draws its failing schedule in a folder of its own (the
- * only one it may write in); the grader takes the one drawing it expects,
- * if it is a plain file of sane size, and empties the folder. */
-static void collect_drawing(const char *drawings, const struct test_case *test, const struct run_options *options)
-{
-    char from[1400], to[1400];
-    snprintf(from, sizeof from, "%s/%s.%s.svg", drawings, test->chapter, test->name);
-    snprintf(to, sizeof to, "%s/schedules/%s.%s.svg", options->log_dir, test->chapter, test->name);
-    struct stat info;
-    if (lstat(from, &info) == 0 && S_ISREG(info.st_mode) && info.st_size < (4 << 20))
-        rename(from, to);
-    nftw(drawings, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 void run_test_case(struct test_case *test, const struct run_options *options)
 {
-    char log_path[1024], drawings[1100], wrapper_copy[1024], text[4][32];
+    char log_path[1024], wrapper_copy[1024], text[4][32];
     snprintf(log_path, sizeof log_path, "%s/%s.%s.log", options->log_dir, test->chapter, test->name);
-    snprintf(drawings, sizeof drawings, "%s/schedules/.drawing", options->log_dir);
     snprintf(wrapper_copy, sizeof wrapper_copy, "%s", options->wrapper ? options->wrapper : "");
     char *argv[MAX_ARGS];
-    build_argv(argv, wrapper_copy, test, options, text, drawings);
+    build_argv(argv, wrapper_copy, test, options, text);
     test->detail[0] = '\0';
     struct verdict_channel channel;
     int err = open_channel(&channel);
-    if (options->confine) {
-        char schedules[1100];
-        snprintf(schedules, sizeof schedules, "%s/schedules", options->log_dir);
-        mkdir(schedules, 0755);
-        mkdir(drawings, 0755);
-        setenv("KIT_EXPLORE_SVG_DIR", drawings, 1);
-    }
+    if (options->confine)
+        setenv("KIT_EXPLORE_SVG_DIR", "/tmp", 1); /* the confinement's own tmpfs (grader_drawing.c draws the reports') */
     char stuck_threads[3000] = "";
     struct diagnosis diagnosis = { options, stuck_threads, sizeof stuck_threads };
     struct run run = { argv, log_path, options->confine ? NULL : &options->limits, channel.test_ends,
@@ -456,8 +430,6 @@ void run_test_case(struct test_case *test, const struct run_options *options)
         snprintf(test->detail, sizeof test->detail, "runner: cannot start the test: %s\n", strerror(err));
         return;
     }
-    if (options->confine)
-        collect_drawing(drawings, test, options);
     judge_test(test, &end, token_ok, log_path, stuck_threads, options);
     cap_log(log_path, options->log_budget);
 }
