@@ -713,13 +713,14 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags, each chapter's parts
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
 	@tools/check-page-tags && echo "check-page-tags: every page shows the tagged lines it cites, and sends no one to the reference's files"
+	@$(if $(HAVE_SOLUTIONS),tools/check-chapter --all --quiet && echo "check-chapter: every chapter has the parts docs/instructors.md lists (tools/check-chapter NN says more)")
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/
