@@ -193,13 +193,21 @@ test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
-# Fault injection across chapters 03-06 and 08 (tests/faults/): run by `make test`,
-# scored 0 - it holds the reference solutions to the reliability bar.
+# Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
+# test`, scored 0 - it holds the reference solutions to the reliability bar.
+# tests/faults/test_faults.c fails the allocations and thread creations of
+# chapters 03, 04, 05, 06 and 08; invariants are checked on recorded traces of
+# chapters 01, 03 and 06 (tests/traces/), likewise. Both link FAULT_CHAPTERS:
+# those chapters and the queue of chapter 02 that 03's pool runs on.
 FAULT_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker \
                   06-keyed-executor 08-rwlock
-# Invariants checked on recorded traces (tests/traces/), likewise.
 SOLUTION_LINKED_TESTS := faults/test_faults traces/test_traces
-FAULT_TEST_BINS := $(addprefix $(OUT)/tests/,$(SOLUTION_LINKED_TESTS))
+# A chapter's own fault injection is one file, tests/faults/test_faults_NN.c,
+# with its rubric lines under `faults`: a program of its own, linked with
+# chapter NN and the chapters it uses (tools/new-chapter writes a first one).
+CHAPTER_FAULT_TESTS := $(patsubst tests/%.c,%,$(wildcard tests/faults/test_faults_[0-9][0-9].c))
+fault_test_chapter = $(firstword $(foreach c,$(CHAPTER_DIRS),$(if $(filter faults/test_faults_$(call number,$(c)),$(1)),$(c))))
+FAULT_TEST_BINS := $(addprefix $(OUT)/tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))
 
 PROGRAMS  := $(foreach c,$(ACTIVE),$(OUT)/bin/$(ch$(call number,$(c))_program))
 RUN_PROGRAMS := $(foreach c,$(RUN_SELECTED),$(OUT)/bin/$(ch$(call number,$(c))_program))
@@ -298,6 +306,13 @@ $(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call i
 	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) -lm $$(LDLIBS)
 endef
 $(foreach t,$(SOLUTION_LINKED_TESTS),$(eval $(call solution_linked_test,$(t))))
+# $(call chapter_fault_test,faults/test_faults_NN,NN-name,NN)
+define chapter_fault_test
+$(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(call chapter_objs,$(2),$(TEST_OBJ)) $(SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ -o $$@ $$(TEST_WRAPS) $$(CMOCKA_LIBS) $$(ch$(3)_libs) $$(LDLIBS)
+endef
+$(foreach t,$(CHAPTER_FAULT_TESTS),$(if $(call fault_test_chapter,$(t)),$(eval $(call chapter_fault_test,$(t),$(call fault_test_chapter,$(t)),$(call number,$(call fault_test_chapter,$(t))))),$(error tests/$(t).c: no chapter has the number it ends with)))
 
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
 $(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
@@ -374,9 +389,10 @@ programs: $(PROGRAMS) ## the chapter programs, for IMPL
 tests-bin: $(TEST_BINS) $(if $(strip $(CH)),,$(KIT_TEST_BINS) $(FAULT_TEST_BINS)) ## the test programs, for IMPL
 grader: $(GRADER) $(CONFINE) $(ADMIT)
 
-# Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz) when
-# it can, or says exactly what to run. Only the targets that need them call it.
-deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen, graphviz, gdb)
+# Installs what `make test` needs (cmocka, pkg-config, doxygen, graphviz,
+# mscgen) when it can, or says exactly what to run. Only the targets that
+# need them call it.
+deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen, graphviz, mscgen, gdb)
 	@tools/bootstrap
 
 # ---- Editors ----------------------------------------------------------------------------
@@ -387,7 +403,7 @@ deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen,
 chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
-              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS))) \
+              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
               $(FEEDBACK_SRCS)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
@@ -653,9 +669,13 @@ explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore
 # with -isystem: the kit's warnings are for the kit's code, not GLib's.
 # (-lm: chapter 04's sizing.c, linked in for chapter 06, uses <math.h>.)
 # Chapter 08's lock is measured against glibc's own pthread_rwlock_t.
+# A benchmark is registered in one place, a line of tests/bench/bench_list.h:
+# BENCHMARK(only, function, "chapters"). The chapters it links are read from
+# there, each with the earlier chapters it uses.
 BENCH := build/bench/kit-bench
 BENCH_SRCS := $(wildcard tests/bench/*.c)
-BENCH_CHAPTERS := 01-monitor-queue 02-blocking-queue 03-thread-pool 04-starvation 05-master-worker 06-keyed-executor 08-rwlock
+BENCH_LISTED := $(shell sed -n 's/^BENCHMARK([^,]*,[^,]*, *"\([^"]*\)").*/\1/p' tests/bench/bench_list.h 2>/dev/null)
+BENCH_CHAPTERS := $(sort $(BENCH_LISTED) $(foreach c,$(BENCH_LISTED),$(ch$(call number,$(c))_uses)))
 GLIB_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags glib-2.0))
 GLIB_LIBS = $(shell pkg-config --libs glib-2.0)
 
@@ -669,18 +689,24 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 	$(call say,LD,$@)$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
 
 .PHONY: bench
-bench: ## measure the kit against GLib and glibc: a table of medians and ratios, and build/bench/results.json
+# Exit status 1 when a run went wrong or a target was missed. The output is
+# kept in build/bench/output.txt, from which `tools/regenerate bench` writes
+# the run onto docs/performance.md.
+bench: ## measure the kit against GLib and glibc: medians and ratios, build/bench/results.json; fails on a missed target
 	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
 	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
-	@$(BENCH)
+	@set -o pipefail; $(BENCH) | tee build/bench/output.txt
 
 # ---- Docs -------------------------------------------------------------------------------
+# A timeline is a run on the clock, which never draws the same picture twice:
+# without CH, only the timelines not drawn yet are drawn; CH=NN redraws that
+# chapter's pictures, timelines included, and nobody else's.
 .PHONY: regenerate
-regenerate: ## redraw the pages' pictures, rewrite the generated pages and output examples, to be committed
+regenerate: ## redraw the pages' pictures (CH=NN: that chapter's), rewrite the generated pages and output examples, to be committed
 	$(INSTRUCTOR_ONLY)
 	@$(MAKE) --no-print-directory -s programs
-	@tools/regenerate
+	@tools/regenerate $(if $(strip $(CH)),$(addprefix --chapter ,$(SELECTED)))
 
 .PHONY: docs
 docs: deps ## the Doxygen site in build/docs/html (zero warnings)
@@ -700,7 +726,7 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 # compile_commands.json covers every compiled file.
 SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
 .PHONY: lint
-lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags, no solution code on the pages
+lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags, no solution code on the pages, each chapter's parts
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
 	@shellcheck $(SHELL_SCRIPTS) && echo "shellcheck: $(words $(SHELL_SCRIPTS)) scripts clean"
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
@@ -708,6 +734,7 @@ lint: ## shellcheck on every script, the editor files, compile_commands.json, th
 	@tools/check-layers
 	@tools/check-page-tags && echo "check-page-tags: every page names the tags it cites and shows none of their lines, and sends no one to the reference's files"
 	@tools/check-copied-code
+	@$(if $(HAVE_SOLUTIONS),tools/check-chapter --all --quiet && echo "check-chapter: every chapter has the parts docs/instructors.md lists (tools/check-chapter NN says more)")
 
 .PHONY: clean help help-student help-kit
 clean: ## remove build/

@@ -256,7 +256,7 @@ static void where_text(void *where, char *out, size_t size)
     if (place == NULL || strcmp(place->text, "?") == 0)
         snprintf(out, size, "a place without a line");
     else if (place->function[0] && strcmp(place->function, "??") != 0)
-        snprintf(out, size, "%s in %s", place->text, place->function);
+        snprintf(out, size, "%.80s in %.70s", place->text, place->function); /* 154 bytes at most: every caller has 160 */
     else
         snprintf(out, size, "%s", place->text);
 }

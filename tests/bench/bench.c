@@ -189,10 +189,10 @@ static void print_target(FILE *out, const bench_spec_t *spec, const bench_compar
             c->label, median, unit, ratio ? ">=" : "<=", target, unit);
 }
 
-void bench_print_targets(FILE *out, const bench_result_t *results, size_t count)
+int bench_print_targets(FILE *out, const bench_result_t *results, size_t count)
 {
     fprintf(out, "\nTargets (medians of this run):\n");
-    int printed = 0;
+    int printed = 0, missed = 0;
     for (size_t r = 0; r < count; r++) {
         const bench_spec_t *spec = &results[r].spec;
         for (int c = 0; c < count_comparisons(spec); c++) {
@@ -200,10 +200,13 @@ void bench_print_targets(FILE *out, const bench_result_t *results, size_t count)
                 continue;
             print_target(out, spec, &spec->comparisons[c], &results[r].comparisons[c]);
             printed++;
+            if (!bench_target_met(&spec->comparisons[c], &results[r].comparisons[c]))
+                missed++;
         }
     }
     if (printed == 0)
         fprintf(out, "  (none in the benchmarks that ran)\n");
+    return missed;
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */

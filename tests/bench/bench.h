@@ -99,8 +99,11 @@ double bench_max(const bench_series_t *series);
 /** @brief True when the comparison's median meets its target (true without a target). */
 bool bench_target_met(const bench_comparison_t *comparison, const bench_series_t *series);
 
-/** @brief Print every comparison that has a target, with met / missed: the closing summary. */
-void bench_print_targets(FILE *out, const bench_result_t *results, size_t count);
+/**
+ * @brief Print every comparison that has a target, with met / missed: the closing summary.
+ * @return how many targets were missed (`make bench` then exits 1).
+ */
+int bench_print_targets(FILE *out, const bench_result_t *results, size_t count);
 
 /**
  * @brief Write every result to @p path as JSON, with the date, the number

@@ -3,7 +3,11 @@
  * @brief The benchmarks of `make bench`, and the sizes they run at.
  *
  * Each function runs one benchmark (bench_run()), prints its table and
- * fills in @p out; it returns 0, or 1 if a run went wrong.
+ * fills in @p out; it returns 0, or 1 if a run went wrong. The functions
+ * are those of bench_list.h, where every benchmark is registered. A
+ * benchmark of a new chapter takes its sizes from constants of its own
+ * file (and `rounds` from here); one that wants options adds its fields
+ * below and its lines to bench_main.c's option table.
  */
 #ifndef BENCH_SUITE_H
 #define BENCH_SUITE_H
@@ -27,25 +31,9 @@ typedef struct bench_options {
     long rwlock_write_us; /**< 8: work a write does while it holds the lock, about */
 } bench_options_t;
 
-/** @brief 1. Queue handoff, 1 producer / 1 consumer. */
-int bench_queue_1x1(const bench_options_t *o, bench_result_t *out);
-/** @brief 1. Queue handoff, 4 producers / 4 consumers. */
-int bench_queue_4x4(const bench_options_t *o, bench_result_t *out);
-/** @brief 2. Pool overhead: tpool, GThreadPool and a thread per task. */
-int bench_pool(const bench_options_t *o, bench_result_t *out);
-/** @brief 3. Idle cost: CPU time of idle structures against no threads at all. */
-int bench_idle(const bench_options_t *o, bench_result_t *out);
-/** @brief 4. Idle reclaim: from the last task to the last worker retiring. */
-int bench_reclaim(const bench_options_t *o, bench_result_t *out);
-/** @brief 5. Master-worker speedup on a CPU-bound batch. */
-int bench_mw(const bench_options_t *o, bench_result_t *out);
-/** @brief 6. Keyed executor throughput with 1, 8 and 1,000 keys, on tasks that do some work. */
-int bench_keyed(const bench_options_t *o, bench_result_t *out);
-/** @brief 6. The same with empty tasks: what the keyed executor costs per task. */
-int bench_keyed_overhead(const bench_options_t *o, bench_result_t *out);
-/** @brief 8. Readers-writer locks, 2% writes: rwl, glibc's pthread_rwlock_t both ways, a mutex. */
-int bench_rwlock_reader_heavy(const bench_options_t *o, bench_result_t *out);
-/** @brief 8. The same with half of the calls writes. */
-int bench_rwlock_writer_heavy(const bench_options_t *o, bench_result_t *out);
+/* One declaration per line of bench_list.h: `int bench_x(const bench_options_t *o, bench_result_t *out);`. */
+#define BENCHMARK(only, function, chapters) int function(const bench_options_t *o, bench_result_t *out);
+#include "bench_list.h"
+#undef BENCHMARK
 
 #endif
