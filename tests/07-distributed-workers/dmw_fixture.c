@@ -3,7 +3,7 @@
  * @brief The chapter-07 test fixture: servers, runs, worker processes, cleanup.
  */
 #if defined(__linux__)
-#define _GNU_SOURCE /* prctl(PR_SET_PDEATHSIG) */
+#define _GNU_SOURCE /* prctl(PR_SET_PDEATHSIG, PR_SET_PTRACER), fopencookie */
 #include <sys/prctl.h>
 #else
 #define _POSIX_C_SOURCE 200809L
@@ -169,6 +169,26 @@ static void become_child(fixture_t *fx, const char *name, const char *role, int 
     kit_thread_set_name(name);
     journal_forked();
     journal_crash_after(role, crash_after);
+#if defined(__linux__) && defined(PR_SET_PTRACER)
+    /* As the test process: a gdb may attach to it (gdb -p PID, or the runner's, for stacks). */
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+}
+
+/* Under make debug: gdb stays with the test process; say how to see a worker's side. */
+static void tell_debugger(const fixture_child_t *child)
+{
+    static pid_t told; /* the test process that said it already */
+    if (getenv("KIT_DEBUG") == NULL || told == getpid())
+        return;
+    told = getpid();
+    fprintf(stderr, "[ debug    ] %s runs in a process of its own (pid %ld), as every worker process of this test "
+            "does: gdb stays with the test process. The workers' own log lines are the [ log ] lines below. To see "
+            "where a worker process is (say it hangs), attach a second gdb from another terminal: gdb -p %ld, then "
+            "thread apply all bt. To stop at a line of your worker, debug a test that runs its worker on a thread of "
+            "the test process, such as test_dmw_one_worker_completes_every_task or "
+            "test_dmw_always_failing_task_is_dead_lettered, with a breakpoint (break dmw_worker.c:LINE).\n",
+            child->role, (long)child->pid, (long)child->pid);
 }
 
 static _Noreturn void report_and_exit(int report_fd, const fixture_report_t *report)
@@ -221,6 +241,7 @@ static int spawn(fixture_t *fx, const dmw_worker_config_t *worker, int crash_aft
     close(fds[1]);
     child->pid = child->was = pid;
     child->report_fd = fds[0];
+    tell_debugger(child);
     return fx->child_count++;
 }
 
