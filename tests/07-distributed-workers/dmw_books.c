@@ -159,23 +159,17 @@ static const journal_command_t *outcome_written(const struct run *run, long id)
     return NULL;
 }
 
-/* The last command in (from, to) that put task @p id's record on the queue:
- * one of the code under test's own (the kit's script never re-queues a task
- * with an outcome), else any that named the record. */
-static const journal_command_t *requeued_by(const struct run *run, long id, long from, long to)
+/* The last of the code under test's own commands in (from, to) that put
+ * task @p id's record on the queue (the kit's script never re-queues a task
+ * with an outcome), or NULL. */
+static const journal_command_t *pushed_to_queue(long id, long from, long to)
 {
-    const journal_command_t *named = NULL;
-    (void)run;
     for (long i = to - 1; i > from; i--) {
         const journal_command_t *c = journal_command(i);
-        if (c == NULL || !names_record(c, id))
-            continue;
-        if (strncmp(c->text, "EVAL ", 5) != 0 && names_word(c, "queue"))
+        if (c && names_record(c, id) && strncmp(c->text, "EVAL ", 5) != 0 && names_word(c, "queue"))
             return c;
-        if (named == NULL)
-            named = c;
     }
-    return named;
+    return NULL;
 }
 
 /* The last command before @p to that named task @p id's record, or NULL. */
@@ -302,11 +296,15 @@ static void check_not_handed_out_again(const struct run *run, const struct task 
                  "%s ran it as attempt %d, although its outcome (%s, attempt %d)", task->id, task->payload,
                  late->worker, late->attempt, kind_names[task->outcome.kind], task->outcome.attempts);
         put_command(message, sizeof message, " was written by ", written);
-        const journal_command_t *back = requeued_by(run, task->id, written->index, late->taken_at);
+        const journal_command_t *back = pushed_to_queue(task->id, written->index, late->taken_at);
+        const journal_command_t *copy = back ? NULL : pushed_to_queue(task->id, -1, written->index);
+        const journal_command_t *take = journal_command(late->taken_at);
         if (back)
             put_command(message, sizeof message, ".\n  It was put back on the queue by ", back);
-        const journal_command_t *take = journal_command(late->taken_at);
-        if (back == NULL && take)
+        else if (copy)
+            put_command(message, sizeof message, ".\n  Its record was in two places at once: a copy was pushed "
+                        "onto the queue by ", copy);
+        else if (take)
             put_command(message, sizeof message, ".\n  It was taken again by ", take);
         size_t used = strlen(message);
         snprintf(message + used, sizeof message - used, ".\n  A task that has its outcome is never delivered again: "

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -163,9 +164,12 @@ static dmw_outcome_t outcome_of(fixture_t *fx, long id)
     return outcome;
 }
 
-/* The closing check of every run: each task ended exactly one way. */
+/* The closing check of every run: each task ended exactly one way, and
+ * nothing is left in a list (the books name the task and the command). */
 static dmw_stats_t assert_conserved(fixture_t *fx, long submitted)
 {
+    books_t books = { .expect = expected_kind };
+    books_check(fx, 0, &books);
     dmw_stats_t stats;
     assert_ok(dmw_stats(fx->master, &stats));
     assert_int_equal(stats.submitted, submitted);
@@ -584,21 +588,64 @@ static void test_dmw_reap_buries_only_after_the_last_attempt(void **state)
                  "a worker (a take it left blocked may still move a task into its list)", workers);
 }
 
-/* The client id of the connection blocked in BLMOVE (a worker's take), or -1. */
-static long blocked_take_client(fixture_t *fx)
+/* The client id of the connection blocked in @p command (BLMOVE: a worker's
+ * take), or -1; with @p command NULL, any blocked one, whose command is then
+ * copied into @p found. */
+static long blocked_client(fixture_t *fx, const char *command, char *found, size_t size)
 {
     redisReply *reply = NULL;
     assert_ok(dmw_redis_call(fx->redis, &reply, "CLIENT LIST"));
     long id = -1;
     for (const char *line = reply->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char flags[16] = "", cmd[32] = "";
+        const char *flags_at = strstr(line, " flags="), *cmd_at = strstr(line, " cmd=");
         const char *end = strchr(line, '\n');
-        const char *cmd = strstr(line, " cmd=blmove");
-        if (cmd && (end == NULL || cmd < end) && sscanf(line, "id=%ld", &id) == 1)
+        if (flags_at == NULL || cmd_at == NULL || (end && (flags_at > end || cmd_at > end)))
+            continue;
+        sscanf(flags_at, " flags=%15s", flags);
+        sscanf(cmd_at, " cmd=%31s", cmd);
+        bool wanted = command ? strcmp(cmd, command) == 0 : strchr(flags, 'b') != NULL;
+        if (wanted && sscanf(line, "id=%ld", &id) == 1) {
+            if (found)
+                snprintf(found, size, "%s", cmd);
             break;
+        }
         id = -1;
     }
     freeReplyObject(reply);
     return id;
+}
+
+/* " - `BRPOP queue 0.100` (dmw_worker.c:62 in take)": the last @p command @p role sent, or "". */
+static const char *sent_from(const char *role, const char *command)
+{
+    static char said[700];
+    said[0] = '\0';
+    for (long i = journal_command_count() - 1; i >= 0 && said[0] == '\0'; i--) {
+        const journal_command_t *c = journal_command(i);
+        size_t length = strlen(command);
+        if (c && strcmp(c->role, role) == 0 && strncasecmp(c->text, command, length) == 0 && c->text[length] == ' ') {
+            strcpy(said, " - ");
+            journal_describe(c, said + 3, sizeof said - 3);
+        }
+    }
+    return said;
+}
+
+/* The worker never blocked in BLMOVE: say what it blocks in instead, if anything. */
+static void fail_no_blocking_take(fixture_t *fx)
+{
+    char other[32];
+    int64_t start = kit_now_ns();
+    while (kit_elapsed_ms(start) < 1000) { /* a short wait is blocked only now and then */
+        if (blocked_client(fx, NULL, other, sizeof other) >= 0)
+            fail_msg("worker adopter waits on the empty queue in %s%s, not in a take (BLMOVE): a take moves the task "
+                     "from the queue into the worker's processing list in one atomic step, so that neither a crash "
+                     "nor a lost reply can leave it only in the worker's memory", other, sent_from("worker adopter",
+                     other));
+        kit_sleep_ms(1);
+    }
+    fail_msg("worker adopter never blocked in a take (BLMOVE) on the empty queue");
 }
 
 /* A worker idle in its take loses its connection, as a dropped network
@@ -612,11 +659,11 @@ static void test_dmw_worker_adopts_the_task_of_a_lost_reply(void **state)
     start_thread_worker(&w, &fx->config, "adopter", 0);
     int64_t start = kit_now_ns();
     long client;
-    while ((client = blocked_take_client(fx)) < 0) {
+    while ((client = blocked_client(fx, "blmove", NULL, 0)) < 0) {
         if (kit_worker_done(&w.thread) && w.rc == ENOSYS)
             fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
         if (kit_elapsed_ms(start) > AWAIT_MS)
-            fail_msg("worker adopter never blocked in a take (BLMOVE) on the empty queue");
+            fail_no_blocking_take(fx);
         kit_sleep_ms(5);
     }
     char processing[DMW_KEY_MAX], record[DMW_RECORD_MAX];
