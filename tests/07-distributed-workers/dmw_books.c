@@ -141,10 +141,9 @@ static bool names_record(const journal_command_t *c, long id)
 
 /* The first command that wrote task @p id's outcome: an HSETNX (or HSET)
  * that set the field, or the kit's move-back script burying it. */
-static const journal_command_t *outcome_written(const struct run *run, long id)
+static const journal_command_t *outcome_written(long id)
 {
     char hset[40], hsetnx[40], buried[40];
-    (void)run;
     snprintf(hset, sizeof hset, "HSET outcomes %ld ", id);
     snprintf(hsetnx, sizeof hsetnx, "HSETNX outcomes %ld ", id);
     snprintf(buried, sizeof buried, " %ld \"dead ", id);
@@ -183,14 +182,17 @@ static const journal_command_t *last_naming(long id, long to)
     return NULL;
 }
 
-/* ", by worker w1 at its command 4: `LREM ...` (dmw_worker.c:97 in acknowledge)" */
+/* Append @p lead and "worker w1 at its command 4: `LREM ...` (dmw_worker.c:97
+ * in acknowledge)" - "at command 4 of its call 3" for a role called often. */
 static void put_command(char *out, size_t size, const char *lead, const journal_command_t *c)
 {
-    char said[600];
+    char said[600], call[32] = "";
     journal_describe(c, said, sizeof said);
+    if (c->pass > 1)
+        snprintf(call, sizeof call, " of its call %d", c->pass);
     size_t used = strlen(out);
-    snprintf(out + used, size - used, "%s%s at its command %d%s: %s", lead, who(c), c->number,
-             c->pass > 1 ? " of that call" : "", said);
+    snprintf(out + used, size - used, "%s%s at %scommand %d%s: %s", lead, who(c), c->pass > 1 ? "" : "its ",
+             c->number, call, said);
 }
 
 /* ---- the failures ------------------------------------------------------------------- */
@@ -284,7 +286,7 @@ static void check_places(const struct run *run, const struct task *task)
  * say who put the task back, and who took it. */
 static void check_not_handed_out_again(const struct run *run, const struct task *task)
 {
-    const journal_command_t *written = outcome_written(run, task->id);
+    const journal_command_t *written = outcome_written(task->id);
     journal_delivery_t deliveries[16];
     int count = journal_deliveries(task->id, deliveries, 16);
     for (int i = 0; written && i < count && i < 16; i++) {

@@ -84,8 +84,17 @@ void journal_open(void)
     journal_reset();
 }
 
+/* A new run: each role's calls count from 1 again. */
+static void forget_roles(void)
+{
+    pthread_mutex_lock(&passes_lock);
+    roles_seen = 0;
+    pthread_mutex_unlock(&passes_lock);
+}
+
 void journal_reset(void)
 {
+    forget_roles();
     long used = atomic_load(&journal->commands);
     for (long i = 0; i < used && i < MAX_COMMANDS; i++)
         atomic_store(&journal->command[i].whole, false);
@@ -98,9 +107,7 @@ void journal_reset(void)
 
 void journal_forked(void)
 {
-    pthread_mutex_lock(&passes_lock);
-    roles_seen = 0;
-    pthread_mutex_unlock(&passes_lock);
+    forget_roles();
     crash_number = 0;
 }
 
@@ -226,8 +233,9 @@ static void record(const char *text, const redisReply *reply, bool crash, void *
     role.last_index = index;
     struct command_slot *slot = &journal->command[index];
     journal_command_t *c = &slot->command;
+    bool integer = reply->type == REDIS_REPLY_INTEGER;
     *c = (journal_command_t){ .index = index, .pid = getpid(), .pass = role.pass, .number = role.sent,
-                              .integer_reply = reply->type == REDIS_REPLY_INTEGER, .integer = reply->integer,
+                              .integer_reply = integer, .integer = integer ? reply->integer : 0,
                               .crashed_after = crash, .depth = depth };
     snprintf(c->role, sizeof c->role, "%s", role.name);
     snprintf(c->text, sizeof c->text, "%s", text);

@@ -65,7 +65,7 @@ typedef struct journal_delivery {
 /** @brief Map the shared journal (once, before any fork) and empty it. */
 void journal_open(void);
 
-/** @brief Empty the journal: a new run starts. Only while no worker process is running. */
+/** @brief Empty the journal: a new run starts, each role's calls count from 1 again. Only while no worker runs. */
 void journal_reset(void);
 
 /** @brief In a freshly forked process: its passes count from 1 again, and no crash point is set. */
