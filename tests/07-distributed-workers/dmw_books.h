@@ -37,6 +37,8 @@ typedef struct books {
     books_story_fn story;      /**< what the test did, told with each failure; NULL: nothing to tell */
     void *story_ctx;           /**< passed to story */
     bool handed_out_again;     /**< check that no task was handed out again after its outcome */
+    const long *written_before;/**< tasks whose outcome the test wrote before the run began ... */
+    int written_before_count;  /**< ... and how many */
 } books_t;
 
 /**
