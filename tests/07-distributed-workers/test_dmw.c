@@ -856,6 +856,7 @@ struct crash_run {
     int crash_after;               /* its command after which it is killed; 0: none */
     int commands;                  /* commands it sent on the run without a crash */
     journal_command_t counted[48]; /* those commands */
+    long deliveries;               /* a worker's max_tasks: the deliveries its path takes */
     const long *written_before;    /* tasks whose outcome the test wrote by hand before the run */
     int written_before_count;
 };
@@ -910,8 +911,14 @@ static void count_commands(struct crash_run *run)
 
 static void join_crashed(struct crash_run *run)
 {
-    if (fixture_join(run->fx, run->child, AWAIT_MS) != 0)
-        fail_msg("%s (%s) did not end within %ld ms", run->fx->children[run->child].role, run->path, AWAIT_MS);
+    const fixture_child_t *child = &run->fx->children[run->child];
+    bool ended = fixture_join(run->fx, run->child, AWAIT_MS) == 0;
+    if (!ended && strcmp(child->role, "reaper") == 0)
+        fail_msg("the reaper (dmw_reap, in a process of its own) did not end its pass within %ld ms", AWAIT_MS);
+    if (!ended)
+        fail_msg("%s, on %s, did not return from dmw_worker_run within %ld ms, although it was asked for %ld "
+                 "deliveries (max_tasks) and the run had no more to give: a worker leaves once it has handled "
+                 "max_tasks deliveries", child->role, run->path, AWAIT_MS, run->deliveries);
     if (run->crash_after == 0)
         report_of(run->fx, run->child); /* it ran to its end, and returned 0 */
 }
@@ -943,6 +950,7 @@ static void crash_worker_once(struct crash_run *run, const char *payload, long d
     fixture_t *fx = run->fx;
     fixture_restart_run(fx);
     assert_ok(dmw_submit(fx->master, 0, payload));
+    run->deliveries = deliveries;
     dmw_worker_config_t knobs = worker_named("victim", deliveries);
     run->child = fixture_spawn_crashing(fx, &knobs, run->crash_after);
     join_crashed(run);
