@@ -9,9 +9,10 @@ ch07_program := ch07-distributed-workers
 ch07_support := kit/dmw_redis.c kit/dmw_record.c kit/dmw_scripts.c kit/dmw_heartbeat.c \
                 kit/dmw_master.c kit/dmw_server.c
 ch07_tests   := test_dmw
-ch07_test_support := dmw_fixture.c
-# The fixture's crash points see every Redis reply (tests/07-distributed-workers/dmw_fixture.c).
-ch07_test_wraps := redisvCommand
+ch07_test_support := dmw_fixture.c dmw_journal.c dmw_books.c
+# The tests' journal sees every Redis command, and who sent it: a worker (dmw_worker_run)
+# or the reaper (dmw_reap) - tests/07-distributed-workers/dmw_journal.c.
+ch07_test_wraps := redisvCommand dmw_worker_run dmw_reap
 ch07_smoke   := --workers 2 --tasks 8 --task-ms 5 --always-fail 1 --max-attempts 2 --quiet
 # Needs redis-server and hiredis (tools/bootstrap installs both): `make run`,
 # `make test` and `make grade` leave the chapter out while they are missing.

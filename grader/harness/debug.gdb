@@ -8,6 +8,15 @@ set confirm off
 set print thread-events off
 set breakpoint pending on
 
+# Chapter 07's tests fork worker and reaper processes and a redis-server.
+# gdb stays with the test process and lets them run on their own, whatever
+# an ~/.gdbinit says: a crash point kills a worker with SIGKILL and the
+# paused-worker test stops one with SIGSTOP, and a followed process would
+# stop the session each time. When a test forks a worker, it prints its pid
+# and how to look at it: a second gdb, gdb -p PID.
+set follow-fork-mode parent
+set detach-on-fork on
+
 # Every check of the tests (assert_*, assert_ok, ...) calls _fail, which the
 # harness wraps (grader/harness/kit_test.c).
 break __wrap__fail

@@ -8,9 +8,11 @@
  *   server $REDIS_URL names;
  * - a run of its own (`t<pid>-<n>`), a master for it, and a connection for
  *   looking at the run's keys directly;
- * - helpers to fork worker processes, wait for them with a timeout, and
- *   kill, stop or continue them, and crash points that kill a worker at an
- *   exact step of the protocol (fixture_crash_after_next_call()).
+ * - helpers to fork worker and reaper processes, wait for them with a
+ *   timeout, and kill, stop or continue them, and crash points that kill a
+ *   worker or a reaper right after any command it sends (dmw_journal.h);
+ * - the workers' and the reaper's own log lines (kit_log) in the test's
+ *   log, each line starting with "[ log      ]".
  *
  * fixture_teardown() runs even when the test failed: it kills every worker
  * process still there, purges the run and stops the server. Worker
@@ -26,24 +28,29 @@
 
 #include "dmw.h"
 #include "dmw_master.h"
+#include "dmw_journal.h"
 #include "dmw_redis.h"
 #include "dmw_server.h"
 
 /** Most worker processes one test forks. */
 #define FIXTURE_MAX_CHILDREN 16
 
-/** @brief What a worker process reports when dmw_worker_run() returns. */
+/** @brief What a worker or reaper process reports when dmw_worker_run() or dmw_reap() returns. */
 typedef struct fixture_report {
-    int rc;                   /**< dmw_worker_run()'s return value */
-    dmw_worker_stats_t stats; /**< its stats */
+    int rc;                   /**< dmw_worker_run()'s or dmw_reap()'s return value */
+    dmw_worker_stats_t stats; /**< a worker's stats */
+    long returned, dead;      /**< a reaper's counts */
 } fixture_report_t;
 
-/** @brief One forked worker process. */
+/** @brief One forked worker or reaper process. */
 typedef struct fixture_child {
     pid_t pid;                    /**< 0 once reaped */
+    pid_t was;                    /**< its process id, kept once reaped (for the journal) */
     int report_fd;                /**< read end of its report pipe; -1 once read */
-    char name[DMW_NAME_MAX];      /**< its worker name */
-    bool reported;                /**< true if it returned from dmw_worker_run() */
+    char name[DMW_NAME_MAX];      /**< its worker name, or "reaper" */
+    char role[JOURNAL_ROLE_MAX];  /**< its role in the journal: "worker NAME" or "reaper" */
+    bool reported;                /**< true if it returned from dmw_worker_run() or dmw_reap() */
+    int status;                   /**< its wait status, once reaped */
     fixture_report_t report;      /**< valid when reported */
 } fixture_child_t;
 
@@ -79,10 +86,35 @@ void fixture_stop_server(fixture_t *fx);
 int fixture_spawn(fixture_t *fx, const dmw_worker_config_t *worker);
 
 /**
+ * @brief fixture_spawn() with a crash point: the worker process kills itself
+ *        right after the reply of its command @p crash_after (counted from
+ *        1 over its whole dmw_worker_run(); 0: no crash point).
+ */
+int fixture_spawn_crashing(fixture_t *fx, const dmw_worker_config_t *worker, int crash_after);
+
+/**
+ * @brief Fork a process that opens its own connection to the run and makes
+ *        one pass of dmw_reap(), killing itself right after the reply of its
+ *        command @p crash_after (0: no crash point); returns its index.
+ */
+int fixture_spawn_reaper(fixture_t *fx, int crash_after);
+
+/** @brief Start the run again, empty: purge its keys, empty the journal. No worker may be running. */
+void fixture_restart_run(fixture_t *fx);
+
+/**
  * @brief Wait up to @p timeout_ms for child @p index to end, then reap it.
  * @return 0, or ETIMEDOUT (the child is left running).
  */
 int fixture_join(fixture_t *fx, int index, long timeout_ms);
+
+/**
+ * @brief What became of child @p index, once joined, in words: "worker w1
+ *        dmw_worker_run returned EPROTO (71)", or "worker w1 died (killed by
+ *        Killed) without returning from dmw_worker_run; the last command it
+ *        sent, its command 4, was `LREM ...` (dmw_worker.c:97 in acknowledge)".
+ */
+void fixture_child_story(fixture_t *fx, int index, char *out, size_t size);
 
 /** @brief Send @p sig to child @p index. */
 void fixture_signal(fixture_t *fx, int index, int sig);
@@ -103,7 +135,7 @@ long fixture_integer(fixture_t *fx, const char *format, const char *key);
  *
  * A process function that calls this just before returning makes the worker
  * die right after the first command it sends for that task - for a correct
- * worker, the outcome write. The fixture sees every reply through a
+ * worker, the outcome write. The journal sees every reply through a
  * link-time wrapper of hiredis's redisvCommand() (chapter 07's build.mk
  * wraps it for the tests only), the way the harness's wrappers inject
  * spurious wake-ups: the kit's own code knows nothing of it.

@@ -18,12 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
 #include "dmw.h"
+#include "dmw_books.h"
 #include "dmw_fixture.h"
+#include "dmw_journal.h"
 #include "dmw_master.h"
 #include "dmw_redis.h"
 #include "kit_time.h"
@@ -38,18 +41,21 @@ enum { MAX_IDS = 512 };
 static atomic_int calls[MAX_IDS];
 
 /* The payload is the script: "ok", "sleep MS", "sleep-first MS" (only on
- * the first delivery), "retry" (EAGAIN every time), "fail" (for good),
- * "retry-quietly" and "fail-quietly" (the same, leaving the text empty),
- * "crash-after-outcome" (the process dies right after its next command). */
+ * the first delivery), "retry" (EAGAIN every time), "retry-first" (EAGAIN on
+ * the first delivery only), "fail" (for good), "retry-quietly" and
+ * "fail-quietly" (the same, leaving the text empty), "crash-after-outcome"
+ * (on its first delivery the process dies right after its next command).
+ * Every delivery is noted in the journal, across processes. */
 static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
 {
     (void)ctx;
+    journal_note_delivery(task);
     int call = task->id >= 0 && task->id < MAX_IDS ? atomic_fetch_add(&calls[task->id], 1) + 1 : 0;
     long ms = 0;
     if (sscanf(task->payload, "sleep %ld", &ms) == 1 ||
         (sscanf(task->payload, "sleep-first %ld", &ms) == 1 && task->attempt == 1))
         kit_sleep_ms(ms);
-    if (strcmp(task->payload, "retry") == 0) {
+    if (strcmp(task->payload, "retry") == 0 || (strcmp(task->payload, "retry-first") == 0 && task->attempt == 1)) {
         snprintf(text, size, "still not ready");
         return EAGAIN;
     }
@@ -61,10 +67,20 @@ static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
         return EAGAIN;
     if (strcmp(task->payload, "fail-quietly") == 0)
         return EPERM;
-    if (strcmp(task->payload, "crash-after-outcome") == 0)
+    if (strcmp(task->payload, "crash-after-outcome") == 0 && task->attempt == 1)
         fixture_crash_after_next_call();
     snprintf(text, size, "result %ld, call %d", task->id, call);
     return 0;
+}
+
+/* How a task with this payload must end (the books' expectation). */
+static dmw_kind_t expected_kind(const char *payload)
+{
+    if (strcmp(payload, "fail") == 0 || strcmp(payload, "fail-quietly") == 0)
+        return DMW_FAILED;
+    if (strcmp(payload, "retry") == 0 || strcmp(payload, "retry-quietly") == 0)
+        return DMW_DEAD;
+    return DMW_DONE;
 }
 
 static dmw_worker_config_t worker_named(const char *name, long max_tasks)
@@ -96,6 +112,39 @@ static void start_thread_worker(struct thread_worker *w, const dmw_config_t *con
     kit_worker_start(&w->thread, name, run_worker, w);
 }
 
+static const char not_written[] = "not implemented yet - write it in exercises/07-distributed-workers/";
+
+/* A thread worker's dmw_worker_run returned 0. */
+static void assert_worker_ok(const struct thread_worker *w)
+{
+    if (w->rc == ENOSYS)
+        fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
+    if (w->rc != 0)
+        fail_msg("dmw_worker_run (worker %s) returned %s (%d), expected 0", w->knobs.name, dmw_errno_name(w->rc),
+                 w->rc);
+}
+
+/* The worker is still in dmw_worker_run after @p ms: it really waits. */
+static void worker_must_wait(struct thread_worker *w, long ms, const char *what)
+{
+    if (kit_worker_join(&w->thread, ms, NULL) == ETIMEDOUT)
+        return;
+    if (w->rc == ENOSYS)
+        fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
+    fail_msg("%s: dmw_worker_run returned %s (%d) within %ld ms, but it should still be waiting", what,
+             dmw_errno_name(w->rc), w->rc, ms);
+}
+
+/* What dmw_await returned, in words: it runs the reaper, which may not be written yet. */
+static void assert_await_ok(int err)
+{
+    if (err == ENOSYS)
+        fail_msg("dmw_reap returned ENOSYS (dmw_await runs it): %s", not_written);
+    if (err != 0)
+        fail_msg("dmw_await returned %s (%d), expected 0: the master's wait, or the reaper it runs (dmw_reap), "
+                 "failed", dmw_errno_name(err), err);
+}
+
 static int spawn_worker(fixture_t *fx, const char *name, long max_tasks)
 {
     dmw_worker_config_t knobs = worker_named(name, max_tasks);
@@ -115,9 +164,12 @@ static dmw_outcome_t outcome_of(fixture_t *fx, long id)
     return outcome;
 }
 
-/* The closing check of every run: each task ended exactly one way. */
+/* The closing check of every run: each task ended exactly one way, and
+ * nothing is left in a list (the books name the task and the command). */
 static dmw_stats_t assert_conserved(fixture_t *fx, long submitted)
 {
+    books_t books = { .expect = expected_kind };
+    books_check(fx, 0, &books);
     dmw_stats_t stats;
     assert_ok(dmw_stats(fx->master, &stats));
     assert_int_equal(stats.submitted, submitted);
@@ -139,7 +191,7 @@ static void await_all(fixture_t *fx)
                  "%ld in processing lists - a task was lost, or never returned", AWAIT_MS, s.submitted,
                  s.completed + s.failed + s.dead_lettered, s.queued, s.in_flight);
     }
-    assert_ok(err);
+    assert_await_ok(err);
 }
 
 /* Shut the run down and wait for every worker process to leave. */
@@ -154,11 +206,14 @@ static void finish_processes(fixture_t *fx)
 static const fixture_report_t *report_of(fixture_t *fx, int index)
 {
     const fixture_child_t *child = &fx->children[index];
-    if (!child->reported)
-        fail_msg("worker %s died without returning from dmw_worker_run", child->name);
-    if (child->report.rc != 0)
-        fail_msg("worker %s: dmw_worker_run returned %s (%d)", child->name, dmw_errno_name(child->report.rc),
-                 child->report.rc);
+    if (child->reported && child->report.rc == ENOSYS)
+        fail_msg("%s returned ENOSYS: %s", strcmp(child->role, "reaper") == 0 ? "dmw_reap" : "dmw_worker_run",
+                 not_written);
+    if (!child->reported || child->report.rc != 0) {
+        char story[1200];
+        fixture_child_story(fx, index, story, sizeof story);
+        fail_msg("%s", story);
+    }
     return &child->report;
 }
 
@@ -172,6 +227,16 @@ static long processing_length(fixture_t *fx, const char *worker)
     char key[DMW_KEY_MAX];
     assert_ok(dmw_key_processing(fx->redis, worker, key, sizeof key));
     return list_length(fx, key);
+}
+
+/* A dead worker's heartbeat, gone as if its visibility timeout had passed. */
+static void forget_heartbeat(fixture_t *fx, const char *worker)
+{
+    char key[DMW_KEY_MAX];
+    redisReply *reply = NULL;
+    assert_ok(dmw_key_alive(fx->redis, worker, key, sizeof key));
+    assert_ok(dmw_redis_call(fx->redis, &reply, "DEL %s", key));
+    freeReplyObject(reply);
 }
 
 /* ---- arguments and reachability ---------------------------------------------------- */
@@ -262,7 +327,7 @@ static void test_dmw_unreachable_server_is_reported(void **state)
     dmw_config_t impatient = fx->config;
     impatient.reconnect_ms = 300;
     start_thread_worker(&w, &impatient, "stranded", 0);
-    kit_worker_must_block(&w.thread, 300, "a worker with nothing to do");
+    worker_must_wait(&w, 300, "a worker with nothing to do");
     fixture_stop_server(fx);
     kit_worker_must_finish(&w.thread, "a worker whose server went away for good");
     assert_connect_error(w.rc, "dmw_worker_run after its server went away");
@@ -281,7 +346,7 @@ static void test_dmw_one_worker_completes_every_task(void **state)
     await_all(fx);
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_ok(w.rc);
+    assert_worker_ok(&w);
     for (long id = 0; id < FEW; id++) {
         dmw_outcome_t outcome = outcome_of(fx, id);
         char expected[64];
@@ -305,14 +370,14 @@ static void test_dmw_worker_waits_for_work_and_leaves_on_shutdown(void **state)
     fixture_t *fx = *state;
     static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "idle", 0);
-    kit_worker_must_block(&w.thread, 400, "a worker on an empty queue");
+    worker_must_wait(&w, 400, "a worker on an empty queue");
     submit_all(fx, 0, 1, "ok");
     await_all(fx);
-    kit_worker_must_block(&w.thread, 200, "a worker after its only task, before any shutdown");
+    worker_must_wait(&w, 200, "a worker after its only task, before any shutdown");
     submit_all(fx, 1, 3, "sleep 20");
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_ok(w.rc);
+    assert_worker_ok(&w);
     assert_int_equal(w.stats.completed, 4); /* the queued tasks were drained first */
     assert_conserved(fx, 4);
 }
@@ -335,7 +400,7 @@ static void test_dmw_worker_drains_tasks_submitted_just_before_the_shutdown(void
     await_all(fx);
     fixture_before_next_shutdown_look(fx, submit_three_then_shut_down, fx);
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_ok(w.rc);
+    assert_worker_ok(&w);
     if (w.stats.completed != 4)
         fail_msg("the worker ran %ld of the 4 tasks and left: 3 were submitted, then the shutdown, after its "
                  "last empty take - a worker leaves only when a take begun after it saw the shutdown finds "
@@ -392,7 +457,7 @@ static void test_dmw_duplicate_delivery_writes_one_result(void **state)
     static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
     start_thread_worker(&w, &fx->config, "twice", 2);
     kit_worker_must_finish(&w.thread, "a worker with two deliveries to make");
-    assert_ok(w.rc);
+    assert_worker_ok(&w);
     assert_int_equal(atomic_load(&calls[ID]), 2);
     assert_int_equal(w.stats.taken, 2);
     assert_int_equal(w.stats.completed, 1);
@@ -523,21 +588,64 @@ static void test_dmw_reap_buries_only_after_the_last_attempt(void **state)
                  "a worker (a take it left blocked may still move a task into its list)", workers);
 }
 
-/* The client id of the connection blocked in BLMOVE (a worker's take), or -1. */
-static long blocked_take_client(fixture_t *fx)
+/* The client id of the connection blocked in @p command (BLMOVE: a worker's
+ * take), or -1; with @p command NULL, any blocked one, whose command is then
+ * copied into @p found. */
+static long blocked_client(fixture_t *fx, const char *command, char *found, size_t size)
 {
     redisReply *reply = NULL;
     assert_ok(dmw_redis_call(fx->redis, &reply, "CLIENT LIST"));
     long id = -1;
     for (const char *line = reply->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char flags[16] = "", cmd[32] = "";
+        const char *flags_at = strstr(line, " flags="), *cmd_at = strstr(line, " cmd=");
         const char *end = strchr(line, '\n');
-        const char *cmd = strstr(line, " cmd=blmove");
-        if (cmd && (end == NULL || cmd < end) && sscanf(line, "id=%ld", &id) == 1)
+        if (flags_at == NULL || cmd_at == NULL || (end && (flags_at > end || cmd_at > end)))
+            continue;
+        sscanf(flags_at, " flags=%15s", flags);
+        sscanf(cmd_at, " cmd=%31s", cmd);
+        bool wanted = command ? strcmp(cmd, command) == 0 : strchr(flags, 'b') != NULL;
+        if (wanted && sscanf(line, "id=%ld", &id) == 1) {
+            if (found)
+                snprintf(found, size, "%s", cmd);
             break;
+        }
         id = -1;
     }
     freeReplyObject(reply);
     return id;
+}
+
+/* " - `BRPOP queue 0.100` (dmw_worker.c:62 in take)": the last @p command @p role sent, or "". */
+static const char *sent_from(const char *role, const char *command)
+{
+    static char said[700];
+    said[0] = '\0';
+    for (long i = journal_command_count() - 1; i >= 0 && said[0] == '\0'; i--) {
+        const journal_command_t *c = journal_command(i);
+        size_t length = strlen(command);
+        if (c && strcmp(c->role, role) == 0 && strncasecmp(c->text, command, length) == 0 && c->text[length] == ' ') {
+            strcpy(said, " - ");
+            journal_describe(c, said + 3, sizeof said - 3);
+        }
+    }
+    return said;
+}
+
+/* The worker never blocked in BLMOVE: say what it blocks in instead, if anything. */
+static void fail_no_blocking_take(fixture_t *fx)
+{
+    char other[32];
+    int64_t start = kit_now_ns();
+    while (kit_elapsed_ms(start) < 1000) { /* a short wait is blocked only now and then */
+        if (blocked_client(fx, NULL, other, sizeof other) >= 0)
+            fail_msg("worker adopter waits on the empty queue in %s%s, not in a take (BLMOVE): a take moves the task "
+                     "from the queue into the worker's processing list in one atomic step, so that neither a crash "
+                     "nor a lost reply can leave it only in the worker's memory", other, sent_from("worker adopter",
+                     other));
+        kit_sleep_ms(1);
+    }
+    fail_msg("worker adopter never blocked in a take (BLMOVE) on the empty queue");
 }
 
 /* A worker idle in its take loses its connection, as a dropped network
@@ -551,9 +659,11 @@ static void test_dmw_worker_adopts_the_task_of_a_lost_reply(void **state)
     start_thread_worker(&w, &fx->config, "adopter", 0);
     int64_t start = kit_now_ns();
     long client;
-    while ((client = blocked_take_client(fx)) < 0) {
+    while ((client = blocked_client(fx, "blmove", NULL, 0)) < 0) {
+        if (kit_worker_done(&w.thread) && w.rc == ENOSYS)
+            fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
         if (kit_elapsed_ms(start) > AWAIT_MS)
-            fail_msg("worker adopter never blocked in a take (BLMOVE) on the empty queue");
+            fail_no_blocking_take(fx);
         kit_sleep_ms(5);
     }
     char processing[DMW_KEY_MAX], record[DMW_RECORD_MAX];
@@ -572,14 +682,14 @@ static void test_dmw_worker_adopts_the_task_of_a_lost_reply(void **state)
         fail_msg("task 0 stayed in adopter's processing list after its connection was lost and made again: after a "
                  "reconnection a worker first adopts what its own processing list holds (a take whose reply was "
                  "lost); the worker is alive, so no reaper returns it");
-    assert_ok(err);
+    assert_await_ok(err);
     dmw_outcome_t outcome = outcome_of(fx, 0);
     assert_int_equal(outcome.kind, DMW_DONE);
     assert_string_equal(outcome.worker, "adopter");
     assert_int_equal(outcome.attempts, 1);
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_ok(w.rc);
+    assert_worker_ok(&w);
     assert_int_equal(w.stats.adopted, 1);
     assert_true(w.stats.reconnects >= 1);
     assert_conserved(fx, 1);
@@ -655,20 +765,41 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
  * that command was: either it wrote the outcome, or the task is still in the
  * worker's list for the reaper. Had the acknowledgement gone first, the task
  * would be gone with no outcome. */
+static void tell_first_crash(void *ctx, char *out, size_t size)
+{
+    (void)ctx;
+    for (long i = 0; i < journal_command_count(); i++) {
+        const journal_command_t *c = journal_command(i);
+        if (c && c->crashed_after && strcmp(c->role, "worker first") == 0) {
+            char said[600];
+            journal_describe(c, said, sizeof said);
+            snprintf(out, size, "worker first was killed right after its first command once task 0 was done, its "
+                     "command %d: %s", c->number, said);
+            return;
+        }
+    }
+    snprintf(out, size, "worker first was to be killed right after its first command once task 0 was done");
+}
+
 static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
 {
     fixture_t *fx = *state;
+    books_t books = { .expect = expected_kind, .story = tell_first_crash, .handed_out_again = true };
+    fx->config.visibility_ms = fixture_scale(60000); /* no live worker is ever taken for dead */
     int first = spawn_worker(fx, "first", 0);
     assert_ok(dmw_submit(fx->master, 0, "crash-after-outcome"));
     assert_ok(dmw_submit(fx->master, 1, "ok"));
     assert_ok(fixture_join(fx, first, AWAIT_MS)); /* it crashed */
+    if (fx->children[first].reported && fx->children[first].report.rc == ENOSYS)
+        fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
     if (fx->children[first].reported)
-        fail_msg("worker first returned %s instead of dying at its crash point (after its first command "
-                 "once task 0 was done)", dmw_errno_name(fx->children[first].report.rc));
+        fail_msg("worker first: dmw_worker_run returned %s instead of dying at its crash point (after its first "
+                 "command once task 0 was done)", dmw_errno_name(fx->children[first].report.rc));
+    forget_heartbeat(fx, "first"); /* silent for good: as if its visibility timeout had passed */
     int second = spawn_worker(fx, "second", 0);
-    await_all(fx);
-    assert_int_equal(outcome_of(fx, 0).kind, DMW_DONE);
-    assert_int_equal(outcome_of(fx, 1).kind, DMW_DONE);
+    int err = dmw_await(fx->master, AWAIT_MS);
+    if (err != 0)
+        books_check(fx, err, &books);
     /* The crashed worker's list still names task 0 until a reaper sees it
      * silent; it is then removed, not delivered again: it has its outcome. */
     int64_t start = kit_now_ns();
@@ -679,6 +810,7 @@ static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
         kit_sleep_ms(50);
     }
     finish_processes(fx);
+    books_check(fx, 0, &books);
     report_of(fx, second);
     dmw_stats_t stats = assert_conserved(fx, 2);
     if (strcmp(outcome_of(fx, 0).worker, "first") == 0) /* it had its outcome: removed, not delivered again */
@@ -711,6 +843,245 @@ static void test_dmw_paused_worker_coming_back_changes_nothing(void **state)
     assert_int_equal(processing_length(fx, "frozen"), 0);
     finish_processes(fx);
     assert_conserved(fx, 1);
+}
+
+/* ---- a crash between every two commands ------------------------------------------- */
+
+/* A worker or a reaper process, killed right after one of its commands (or
+ * never, on the run that counts them), and what it sent the run before. */
+struct crash_run {
+    fixture_t *fx;
+    const char *path;              /* "a completed task" */
+    int child;                     /* the process killed */
+    int crash_after;               /* its command after which it is killed; 0: none */
+    int commands;                  /* commands it sent on the run without a crash */
+    journal_command_t counted[48]; /* those commands */
+    long deliveries;               /* a worker's max_tasks: the deliveries its path takes */
+    const long *written_before;    /* tasks whose outcome the test wrote by hand before the run */
+    int written_before_count;
+};
+
+/* The story of one crash run, for the books' messages. */
+static void tell_crash(void *ctx, char *out, size_t size)
+{
+    const struct crash_run *run = ctx;
+    const fixture_child_t *child = &run->fx->children[run->child];
+    const journal_command_t *at = journal_find(child->was, child->role, run->crash_after);
+    const char *who = strcmp(child->role, "reaper") == 0 ? "the reaper (dmw_reap, in a process of its own)"
+                                                         : child->role;
+    char said[600], next[700] = "; that was its last command";
+    if (run->crash_after == 0) {
+        snprintf(out, size, "%s, on %s, was not killed: this run counts its commands", who, run->path);
+        return;
+    }
+    if (at == NULL || !at->crashed_after) {
+        snprintf(out, size, "%s, on %s, was to be killed right after its command %d, but this time sent only %d",
+                 who, run->path, run->crash_after, journal_pass_length(child->was, child->role));
+        return;
+    }
+    journal_describe(at, said, sizeof said);
+    if (run->crash_after < run->commands) {
+        char then[600];
+        journal_describe(&run->counted[run->crash_after], then, sizeof then);
+        snprintf(next, sizeof next, "; it never sent its command %d, %s", run->crash_after + 1, then);
+    }
+    snprintf(out, size, "%s, on %s, was killed right after its command %d of %d, %s%s", who, run->path,
+             run->crash_after, run->commands, said, next);
+}
+
+/* The counting run: keep the commands of the process, and list them in the log. */
+static void count_commands(struct crash_run *run)
+{
+    const fixture_child_t *child = &run->fx->children[run->child];
+    int length = journal_pass_length(child->was, child->role);
+    if (length > (int)(sizeof run->counted / sizeof run->counted[0]))
+        fail_msg("%s sent %d commands for %s; the test follows at most %zu", child->role, length, run->path,
+                 sizeof run->counted / sizeof run->counted[0]);
+    fprintf(stderr, "[ crash    ] %s: %s sends %d command(s); the test kills it after each in turn:\n", run->path,
+            child->role, length);
+    for (int i = 1; i <= length; i++) {
+        const journal_command_t *command = journal_find(child->was, child->role, i);
+        if (command == NULL)
+            fail_msg("the journal lost command %d of %s", i, child->role);
+        run->counted[i - 1] = *command;
+        fprintf(stderr, "[ crash    ]   %2d. %s\n", i, command->text);
+    }
+    run->commands = length;
+}
+
+static void join_crashed(struct crash_run *run)
+{
+    const fixture_child_t *child = &run->fx->children[run->child];
+    bool ended = fixture_join(run->fx, run->child, AWAIT_MS) == 0;
+    if (!ended && strcmp(child->role, "reaper") == 0)
+        fail_msg("the reaper (dmw_reap, in a process of its own) did not end its pass within %ld ms", AWAIT_MS);
+    if (!ended)
+        fail_msg("%s, on %s, did not return from dmw_worker_run within %ld ms, although it was asked for %ld "
+                 "deliveries (max_tasks) and the run had no more to give: a worker leaves once it has handled "
+                 "max_tasks deliveries", child->role, run->path, AWAIT_MS, run->deliveries);
+    if (run->crash_after == 0)
+        report_of(run->fx, run->child); /* it ran to its end, and returned 0 */
+}
+
+/* The run after the crash: the silent worker's tasks reaped, an heir that
+ * finishes them, then the books. */
+static void recover_and_check(struct crash_run *run)
+{
+    fixture_t *fx = run->fx;
+    long returned = 0, dead = 0;
+    assert_await_ok(dmw_reap(fx->redis, &returned, &dead));
+    dmw_worker_config_t knobs = worker_named("heir", 0);
+    knobs.take_timeout_ms = 20;
+    int heir = fixture_spawn(fx, &knobs);
+    int err = dmw_await(fx->master, AWAIT_MS);
+    assert_ok(dmw_shutdown(fx->master));
+    if (fixture_join(fx, heir, AWAIT_MS) != 0)
+        fail_msg("worker heir did not leave after the shutdown");
+    books_t books = { .expect = expected_kind, .story = tell_crash, .story_ctx = run, .handed_out_again = true,
+                      .written_before = run->written_before, .written_before_count = run->written_before_count };
+    books_check(fx, err, &books);
+    report_of(fx, heir);
+}
+
+/* One task with @p payload; a worker process that makes @p deliveries of it
+ * and is killed after its command run->crash_after; the heir finishes. */
+static void crash_worker_once(struct crash_run *run, const char *payload, long deliveries)
+{
+    fixture_t *fx = run->fx;
+    fixture_restart_run(fx);
+    assert_ok(dmw_submit(fx->master, 0, payload));
+    run->deliveries = deliveries;
+    dmw_worker_config_t knobs = worker_named("victim", deliveries);
+    run->child = fixture_spawn_crashing(fx, &knobs, run->crash_after);
+    join_crashed(run);
+    forget_heartbeat(fx, "victim");
+    recover_and_check(run);
+}
+
+/* Count the worker's commands on a run without a crash, then kill it after
+ * each of them in turn: every crash leaves the books balanced. */
+static void crash_worker_at_every_step(fixture_t *fx, const char *path, const char *payload, long deliveries)
+{
+    static struct crash_run run; /* large, and read by the books' story */
+    run = (struct crash_run){ .fx = fx, .path = path };
+    fx->config.visibility_ms = fixture_scale(60000); /* a silent worker is forgotten by hand, never by time */
+    crash_worker_once(&run, payload, deliveries);
+    count_commands(&run);
+    for (run.crash_after = 1; run.crash_after <= run.commands; run.crash_after++)
+        crash_worker_once(&run, payload, deliveries);
+}
+
+static void test_dmw_crash_at_every_step_of_a_completed_task(void **state)
+{
+    crash_worker_at_every_step(*state, "a completed task", "ok", 1);
+}
+
+static void test_dmw_crash_at_every_step_of_a_failed_task(void **state)
+{
+    crash_worker_at_every_step(*state, "a task that fails for good", "fail", 1);
+}
+
+static void test_dmw_crash_at_every_step_of_a_retried_task(void **state)
+{
+    crash_worker_at_every_step(*state, "a task retried once, then completed", "retry-first", 2);
+}
+
+static void test_dmw_crash_at_every_step_of_a_dead_lettered_task(void **state)
+{
+    crash_worker_at_every_step(*state, "a task dead-lettered after its last attempt", "retry", 3);
+}
+
+/* A silent worker "ghost" holding three tasks - one to return, one on its
+ * last attempt, one that already has its outcome - and a live one holding a
+ * fourth. */
+static void leave_orphans(fixture_t *fx)
+{
+    char ghost[DMW_KEY_MAX], live[DMW_KEY_MAX];
+    int max = fx->config.max_attempts;
+    assert_ok(dmw_key_processing(fx->redis, "ghost", ghost, sizeof ghost));
+    assert_ok(dmw_key_processing(fx->redis, "live", live, sizeof live));
+    assert_ok(dmw_submit(fx->master, 1, "ok"));
+    assert_ok(dmw_submit(fx->master, 2, "retry"));
+    assert_ok(dmw_submit(fx->master, 3, "ok"));
+    assert_ok(dmw_submit(fx->master, 4, "ok"));
+    redisReply *reply = NULL;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "DEL %s", dmw_redis_keys(fx->redis)->queue));
+    freeReplyObject(reply);
+    assert_ok(dmw_redis_call(fx->redis, &reply, "HSET %s 3 %s", dmw_redis_keys(fx->redis)->outcomes,
+                             "done ghost 1 result 3, written before ghost died"));
+    freeReplyObject(reply);
+    register_worker(fx, "ghost", false);
+    register_worker(fx, "live", true);
+    push_record(fx, ghost, 1, 0, "ok");
+    push_record(fx, ghost, 2, max - 1, "retry");
+    push_record(fx, ghost, 3, 0, "ok");
+    push_record(fx, live, 4, 0, "ok");
+}
+
+/* How many records of task @p id with @p attempts the list @p key holds, and of the task in all. */
+static int copies_in(fixture_t *fx, const char *key, long id, int attempts, int *all)
+{
+    redisReply *reply = NULL;
+    int exact = 0;
+    *all = 0;
+    assert_ok(dmw_redis_call(fx->redis, &reply, "LRANGE %s 0 -1", key));
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        dmw_task_t task;
+        if (dmw_record_decode(reply->element[i]->str, &task) == 0 && task.id == id) {
+            (*all)++;
+            exact += task.attempt == attempts;
+        }
+    }
+    freeReplyObject(reply);
+    return exact;
+}
+
+/* After the killed reaper and one whole pass: task 1 back once with one
+ * attempt counted, task 4 untouched with its live worker. */
+static void assert_reaped(struct crash_run *run)
+{
+    fixture_t *fx = run->fx;
+    char live[DMW_KEY_MAX], story[1200];
+    int all = 0;
+    assert_ok(dmw_key_processing(fx->redis, "live", live, sizeof live));
+    tell_crash(run, story, sizeof story);
+    if (copies_in(fx, dmw_redis_keys(fx->redis)->queue, 1, 1, &all) != 1 || all != 1)
+        fail_msg("after a reaper killed mid-pass and a whole pass after it, the queue holds %d record(s) of task 1, "
+                 "which the silent worker ghost held with no attempt counted; expected exactly one, with one "
+                 "attempt counted: a reaper's move happens once, in one step, whatever crashed before it\n"
+                 "  what the test did: %s", all, story);
+    if (copies_in(fx, live, 4, 0, &all) != 1 || all != 1)
+        fail_msg("the live worker's task 4 was touched by the reaper (its list holds %d record(s) of it); a worker "
+                 "that heartbeats keeps its tasks\n  what the test did: %s", all, story);
+}
+
+/* A reaper process killed after its command run->crash_after, a whole pass
+ * after it; then the live worker falls silent too, and an heir finishes. */
+static void crash_reaper_once(struct crash_run *run)
+{
+    fixture_t *fx = run->fx;
+    fixture_restart_run(fx);
+    leave_orphans(fx);
+    run->child = fixture_spawn_reaper(fx, run->crash_after);
+    join_crashed(run);
+    assert_await_ok(dmw_reap(fx->redis, NULL, NULL));
+    assert_reaped(run);
+    forget_heartbeat(fx, "live");
+    recover_and_check(run);
+}
+
+static void test_dmw_reaper_crash_at_every_step_loses_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    static struct crash_run run; /* large, and read by the books' story */
+    static const long ghost_wrote[] = { 3 }; /* leave_orphans(): ghost died between outcome and acknowledgement */
+    run = (struct crash_run){ .fx = fx, .path = "a pass over a silent worker's three tasks",
+                              .written_before = ghost_wrote, .written_before_count = 1 };
+    fx->config.visibility_ms = fixture_scale(60000);
+    crash_reaper_once(&run);
+    count_commands(&run);
+    for (run.crash_after = 1; run.crash_after <= run.commands; run.crash_after++)
+        crash_reaper_once(&run);
 }
 
 /* ---- the server restarts ------------------------------------------------------------ */
@@ -835,6 +1206,11 @@ static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_killed_worker_task_is_recovered),
     FIXTURE_TEST(test_dmw_crash_between_outcome_and_ack_loses_nothing),
     FIXTURE_TEST(test_dmw_paused_worker_coming_back_changes_nothing),
+    FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_completed_task),
+    FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_failed_task),
+    FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_retried_task),
+    FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_dead_lettered_task),
+    FIXTURE_TEST(test_dmw_reaper_crash_at_every_step_loses_nothing),
     FIXTURE_TEST(test_dmw_worker_reconnects_after_server_restart),
     FIXTURE_TEST(test_dmw_stress_every_task_once_across_processes),
     FIXTURE_TEST(test_dmw_stress_failures_and_a_crash_conserve_tasks),

@@ -1,0 +1,409 @@
+/**
+ * @file dmw_journal.c
+ * @brief The chapter-07 test journal: the commands and deliveries of every
+ *        process of a run, their roles, and crash points (dmw_journal.h).
+ */
+#define _GNU_SOURCE /* MAP_ANONYMOUS */
+#include "dmw_journal.h"
+
+#include <errno.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "kit_sched.h"
+#include "kit_test.h"
+
+enum { MAX_COMMANDS = 8192, MAX_DELIVERIES = 2048, MAX_ROLES = 32 };
+
+struct command_slot {
+    atomic_bool whole; /* set last, with release: the entry may be read */
+    journal_command_t command;
+};
+
+struct delivery_slot {
+    atomic_bool whole;
+    journal_delivery_t delivery;
+};
+
+/* Shared by the test process and every process it forks (MAP_SHARED). */
+struct journal {
+    atomic_long commands;   /* entries claimed; those past MAX_COMMANDS are dropped */
+    atomic_long deliveries;
+    struct command_slot command[MAX_COMMANDS];
+    struct delivery_slot delivery[MAX_DELIVERIES];
+};
+
+static struct journal *journal;
+
+/* The calling thread's role: set while it runs dmw_worker_run() or dmw_reap(). */
+struct role {
+    bool active;
+    char name[JOURNAL_ROLE_MAX];
+    int pass;
+    int sent;        /* commands answered in this pass */
+    long last_index; /* the journal index of the last of them, or -1 */
+};
+static _Thread_local struct role role;
+static _Thread_local bool crash_armed; /* journal_crash_after_next_call() */
+
+/* Passes made by each role in this process. Guarded by passes_lock: */
+static pthread_mutex_t passes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char name[JOURNAL_ROLE_MAX];
+    int passes;
+} passes[MAX_ROLES];
+static int roles_seen;
+
+/* This process's crash point (journal_crash_after()): set in a forked process before it works. */
+static char crash_role[JOURNAL_ROLE_MAX];
+static int crash_number;
+
+/* journal_before_next_command_naming(): the call to make, taken (set to NULL)
+ * by the first command that names the key. */
+static void (*_Atomic before_command)(void *ctx);
+static void *before_command_ctx;
+static char before_command_key[128];
+
+void journal_open(void)
+{
+    if (journal == NULL) {
+        void *shared = mmap(NULL, sizeof *journal, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (shared == MAP_FAILED)
+            fail_msg("cannot map the tests' command journal: %s", strerror(errno));
+        journal = shared;
+    }
+    journal_reset();
+}
+
+/* A new run: each role's calls count from 1 again. */
+static void forget_roles(void)
+{
+    pthread_mutex_lock(&passes_lock);
+    roles_seen = 0;
+    pthread_mutex_unlock(&passes_lock);
+}
+
+void journal_reset(void)
+{
+    forget_roles();
+    long used = atomic_load(&journal->commands);
+    for (long i = 0; i < used && i < MAX_COMMANDS; i++)
+        atomic_store(&journal->command[i].whole, false);
+    long delivered = atomic_load(&journal->deliveries);
+    for (long i = 0; i < delivered && i < MAX_DELIVERIES; i++)
+        atomic_store(&journal->delivery[i].whole, false);
+    atomic_store(&journal->commands, 0);
+    atomic_store(&journal->deliveries, 0);
+}
+
+void journal_forked(void)
+{
+    forget_roles();
+    crash_number = 0;
+}
+
+void journal_crash_after(const char *role_name, int number)
+{
+    snprintf(crash_role, sizeof crash_role, "%s", role_name);
+    crash_number = number;
+}
+
+void journal_crash_after_next_call(void)
+{
+    crash_armed = true;
+}
+
+/* ---- roles ------------------------------------------------------------------------ */
+
+static int next_pass(const char *name)
+{
+    pthread_mutex_lock(&passes_lock);
+    int i = 0;
+    while (i < roles_seen && strcmp(passes[i].name, name) != 0)
+        i++;
+    if (i == roles_seen && roles_seen < MAX_ROLES) {
+        snprintf(passes[i].name, sizeof passes[i].name, "%s", name);
+        passes[i].passes = 0;
+        roles_seen++;
+    }
+    int pass = i < MAX_ROLES ? ++passes[i].passes : 0;
+    pthread_mutex_unlock(&passes_lock);
+    return pass;
+}
+
+/* Enter a role for one call; the previous one comes back when it returns. */
+static struct role enter_role(const char *name)
+{
+    struct role saved = role;
+    role = (struct role){ .active = true, .pass = next_pass(name), .last_index = -1 };
+    snprintf(role.name, sizeof role.name, "%s", name);
+    return saved;
+}
+
+/* Linked in place of the code under test's two functions (-Wl,--wrap): the
+ * kit's master calls dmw_reap, the fixture and the tests dmw_worker_run. */
+int __real_dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker, dmw_worker_stats_t *stats);
+int __wrap_dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker, dmw_worker_stats_t *stats);
+int __real_dmw_reap(struct dmw_redis *redis, long *returned, long *dead);
+int __wrap_dmw_reap(struct dmw_redis *redis, long *returned, long *dead);
+
+int __wrap_dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t *worker, dmw_worker_stats_t *stats)
+{
+    char name[JOURNAL_ROLE_MAX];
+    snprintf(name, sizeof name, "worker %s", worker && worker->name ? worker->name : "(unnamed)");
+    struct role saved = enter_role(name);
+    int rc = __real_dmw_worker_run(config, worker, stats);
+    role = saved;
+    return rc;
+}
+
+int __wrap_dmw_reap(struct dmw_redis *redis, long *returned, long *dead)
+{
+    struct role saved = enter_role("reaper");
+    int rc = __real_dmw_reap(redis, returned, dead);
+    role = saved;
+    return rc;
+}
+
+/* ---- the commands ------------------------------------------------------------------ */
+
+/* One word of a command, quoted when it holds a space or is empty; a key
+ * without its run's prefix ("dmw:{t1-0}:queue" -> "queue"). */
+static size_t put_word(char *out, size_t size, size_t at, const char *word, long length)
+{
+    const char *tag_end = length > 5 && strncmp(word, "dmw:{", 5) == 0 ? memchr(word, '}', (size_t)length) : NULL;
+    if (tag_end && tag_end + 1 < word + length && tag_end[1] == ':') {
+        length -= tag_end + 2 - word;
+        word = tag_end + 2;
+    }
+    bool quote = length == 0 || memchr(word, ' ', (size_t)length) != NULL;
+    int n = snprintf(out + at, size - at, "%s%s%.*s%s", at ? " " : "", quote ? "\"" : "", (int)length, word,
+                     quote ? "\"" : "");
+    return n < 0 ? at : at + (size_t)n < size ? at + (size_t)n : size - 1;
+}
+
+/* The words of a command in Redis's wire format ("*3\r\n$4\r\nLREM\r\n..."),
+ * joined by spaces; an EVAL's script is shown as <script>. */
+static void command_words(const char *wire, long length, char *out, size_t size)
+{
+    const char *at = wire, *end = wire + length;
+    size_t used = 0;
+    out[0] = '\0';
+    long words = at < end && *at == '*' ? strtol(at + 1, NULL, 10) : 0;
+    at = memchr(at, '\n', (size_t)(end - at));
+    for (long i = 0; at && i < words && at + 1 < end && at[1] == '$'; i++) {
+        long word_length = strtol(at + 2, NULL, 10);
+        const char *word = memchr(at + 1, '\n', (size_t)(end - at - 1));
+        if (word == NULL || word + 1 + word_length > end)
+            break;
+        word++;
+        bool script = i == 1 && strncmp(out, "EVAL", 4) == 0;
+        used = script ? put_word(out, size, used, "<script>", 8) : put_word(out, size, used, word, word_length);
+        at = word + word_length + 1; /* the '\n' of the word's "\r\n" */
+    }
+}
+
+static void format_command(const char *format, va_list args, char *out, size_t size)
+{
+    char *wire = NULL;
+    va_list copy;
+    va_copy(copy, args);
+    long length = redisvFormatCommand(&wire, format, copy);
+    va_end(copy);
+    out[0] = '\0';
+    if (length > 0)
+        command_words(wire, length, out, size);
+    redisFreeCommand(wire);
+}
+
+static void record(const char *text, const redisReply *reply, bool crash, void *const *stack, int depth)
+{
+    long index = atomic_fetch_add(&journal->commands, 1);
+    if (index >= MAX_COMMANDS)
+        return;
+    role.last_index = index;
+    struct command_slot *slot = &journal->command[index];
+    journal_command_t *c = &slot->command;
+    bool integer = reply->type == REDIS_REPLY_INTEGER;
+    *c = (journal_command_t){ .index = index, .pid = getpid(), .pass = role.pass, .number = role.sent,
+                              .integer_reply = integer, .integer = integer ? reply->integer : 0,
+                              .crashed_after = crash, .depth = depth };
+    snprintf(c->role, sizeof c->role, "%s", role.name);
+    snprintf(c->text, sizeof c->text, "%s", text);
+    memcpy(c->stack, stack, sizeof(void *) * (size_t)depth);
+    atomic_store_explicit(&slot->whole, true, memory_order_release);
+}
+
+static bool crash_point_reached(void)
+{
+    return crash_number > 0 && role.pass == 1 && role.sent == crash_number && strcmp(role.name, crash_role) == 0;
+}
+
+/* Is @p word one of the words of @p text? */
+static bool has_word(const char *text, const char *word)
+{
+    size_t length = strlen(word);
+    for (const char *at = strstr(text, word); at && length > 0; at = strstr(at + 1, word))
+        if ((at == text || at[-1] == ' ') && (at[length] == ' ' || at[length] == '\0'))
+            return true;
+    return false;
+}
+
+static void run_hook_if_named(const char *text)
+{
+    if (atomic_load(&before_command) == NULL || !has_word(text, before_command_key))
+        return;
+    void (*fn)(void *ctx) = atomic_exchange(&before_command, NULL);
+    if (fn != NULL)
+        fn(before_command_ctx);
+}
+
+/* Linked in place of hiredis's redisvCommand() (-Wl,--wrap=redisvCommand):
+ * every command of the kit's connection passes here. A command whose reply
+ * was lost (NULL) is not counted: the kit sends it again. */
+void *__real_redisvCommand(redisContext *context, const char *format, va_list args);
+void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args);
+
+void *__wrap_redisvCommand(redisContext *context, const char *format, va_list args)
+{
+    char text[JOURNAL_TEXT_MAX] = "";
+    void *stack[JOURNAL_DEPTH + 1];
+    int depth = 0;
+    if (role.active || atomic_load(&before_command) != NULL)
+        format_command(format, args, text, sizeof text);
+    if (role.active)
+        depth = backtrace(stack, JOURNAL_DEPTH + 1);
+    run_hook_if_named(text);
+    redisReply *reply = __real_redisvCommand(context, format, args);
+    if (reply == NULL)
+        return NULL;
+    bool crash = crash_armed;
+    if (role.active) {
+        role.sent++;
+        crash = crash || crash_point_reached();
+        if (journal)
+            record(text, reply, crash, stack + 1, depth > 0 ? depth - 1 : 0); /* not this wrapper's own frame */
+    }
+    if (crash)
+        raise(SIGKILL); /* a crash point: the reply arrived, then the "machine" died */
+    return reply;
+}
+
+void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), void *ctx)
+{
+    before_command_key[0] = '\0';
+    put_word(before_command_key, sizeof before_command_key, 0, key, (long)strlen(key)); /* as the text shows it */
+    before_command_ctx = ctx;
+    atomic_store(&before_command, fn);
+}
+
+/* ---- deliveries -------------------------------------------------------------------- */
+
+void journal_note_delivery(const dmw_task_t *task)
+{
+    if (journal == NULL)
+        return;
+    long index = atomic_fetch_add(&journal->deliveries, 1);
+    if (index >= MAX_DELIVERIES)
+        return;
+    struct delivery_slot *slot = &journal->delivery[index];
+    slot->delivery = (journal_delivery_t){ .id = task->id, .attempt = task->attempt, .pid = getpid(),
+                                           .taken_at = role.active ? role.last_index : -1 };
+    snprintf(slot->delivery.worker, sizeof slot->delivery.worker, "%s", role.active ? role.name : "a worker");
+    atomic_store_explicit(&slot->whole, true, memory_order_release);
+}
+
+int journal_deliveries(long id, journal_delivery_t *out, int max)
+{
+    long count = atomic_load(&journal->deliveries);
+    int found = 0;
+    for (long i = 0; i < count && i < MAX_DELIVERIES; i++) {
+        const struct delivery_slot *slot = &journal->delivery[i];
+        if (!atomic_load_explicit(&slot->whole, memory_order_acquire) || slot->delivery.id != id)
+            continue;
+        if (found < max)
+            out[found] = slot->delivery;
+        found++;
+    }
+    return found;
+}
+
+/* ---- reading the journal ----------------------------------------------------------- */
+
+long journal_command_count(void)
+{
+    long count = atomic_load(&journal->commands);
+    return count < MAX_COMMANDS ? count : MAX_COMMANDS;
+}
+
+const journal_command_t *journal_command(long index)
+{
+    if (index < 0 || index >= journal_command_count())
+        return NULL;
+    const struct command_slot *slot = &journal->command[index];
+    return atomic_load_explicit(&slot->whole, memory_order_acquire) ? &slot->command : NULL;
+}
+
+const journal_command_t *journal_find(pid_t pid, const char *role_name, int number)
+{
+    for (long i = 0; i < journal_command_count(); i++) {
+        const journal_command_t *c = journal_command(i);
+        if (c && c->pid == pid && c->pass == 1 && c->number == number && strcmp(c->role, role_name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+int journal_pass_length(pid_t pid, const char *role_name)
+{
+    int length = 0;
+    for (long i = 0; i < journal_command_count(); i++) {
+        const journal_command_t *c = journal_command(i);
+        if (c && c->pid == pid && c->pass == 1 && strcmp(c->role, role_name) == 0 && c->number > length)
+            length = c->number;
+    }
+    return length;
+}
+
+/* Code of the kit, the tests or a library: not where the code under test sent a command from. */
+static bool kit_place(const char *place)
+{
+    static const char *const kit_files[] = { "dmw_redis.c:", "dmw_scripts.c:", "dmw_heartbeat.c:",
+                                             "dmw_record.c:", "dmw_master.c:", "dmw_server.c:",
+                                             "dmw_journal.c:", "dmw_fixture.c:", "test_dmw.c:" };
+    if (strchr(place, ':') == NULL || strstr(place, "(reference)"))
+        return true; /* no line: hiredis, the C library */
+    for (size_t i = 0; i < sizeof kit_files / sizeof kit_files[0]; i++)
+        if (strncmp(place, kit_files[i], strlen(kit_files[i])) == 0)
+            return true;
+    return false;
+}
+
+void journal_describe(const journal_command_t *c, char *out, size_t size)
+{
+    char places[JOURNAL_DEPTH][160];
+    kit_describe_places(c->stack, c->depth, places);
+    int mine = 0;
+    while (mine < c->depth && kit_place(places[mine]))
+        mine++;
+    if (mine == c->depth) {
+        snprintf(out, size, "`%s`", c->text);
+        return;
+    }
+    /* The kit's helper the code under test called, unless it is the plain call. */
+    const char *helper = mine > 0 ? strstr(places[mine - 1], " in ") : NULL;
+    if (helper && strcmp(helper, " in dmw_redis_call") != 0 && strcmp(helper, " in dmw_redis_block") != 0 &&
+        strcmp(helper, " in call") != 0)
+        snprintf(out, size, "`%s` (%s, called at %s)", c->text, helper + 4, places[mine]);
+    else
+        snprintf(out, size, "`%s` (%s)", c->text, places[mine]);
+}
