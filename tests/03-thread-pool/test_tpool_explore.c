@@ -286,6 +286,7 @@ enum { TASK_IDS = 32, SUB = 16 }; /* tN has the id N of its call (< SUB); sN, th
 enum policy { ABORT, CALLER_RUNS, DISCARD, DISCARD_OLDEST, TIMEOUT, BLOCK, POLICIES };
 enum kind { PLAIN, FAILING, SPAWNING };
 enum { EXECUTE, EXECUTE_FAILING, EXECUTE_SPAWNING, EXECUTE_OR_DROP, SHUTDOWN, SHUTDOWN_NOW, AWAIT, STATS };
+enum { EXECUTES = 1, SHUTDOWNS, AWAITS }; /* the groups of the shapes */
 
 static const char *const policy_code[] = {
     [ABORT] = "bq_policy_abort()",
@@ -1004,28 +1005,38 @@ static void print_state(const void *state, char *text, size_t size)
     "(EAGAIN, ETIMEDOUT, caller-runs, a drop, a wait) only on a full queue"
 
 static const kit_op_t pool_ops[] = {
-    [EXECUTE] = { .name = "tpool_execute", .weight = 4, .run = run_execute, .take_effect = execute_takes_effect,
+    [EXECUTE] = { .name = "tpool_execute", .weight = 4, .group = EXECUTES, .run = run_execute, .take_effect = execute_takes_effect,
                   .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_FAILING] = { .name = "tpool_execute", .weight = 1, .run = run_execute_failing,
+    [EXECUTE_FAILING] = { .name = "tpool_execute", .weight = 1, .group = EXECUTES, .run = run_execute_failing,
                           .take_effect = execute_takes_effect, .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_SPAWNING] = { .name = "tpool_execute", .weight = 2, .run = run_execute_spawning,
+    [EXECUTE_SPAWNING] = { .name = "tpool_execute", .weight = 2, .group = EXECUTES, .run = run_execute_spawning,
                            .take_effect = execute_takes_effect, .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_OR_DROP] = { .name = "tpool_execute_or_drop", .weight = 3, .run = run_execute_or_drop,
+    [EXECUTE_OR_DROP] = { .name = "tpool_execute_or_drop", .weight = 3, .group = EXECUTES, .run = run_execute_or_drop,
                           .take_effect = execute_takes_effect, .waits = never_waits,
                           .rule = EXECUTE_RULE },
-    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .once = true, .run = run_shutdown,
+    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .group = SHUTDOWNS, .once = true, .run = run_shutdown,
                    .take_effect = shutdown_takes_effect, .waits = never_waits,
                    .rule = "tpool_shutdown: 0, and the pool takes no more tasks; those queued still run" },
-    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .once = true, .run = run_shutdown_now,
+    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .group = SHUTDOWNS, .once = true, .run = run_shutdown_now,
                        .take_effect = shutdown_now_takes_effect, .waits = never_waits,
                        .rule = "tpool_shutdown_now: tpool_shutdown, and it drops the tasks still queued - "
                                "taken, never run" },
-    [AWAIT] = { .name = "tpool_await_termination", .weight = 2, .timed = true, .run = run_await,
+    [AWAIT] = { .name = "tpool_await_termination", .weight = 2, .group = AWAITS, .timed = true, .run = run_await,
                 .take_effect = await_takes_effect, .waits = never_waits,
                 .rule = "tpool_await_termination: 0 only once the pool is shut down, its queue empty, its "
                         "workers gone; else ETIMEDOUT, not before its time" },
     [STATS] = { .name = "tpool_stats", .weight = 0, .post = true, .run = run_stats, .take_effect = stats_takes_effect,
                 .waits = never_waits, .rule = "tpool_stats reads every counter at one instant" },
+};
+
+/* Submitters crowding a small pool - five or six tasks for a queue of one
+ * or two and one or two workers: every policy acts, every counter moves,
+ * and a lost update shows in tpool_stats; submitters racing both
+ * shutdowns; awaiters asleep while anything happens. */
+static const kit_shape_t pool_shapes[] = {
+    { .sleepers = EXECUTES, .mover = EXECUTES },
+    { .sleepers = EXECUTES, .mover = SHUTDOWNS },
+    { .sleepers = AWAITS, .mover = 0 },
 };
 
 static const kit_spec_t pool_spec = {
@@ -1043,6 +1054,8 @@ static const kit_spec_t pool_spec = {
     .at_quiet = pool_at_quiet,
     .ops = pool_ops,
     .nops = (int)(sizeof pool_ops / sizeof pool_ops[0]),
+    .shapes = pool_shapes,
+    .nshapes = (int)(sizeof pool_shapes / sizeof pool_shapes[0]),
 };
 
 /* Scenarios nobody wrote, on pools of one or two workers, a queue of one or
