@@ -36,7 +36,8 @@ enum {
     MAX_POST = 3,       /* the calls after, on the test's thread */
     MAX_CALLS = MAX_INIT + MAX_THREADS * MAX_PER_THREAD + MAX_POST, /* at most 32: the search's masks */
     STATE_MAX = 1024,
-    MEMO_SLOTS = 4096
+    MEMO_SLOTS = 4096,
+    MAX_SCENARIOS_SEEN = 1024 /* a test's scenarios whose patterns are told apart */
 };
 
 struct scenario {
@@ -674,7 +675,66 @@ static int scenario_from_env(void)
 struct coverage {
     int free, shaped;
     long interleavings, complete, within_bound, schedules;
+    int patterns, shapes;                /* distinct ones among pattern[], shape[] */
+    uint64_t pattern[MAX_SCENARIOS_SEEN]; /* what each scenario calls, whatever the values */
+    uint64_t shape[MAX_SCENARIOS_SEEN];   /* ... and by kind of call (its group), untimed or timed alike */
+    int timed;                           /* scenarios with a timed call on a thread */
+    int most_threads, most_calls;
 };
+
+static int compare_keys(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t mix(uint64_t h, uint64_t value)
+{
+    return (h ^ value) * 1099511628211ULL;
+}
+
+/* What a scenario calls, whatever its values: the create parameter, the
+ * calls before the threads, and each thread's calls (the threads in any
+ * order: two scenarios that differ only in which letter runs what are one).
+ * By @p kind: each call as its group, a timed one as an untimed one. */
+static uint64_t pattern_of(const struct scenario *sc, bool kind)
+{
+    uint64_t threads[MAX_THREADS + 1] = { 0 };
+    for (int i = 0; i < sc->first_post; i++) {
+        const kit_call_t *c = &sc->plan[i];
+        int group = sc->spec->ops[c->op].group;
+        uint64_t what = kind && group ? 1000 + (uint64_t)group : (uint64_t)c->op * 4 + (!kind && c->timeout_ms > 0);
+        threads[c->thread] = mix(threads[c->thread] ? threads[c->thread] : 1469598103934665603ULL, what);
+    }
+    qsort(&threads[1], (size_t)sc->nthreads, sizeof threads[0], compare_keys);
+    uint64_t h = mix(1469598103934665603ULL, (uint64_t)sc->param);
+    for (int t = 0; t <= sc->nthreads; t++)
+        h = mix(h, threads[t]);
+    return h;
+}
+
+/* Adds @p key to @p keys unless it is there. */
+static void count_once(uint64_t *keys, int *count, uint64_t key)
+{
+    for (int i = 0; i < *count; i++)
+        if (keys[i] == key)
+            return;
+    if (*count < MAX_SCENARIOS_SEEN)
+        keys[(*count)++] = key;
+}
+
+/* Counts @p sc in what the test's scenarios covered. */
+static void count_pattern(const struct scenario *sc, struct coverage *seen)
+{
+    count_once(seen->pattern, &seen->patterns, pattern_of(sc, false));
+    count_once(seen->shape, &seen->shapes, pattern_of(sc, true));
+    bool timed = false;
+    for (int i = 0; i < sc->first_post; i++)
+        timed = timed || (sc->plan[i].thread > 0 && sc->spec->ops[sc->plan[i].op].timed);
+    seen->timed += timed;
+    seen->most_threads = sc->nthreads > seen->most_threads ? sc->nthreads : seen->most_threads;
+    seen->most_calls = sc->first_post > seen->most_calls ? sc->first_post : seen->most_calls;
+}
 
 /* Scenario @p number of @p count: drawn, searched, and on a failure the test
  * fails at @p file:@p line with the scenario and its replay command. */
@@ -716,6 +776,7 @@ static void run_scenario(const char *test, const char *file, int line, const kit
         seen->free++;
     else
         seen->shaped++;
+    count_pattern(&sc, seen);
     seen->schedules += result.schedules;
     seen->interleavings += result.complete ? result.interleavings : 0;
     seen->complete += result.complete && !result.bound_reached;
@@ -750,8 +811,12 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
     if (only > 0)
         fprintf(stderr, "[ scenario ] %s: scenario %d alone, %ld schedules, all passed", test, only, seen.schedules);
     else
-        fprintf(stderr, "[ scenario ] %s: %d scenarios (%d free, %d drawn from %d shapes), %ld schedules, all passed", test,
-                seen.free + seen.shaped, seen.free, seen.shaped, spec->nshapes, seen.schedules);
+        fprintf(stderr, "[ scenario ] %s: %d scenarios (%d free, %d drawn from %d shapes), %ld schedules, all "
+                "passed", test, seen.free + seen.shaped, seen.free, seen.shaped, spec->nshapes, seen.schedules);
+    if (only == 0)
+        fprintf(stderr, "; %d distinct patterns of calls, %d by kind of call; %d with a timed call on a thread; up "
+                "to %d threads and %d calls", seen.patterns, seen.shapes, seen.timed, seen.most_threads,
+                seen.most_calls);
     if (seen.complete + seen.within_bound > 0) /* a dfs or dpor search that ran out of branches */
         fprintf(stderr, "; searched to the end: %ld scenarios completely and %ld within the preemption bound, "
                 "%ld interleavings in all", seen.complete, seen.within_bound, seen.interleavings);
