@@ -59,6 +59,7 @@ struct run {
     kit_call_t calls[MAX_CALLS];
     bool skipped[MAX_CALLS];     /* a call before the threads that would have waited for ever alone */
     bool pending[MAX_CALLS];     /* asleep when the scenario went quiet */
+    void *touched[MAX_CALLS];    /* the last place of the code under test each call read or wrote, or NULL */
     long events;                 /* invocations and responses so far */
     unsigned char initial[STATE_MAX];
     unsigned char final[STATE_MAX]; /* the model after the order the check found */
@@ -280,14 +281,24 @@ static void crash_context_of(const struct scenario *sc, int count)
 
 /* ---- Running it ---------------------------------------------------------------------- */
 
+/* Whether two records of a call into the code under test are the same one. */
+static bool same_call(const kit_code_call_t *a, const kit_code_call_t *b)
+{
+    return a->site == b->site && a->function == b->function && a->touched == b->touched;
+}
+
 static void run_call(struct run *r, kit_call_t *c)
 {
     const kit_op_t *op = &r->sc->spec->ops[c->op];
+    kit_code_call_t before = { 0 }, after = { 0 };
+    bool called_before = kit_last_call(&before);
     kit_sched_touch_history();
     c->invoked = r->events++;
     c->started_ns = kit_now_ns();
     c->ret = op->run(r->object, c->arg, c->timeout_ms, &c->out);
     c->ended_ns = kit_now_ns();
+    if (kit_last_call(&after) && !(called_before && same_call(&before, &after)))
+        r->touched[c - r->calls] = after.touched; /* (one that looks like the last call: not named) */
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -495,6 +506,22 @@ static void fail_check(struct run *r, const char *what, int call, kit_text_t *t)
     kit_explore_fail(r->file, r->line, "%s%s", what, t->out);
 }
 
+/* Where in the code under test a call that returned last read or wrote
+ * memory - where a wrong result is usually made: " - the last line of
+ * bq_poll(...) to read or write memory was bq.c:160 (in wait_for_item_locked)". */
+static void name_line(kit_text_t *t, const struct run *r, int call)
+{
+    if (call < 0 || r->touched[call] == NULL)
+        return;
+    char place[1][160], name[160];
+    kit_describe_places(&r->touched[call], 1, place);
+    if (strchr(place[0], ':') == NULL)
+        return; /* no line to name: the earlier chapters' reference, or no debugging information */
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
+    kit_text_put(t, " The last line of %s to read or write memory was %s.", name, place[0]);
+}
+
 /* A timed call that gave up with ETIMEDOUT, other than @p but, or -1. */
 static int gave_up(const struct run *r, int but)
 {
@@ -534,6 +561,7 @@ static void report_lost(struct run *r, struct check *k, const char *state, kit_t
     describe_order(t, k);
     kit_text_put(t, ": it should have been woken.");
     timeout_note(t, r, gave_up(r, k->lost_call), false);
+    name_line(t, r, gave_up(r, k->lost_call));
     fail_check(r, "", k->lost_call, t);
 }
 
@@ -551,6 +579,7 @@ static void report_stuck(struct run *r, struct check *k, const char *state, kit_
     kit_text_put(t, ".");
     if (c->ret == ETIMEDOUT && spec->ops[c->op].timed)
         timeout_note(t, r, k->stuck_call, true);
+    name_line(t, r, k->stuck_call);
     fail_check(r, "", k->stuck_call, t);
 }
 
@@ -568,6 +597,7 @@ static void check_history(struct run *r)
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
         kit_text_put(&t, "%s returned ETIMEDOUT after %.3f ms, before its timeout of %ld ms.", call,
             (double)(c->ended_ns - c->started_ns) / 1e6, c->timeout_ms);
+        name_line(&t, r, early);
         fail_check(r, "", early, &t);
     }
     memset(&k, 0, sizeof k);
@@ -607,6 +637,7 @@ static void check_released(struct run *r)
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
         kit_text_put(&t, "%s slept until the end, was woken by the release, and returned %s: it must return %s.", call,
             kit_errno_name(c->ret), kit_errno_name(spec->released_ret));
+        name_line(&t, r, i);
         fail_check(r, "", i, &t);
     }
 }
@@ -619,6 +650,7 @@ static void scenario_body(void *raw)
     memcpy(r->calls, sc->plan, sizeof r->calls);
     memset(r->skipped, 0, sizeof r->skipped);
     memset(r->pending, 0, sizeof r->pending);
+    memset(r->touched, 0, sizeof r->touched);
     r->events = 0;
     unsigned char model[STATE_MAX];
     memset(model, 0, sizeof model);
