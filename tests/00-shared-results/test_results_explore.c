@@ -247,9 +247,9 @@ static const kit_op_t list_ops[] = {
                 .take_effect = drain_takes_effect, .waits = never_waits,
                 .rule = "results_drain moves the oldest records out, in the order they were appended: a record is "
                         "either in the list or in some caller's dest, never both and never neither" },
-    [COUNT] = { .name = "results_count", .weight = 0, .post = true, .run = run_count,
+    [COUNT] = { .name = "results_count", .weight = 1, .post = true, .run = run_count,
                 .take_effect = count_takes_effect, .waits = never_waits,
-                .rule = "results_count: the number of records in the list now" },
+                .rule = "results_count: the number of records in the list at one instant during the call" },
 };
 
 /* Appenders that all run at once, while a drainer takes in a row; appenders

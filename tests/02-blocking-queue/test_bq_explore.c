@@ -717,12 +717,15 @@ static const kit_op_t queue_ops[] = {
  * queue of 2 or 3, producers asleep on it and two or three takes in a row
  * before a woken one runs (a take that signals only when the queue was full
  * leaves the second producer asleep beside room); takers asleep on an empty
- * queue and puts in a row (the put side's twin). */
+ * queue and puts in a row (the put side's twin); policies racing each other
+ * on a full queue, each counting what it did (a count made outside the lock
+ * loses one, and bq_stats shows it). */
 static const kit_shape_t queue_shapes[] = {
     { .param = 2, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
     { .param = 3, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
     { .param = 2, .sleepers = TAKES, .mover = PUTS },
     { .param = 3, .sleepers = TAKES, .mover = TRY_PUTS },
+    { .param = 1, .fill = PUTS, .sleepers = TRY_PUTS, .mover = TRY_PUTS },
 };
 
 static const kit_spec_t queue_spec = {

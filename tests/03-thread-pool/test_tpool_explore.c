@@ -164,6 +164,55 @@ static void test_tpool_explore_failed_task_keeps_its_worker(void **state)
     kit_explore(&options, failed_task_then_another, NULL);
 }
 
+/* ---- The counters add up at every instant ------------------------------------------------- */
+
+static void just_fail(void *raw)
+{
+    (void)raw;
+    tpool_task_fail(EIO);
+}
+
+/* A snapshot taken while failing tasks finish: each completed task failed,
+ * so completed and failed move together - a task counted in one and not
+ * yet in the other was counted in two critical sections. */
+static void check_failures_counted_with_completions(tpool_t *p, const char *when)
+{
+    tpool_stats_t st = stats_of(p);
+    kit_explore_check(st.completed == st.failed,
+                      "tpool_stats %s says completed %zu and failed %zu, and every task submitted fails: a task was "
+                      "counted completed but not failed - the two counts of one task are made in two critical "
+                      "sections, and a read in between sees half (tpool.h: tpool_stats reads every counter at one "
+                      "instant; failed counts the completed tasks that called tpool_task_fail)",
+                      when, st.completed, st.failed);
+    kit_explore_check(st.submitted == 2 && st.completed <= st.submitted,
+                      "tpool_stats %s says submitted %zu and completed %zu, with 2 tasks submitted", when,
+                      st.submitted, st.completed);
+}
+
+static void stats_while_failing_tasks_finish(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(2, HOUR_MS);
+    explore_ok(tpool_execute(p, just_fail, NULL));
+    explore_ok(tpool_execute(p, just_fail, NULL));
+    check_failures_counted_with_completions(p, "while the tasks ran");
+    check_failures_counted_with_completions(p, "a moment later");
+    explore_ok(tpool_shutdown(p));
+    explore_ok(tpool_await_termination(p, LONG_MAX));
+    check_failures_counted_with_completions(p, "after termination");
+    tpool_stats_t st = stats_of(p);
+    kit_explore_check(st.completed == 2, "after termination, tpool_stats says completed %zu: 2 tasks ran",
+                      st.completed);
+    tpool_destroy(p);
+}
+
+static void test_tpool_explore_stats_add_up_at_every_instant(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 100 };
+    kit_explore(&options, stats_while_failing_tasks_finish, NULL);
+}
+
 /* ---- Keep-alive and shutdown, on virtual time --------------------------------------------- */
 
 static void keep_alive_exactly(void *ctx)
@@ -1080,6 +1129,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_explore_idle_exit_race),
     cmocka_unit_test(test_tpool_explore_core_tasks_run_at_once),
     cmocka_unit_test(test_tpool_explore_failed_task_keeps_its_worker),
+    cmocka_unit_test(test_tpool_explore_stats_add_up_at_every_instant),
     cmocka_unit_test(test_tpool_explore_workers_retire_after_keep_alive),
     cmocka_unit_test(test_tpool_explore_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_explore_termination_wakes_every_awaiter),

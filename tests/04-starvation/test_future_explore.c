@@ -94,6 +94,36 @@ static void test_future_explore_every_waiter_sees_the_result(void **state)
     kit_explore(&options, three_waiters, NULL);
 }
 
+/* ---- References dropped at once ---------------------------------------------------------- */
+
+/* The caller takes a second reference while the worker may be dropping the
+ * task's own, then drops both of its references while the worker may be
+ * dropping its own: the count must move by one at every call, under the
+ * future's lock, and exactly the last release frees. A count changed or
+ * read outside the lock frees too early or twice - a use after free, which
+ * the scheduler reports at the line that used the freed future. */
+static void releases_racing_the_worker(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(1);
+    future_t *f = submit(p, give_answer, NULL);
+    future_t *again = future_retain(f);
+    kit_explore_check(again == f, "future_retain returned another pointer than the future it was given");
+    void *result = NULL;
+    explore_ok(future_get(f, &result));
+    kit_explore_check(result == answer, "future_get returned 0 but not the task's result");
+    future_release(f);
+    future_release(again);
+    tpool_destroy(p);
+}
+
+static void test_future_explore_releases_race_the_workers(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 150 };
+    kit_explore(&options, releases_racing_the_worker, NULL);
+}
+
 /* ---- Cancel racing the start -------------------------------------------------------------- */
 
 static void *count_and_answer(void *raw)
@@ -910,6 +940,7 @@ static void test_future_explore_generated_scenarios(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_explore_every_waiter_sees_the_result),
+    cmocka_unit_test(test_future_explore_releases_race_the_workers),
     cmocka_unit_test(test_future_explore_cancel_races_start),
     cmocka_unit_test(test_future_explore_dropped_task_cancels_its_future),
     cmocka_unit_test(test_future_explore_wait_behind_a_busy_worker),

@@ -221,6 +221,51 @@ static void test_mw_explore_every_waiter_wakes(void **state)
     }
 }
 
+/* ---- Consumers counted under the lock ------------------------------------------------------
+ * Two consumer threads each announce themselves and stop, at the same time:
+ * each count moves by one, so both ends find their consumer (0), and a
+ * third end finds none (EINVAL). A count changed outside the lock loses one
+ * of the moves on some schedule - and the trap detector with it. */
+
+static void *announce_and_stop(void *raw)
+{
+    mw_t *mw = raw;
+    long errors = mw_consumer_begin(mw) != 0;
+    errors += mw_consumer_end(mw) != 0;
+    return (void *)errors;
+}
+
+static void consumers_announced_at_once(void *ctx)
+{
+    (void)ctx;
+    mw_t *mw = make_mw(1, 0, plain);
+    pthread_t consumers[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&consumers[i], NULL, announce_and_stop, mw));
+    long errors = 0;
+    for (int i = 0; i < 2; i++) {
+        void *failed = NULL;
+        explore_ok(pthread_join(consumers[i], &failed));
+        errors += (long)failed;
+    }
+    kit_explore_check(errors == 0, "two threads each called mw_consumer_begin then mw_consumer_end, at once, and "
+                      "%ld of the ends returned EINVAL (no consumer announced): a begin was lost - the count of "
+                      "consumers must change under the component's lock", errors);
+    int after = mw_consumer_end(mw);
+    kit_explore_check(after == EINVAL, "after two consumers announced themselves and stopped, one more "
+                      "mw_consumer_end returned %s, not EINVAL: an end was lost - the count of consumers must "
+                      "change under the component's lock", kit_errno_name(after));
+    explore_ok(mw_await(mw, HOUR_MS));
+    mw_destroy(mw);
+}
+
+static void test_mw_explore_consumers_counted_under_the_lock(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 100 };
+    kit_explore(&options, consumers_announced_at_once, NULL);
+}
+
 /* ---- Generated scenarios (kit_scenario.h) ------------------------------------------
  * The component's sequential model. What the workers do is no call of the
  * scenario: at any moment an accepted task may be queued, running or done,
@@ -1511,6 +1556,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_explore_result_limit_holds),
     cmocka_unit_test(test_mw_explore_deadlock_trap_is_detected),
     cmocka_unit_test(test_mw_explore_every_waiter_wakes),
+    cmocka_unit_test(test_mw_explore_consumers_counted_under_the_lock),
     cmocka_unit_test(test_mw_explore_generated_scenarios),
 };
 
