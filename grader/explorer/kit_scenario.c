@@ -511,8 +511,8 @@ static void fail_check(struct run *r, const char *what, int call, kit_text_t *t)
  * bq_poll(...) to read or write memory was bq.c:160 (in wait_for_item_locked)". */
 static void name_line(kit_text_t *t, const struct run *r, int call)
 {
-    if (call < 0 || r->touched[call] == NULL)
-        return;
+    if (call < 0 || call >= r->sc->first_post || r->touched[call] == NULL)
+        return; /* a read of what the threads left behind: the wrong value was made elsewhere */
     char place[1][160], name[160];
     kit_describe_places(&r->touched[call], 1, place);
     if (strchr(place[0], ':') == NULL)
