@@ -638,6 +638,15 @@ sweep: $(if $(HAVE_SOLUTIONS),deps) ## apply every single-site wake-up mutation 
 	@rm -rf build/sweep/patches && tools/wakeup-sweep build/sweep/patches $(ACTIVE)
 	@MUTANT_DIR=build/sweep/patches MUTANT_WORK=build/sweep/work tools/mutants $(ACTIVE)
 
+# The atomicity sweep moves each unlock of the reference above the statement
+# before it and splits each critical section after each statement, grades
+# every such mutant as make grade does, and requires each to lose points
+# outside the race-free line or be argued in tests/mutants/EQUIVALENT.md.
+.PHONY: atomicity
+atomicity: $(if $(HAVE_SOLUTIONS),deps) ## grade every unlock-early and split-section mutation (tools/atomicity-sweep); report the survivors
+	$(INSTRUCTOR_ONLY)
+	@tools/atomicity-sweep build/atomicity $(filter-out 07-distributed-workers,$(ACTIVE))
+
 # ---- Exploration ------------------------------------------------------------------------
 # The exploration tests run one thread at a time under the controlled
 # scheduler (grader/explorer/kit_sched.c) and search the interleavings; their
@@ -767,7 +776,7 @@ help-kit:
 	@$(call help_lines,run grade debug explore docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep explore hardening feedback dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep atomicity explore hardening feedback dist-student gradescope bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)

@@ -18,6 +18,14 @@
  * are all waiting readers let in at once. The price is the mirror image: a
  * steady stream of writers can keep readers waiting.
  *
+ * **A writer is woken alone.** An unlock wakes the threads that can now go
+ * in, and only if one of them waits: the last reader out wakes one waiting
+ * writer, a writer's unlock the next writer alone - or, when no writer
+ * waits, every waiting reader. With only writers asleep, no unlock wakes a
+ * writer that must then sleep again because another got in first (chapter
+ * 02's queue keeps the same promise for its two sides; one condition
+ * variable broadcast on every change, chapter 01's monitor, does not).
+ *
  * **Each lock knows who holds it.** It records the thread that holds it for
  * writing and, for reading, every thread that holds it with how many times
  * it took it (a table in the lock, which grows as more threads read at

@@ -28,18 +28,22 @@
 
 enum {
     MAX_INIT = 3,       /* calls before the threads start */
-    MAX_THREADS = 3,
-    MAX_PER_THREAD = 3,
-    MAX_THREAD_CALLS = 6, /* over all threads: keeps each scenario's search small enough to finish */
+    FREE_THREADS = 3,   /* a free scenario's threads */
+    MAX_THREADS = 4,    /* a shape's: its sleepers and its mover */
+    MAX_DRAWN = 3,      /* calls drawn for one thread, */
+    MAX_PER_THREAD = 2 * MAX_DRAWN, /* ... and with those that give back what they took */
+    MAX_THREAD_CALLS = 6, /* drawn over all threads: keeps each scenario's search small enough to finish */
     MAX_POST = 3,       /* the calls after, on the test's thread */
-    MAX_CALLS = MAX_INIT + MAX_THREADS * MAX_PER_THREAD + MAX_POST,
+    MAX_CALLS = MAX_INIT + MAX_THREADS * MAX_PER_THREAD + MAX_POST, /* at most 32: the search's masks */
     STATE_MAX = 1024,
-    MEMO_SLOTS = 4096
+    MEMO_SLOTS = 4096,
+    MAX_SCENARIOS_SEEN = 1024 /* a test's scenarios whose patterns are told apart */
 };
 
 struct scenario {
     const kit_spec_t *spec;
     int number;
+    int shape;                  /* 1.. for a shape's scenario, 0 for a free one */
     long param;
     int nthreads;
     int ncalls;
@@ -55,6 +59,7 @@ struct run {
     kit_call_t calls[MAX_CALLS];
     bool skipped[MAX_CALLS];     /* a call before the threads that would have waited for ever alone */
     bool pending[MAX_CALLS];     /* asleep when the scenario went quiet */
+    void *touched[MAX_CALLS];    /* the last place of the code under test each call read or wrote, or NULL */
     long events;                 /* invocations and responses so far */
     unsigned char initial[STATE_MAX];
     unsigned char final[STATE_MAX]; /* the model after the order the check found */
@@ -64,15 +69,18 @@ struct run {
 
 /* ---- Drawing a scenario ------------------------------------------------------------ */
 
-static int draw_op(const kit_spec_t *spec, kit_rng_t *rng, const bool *used)
+/* An op of @p group (0: any), by weight; -1 if none can be drawn. */
+static int draw_op(const kit_spec_t *spec, kit_rng_t *rng, const bool *used, int group)
 {
     int total = 0;
     for (int i = 0; i < spec->nops; i++)
-        if (!(spec->ops[i].once && used[i]))
+        if (!(spec->ops[i].once && used[i]) && (group == 0 || spec->ops[i].group == group))
             total += spec->ops[i].weight;
+    if (total == 0)
+        return -1;
     int pick = (int)kit_rng_below(rng, (uint64_t)total);
     for (int i = 0; i < spec->nops; i++) {
-        if (spec->ops[i].once && used[i])
+        if ((spec->ops[i].once && used[i]) || (group != 0 && spec->ops[i].group != group))
             continue;
         if (pick < spec->ops[i].weight)
             return i;
@@ -81,19 +89,104 @@ static int draw_op(const kit_spec_t *spec, kit_rng_t *rng, const bool *used)
     return 0;
 }
 
-static void draw_call(const kit_spec_t *spec, kit_rng_t *rng, bool *used, int thread, kit_call_t *call, long *ids)
+static void plan_call(const kit_spec_t *spec, kit_rng_t *rng, int op, int thread, kit_call_t *call, long *ids)
 {
     memset(call, 0, sizeof *call);
-    call->op = draw_op(spec, rng, used);
-    used[call->op] = true;
+    call->op = op;
     call->arg = ++*ids; /* a fresh value each call: a message id, a task number */
     call->thread = thread;
-    call->timeout_ms = spec->ops[call->op].timed ? (long)kit_rng_below(rng, 3) : 0;
+    call->timeout_ms = spec->ops[op].timed ? (long)kit_rng_below(rng, 3) : 0;
     call->invoked = call->responded = -1;
 }
 
+static void draw_call(struct scenario *sc, kit_rng_t *rng, bool *used, int thread, int group, long *ids)
+{
+    int op = draw_op(sc->spec, rng, used, group);
+    if (op < 0 || sc->ncalls >= MAX_CALLS - MAX_POST)
+        return;
+    used[op] = true;
+    plan_call(sc->spec, rng, op, thread, &sc->plan[sc->ncalls++], ids);
+}
 
-static void draw_scenario(const kit_spec_t *spec, int number, struct scenario *sc)
+/* A thread's calls that took something and did not give it back (a lock)
+ * end with the calls that do, the last taken given back first. */
+static void give_back(struct scenario *sc, kit_rng_t *rng, int thread, int first, long *ids)
+{
+    const kit_spec_t *spec = sc->spec;
+    int held[MAX_PER_THREAD], count = 0;
+    for (int i = first; i < sc->ncalls; i++) {
+        int op = sc->plan[i].op;
+        if (spec->ops[op].undone_by > 0 && count < MAX_PER_THREAD) {
+            held[count++] = op;
+            continue;
+        }
+        for (int k = count - 1; k >= 0; k--)
+            if (spec->ops[held[k]].undone_by == KIT_OP(op)) {
+                memmove(&held[k], &held[k + 1], (size_t)(count - k - 1) * sizeof held[0]);
+                count--;
+                break;
+            }
+    }
+    while (count > 0 && sc->ncalls < MAX_CALLS - MAX_POST)
+        plan_call(spec, rng, spec->ops[held[--count]].undone_by - 1, thread, &sc->plan[sc->ncalls++], ids);
+}
+
+/* Calls of thread @p thread: @p count of them, of @p group (0: any op). */
+static void draw_thread(struct scenario *sc, kit_rng_t *rng, bool *used, int thread, int count, int group,
+                        long *ids)
+{
+    int first = sc->ncalls;
+    for (int i = 0; i < count; i++)
+        draw_call(sc, rng, used, thread, group, ids);
+    give_back(sc, rng, thread, first, ids);
+}
+
+/* The calls after the threads, on the test's thread. */
+static void plan_post(struct scenario *sc)
+{
+    const kit_spec_t *spec = sc->spec;
+    sc->first_post = sc->ncalls;
+    for (int i = 0; i < spec->nops && sc->ncalls - sc->first_post < MAX_POST; i++) {
+        if (!spec->ops[i].post)
+            continue;
+        kit_call_t *call = &sc->plan[sc->ncalls++];
+        *call = (kit_call_t){ .op = i, .invoked = -1, .responded = -1 };
+    }
+}
+
+/* A free scenario: a few calls, then two or three threads of a few calls. */
+static void draw_free(struct scenario *sc, kit_rng_t *rng, bool *used, long *ids)
+{
+    int init = (int)kit_rng_below(rng, MAX_INIT + 1);
+    for (int i = 0; i < init; i++)
+        draw_call(sc, rng, used, 0, 0, ids);
+    sc->nthreads = 2 + (int)kit_rng_below(rng, FREE_THREADS - 1);
+    int budget = MAX_THREAD_CALLS;
+    for (int t = 1; t <= sc->nthreads; t++) {
+        int left_for_others = sc->nthreads - t; /* each later thread makes one call at least */
+        int most = budget - left_for_others < MAX_DRAWN ? budget - left_for_others : MAX_DRAWN;
+        int count = 1 + (int)kit_rng_below(rng, (uint64_t)most);
+        budget -= count;
+        draw_thread(sc, rng, used, t, count, 0, ids);
+    }
+}
+
+/* A shape's scenario: the object filled, two or three sleepers of one
+ * group, and a mover making two or three calls of another in a row. */
+static void draw_shape(struct scenario *sc, const kit_shape_t *shape, kit_rng_t *rng, bool *used, long *ids)
+{
+    if (shape->param != 0)
+        sc->param = shape->param;
+    for (long i = 0; shape->fill != 0 && i < sc->param && i < MAX_INIT; i++)
+        draw_call(sc, rng, used, 0, shape->fill, ids);
+    int sleepers = 2 + (int)kit_rng_below(rng, 2);
+    for (int t = 1; t <= sleepers; t++)
+        draw_thread(sc, rng, used, t, 1, shape->sleepers, ids);
+    sc->nthreads = sleepers + 1;
+    draw_thread(sc, rng, used, sc->nthreads, 2 + (int)kit_rng_below(rng, 2), shape->mover, ids);
+}
+
+static void draw_scenario(const kit_spec_t *spec, int number, int count, struct scenario *sc)
 {
     kit_rng_t rng;
     kit_rng_seed(&rng, 20261203, (uint64_t)number);
@@ -103,26 +196,13 @@ static void draw_scenario(const kit_spec_t *spec, int number, struct scenario *s
     sc->param = spec->param ? spec->param(&rng) : 0;
     bool used[32] = { false };
     long ids = 0;
-    int init = (int)kit_rng_below(&rng, MAX_INIT + 1);
-    for (int i = 0; i < init; i++)
-        draw_call(spec, &rng, used, 0, &sc->plan[sc->ncalls++], &ids);
-    sc->nthreads = 2 + (int)kit_rng_below(&rng, MAX_THREADS - 1);
-    int budget = MAX_THREAD_CALLS;
-    for (int t = 1; t <= sc->nthreads; t++) {
-        int left_for_others = sc->nthreads - t; /* each later thread makes one call at least */
-        int most = budget - left_for_others < MAX_PER_THREAD ? budget - left_for_others : MAX_PER_THREAD;
-        int count = 1 + (int)kit_rng_below(&rng, (uint64_t)most);
-        budget -= count;
-        for (int i = 0; i < count; i++)
-            draw_call(spec, &rng, used, t, &sc->plan[sc->ncalls++], &ids);
+    if (number > count) {
+        sc->shape = 1 + (number - count - 1) / KIT_SHAPE_DRAWS;
+        draw_shape(sc, &spec->shapes[sc->shape - 1], &rng, used, &ids);
+    } else {
+        draw_free(sc, &rng, used, &ids);
     }
-    sc->first_post = sc->ncalls;
-    for (int i = 0; i < spec->nops && sc->ncalls - sc->first_post < MAX_POST; i++) {
-        if (!spec->ops[i].post)
-            continue;
-        kit_call_t *call = &sc->plan[sc->ncalls++];
-        *call = (kit_call_t){ .op = i, .invoked = -1, .responded = -1 };
-    }
+    plan_post(sc);
 }
 
 /* ---- Printing it as code ----------------------------------------------------------- */
@@ -201,14 +281,24 @@ static void crash_context_of(const struct scenario *sc, int count)
 
 /* ---- Running it ---------------------------------------------------------------------- */
 
+/* Whether two records of a call into the code under test are the same one. */
+static bool same_call(const kit_code_call_t *a, const kit_code_call_t *b)
+{
+    return a->site == b->site && a->function == b->function && a->touched == b->touched;
+}
+
 static void run_call(struct run *r, kit_call_t *c)
 {
     const kit_op_t *op = &r->sc->spec->ops[c->op];
+    kit_code_call_t before = { 0 }, after = { 0 };
+    bool called_before = kit_last_call(&before);
     kit_sched_touch_history();
     c->invoked = r->events++;
     c->started_ns = kit_now_ns();
     c->ret = op->run(r->object, c->arg, c->timeout_ms, &c->out);
     c->ended_ns = kit_now_ns();
+    if (kit_last_call(&after) && !(called_before && same_call(&before, &after)))
+        r->touched[c - r->calls] = after.touched; /* (one that looks like the last call: not named) */
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -278,9 +368,14 @@ static bool precedes(const struct run *r, int a, int b)
     return timed_out && ca->ended_ns < cb->started_ns + cb->timeout_ms * 1000000LL;
 }
 
+/* FNV-1a over the calls placed, then the state: the mask's bytes are
+ * hashed as bytes of their own, so that no bit of it cancels one of the
+ * state's (mask 1 with a first state byte of 1 hashed as mask 0 with 0). */
 static uint64_t hash_of(uint32_t mask, const unsigned char *state, size_t size)
 {
-    uint64_t h = 1469598103934665603ULL ^ mask;
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < 4; i++)
+        h = (h ^ (mask >> (8 * i) & 255)) * 1099511628211ULL;
     for (size_t i = 0; i < size; i++)
         h = (h ^ state[i]) * 1099511628211ULL;
     return h | 1;
@@ -300,11 +395,19 @@ static bool memo_seen(struct check *k, uint64_t h)
     return false;
 }
 
-/* The first call still asleep that @p state lets through, or -1. */
+/* The first call still asleep that @p state lets through, or -1. Each
+ * sleeper is checked against the state as the other sleepers' waiting
+ * leaves it (kit_op_t.asleep): a writer asleep holds new readers back. */
 static int lost_wakeup(const struct run *r, const unsigned char *state)
 {
+    const kit_spec_t *spec = r->sc->spec;
+    unsigned char asleep[STATE_MAX];
+    memcpy(asleep, state, spec->state_size);
     for (int i = 0; i < r->sc->ncalls; i++)
-        if (r->pending[i] && !r->sc->spec->ops[r->calls[i].op].waits(state, &r->calls[i]))
+        if (r->pending[i] && spec->ops[r->calls[i].op].asleep)
+            spec->ops[r->calls[i].op].asleep(asleep, &r->calls[i]);
+    for (int i = 0; i < r->sc->ncalls; i++)
+        if (r->pending[i] && !spec->ops[r->calls[i].op].waits(asleep, &r->calls[i]))
             return i;
     return -1;
 }
@@ -403,6 +506,83 @@ static void fail_check(struct run *r, const char *what, int call, kit_text_t *t)
     kit_explore_fail(r->file, r->line, "%s%s", what, t->out);
 }
 
+/* Where in the code under test a call that returned last read or wrote
+ * memory - where a wrong result is usually made: " - the last line of
+ * bq_poll(...) to read or write memory was bq.c:160 (in wait_for_item_locked)". */
+static void name_line(kit_text_t *t, const struct run *r, int call)
+{
+    if (call < 0 || call >= r->sc->first_post || r->touched[call] == NULL)
+        return; /* a read of what the threads left behind: the wrong value was made elsewhere */
+    char place[1][160], name[160];
+    kit_describe_places(&r->touched[call], 1, place);
+    if (strchr(place[0], ':') == NULL)
+        return; /* no line to name: the earlier chapters' reference, or no debugging information */
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
+    kit_text_put(t, " The last line of %s to read or write memory was %s.", name, place[0]);
+}
+
+/* A timed call that gave up with ETIMEDOUT, other than @p but, or -1. */
+static int gave_up(const struct run *r, int but)
+{
+    for (int i = 0; i < r->sc->ncalls; i++)
+        if (i != but && returned(r, i) && r->calls[i].ret == ETIMEDOUT && r->sc->spec->ops[r->calls[i].op].timed)
+            return i;
+    return -1;
+}
+
+/* Why a timed call that gave up may be the culprit: POSIX lets a time-out
+ * take the wake-up that raced it. */
+static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own)
+{
+    if (timed < 0)
+        return;
+    char call[160];
+    const kit_call_t *c = &r->calls[timed];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, call, sizeof call);
+    if (own)
+        kit_text_put(t, " What it waited for had come by its deadline: a timed wait that runs out may have been woken "
+                     "too (POSIX lets the time-out take the wake-up), so a call that sees ETIMEDOUT looks at its "
+                     "condition once more before it gives up.");
+    else
+        kit_text_put(t, " %s gave up with ETIMEDOUT meanwhile: if the wake-up went to it, it had to take what it "
+                     "was woken for, or pass the wake-up on (POSIX lets a time-out take a wake-up that raced it).",
+                     call);
+}
+
+static void report_lost(struct run *r, struct check *k, const char *state, kit_text_t *t)
+{
+    const kit_spec_t *spec = r->sc->spec;
+    const kit_call_t *c = &r->calls[k->lost_call];
+    char call[160];
+    spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
+    kit_text_put(t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s", call,
+                 thread_letter(c->thread), state[0] ? state : "the calls that returned let it through");
+    describe_order(t, k);
+    kit_text_put(t, ": it should have been woken.");
+    timeout_note(t, r, gave_up(r, k->lost_call), false);
+    name_line(t, r, gave_up(r, k->lost_call));
+    fail_check(r, "", k->lost_call, t);
+}
+
+static void report_stuck(struct run *r, struct check *k, const char *state, kit_text_t *t)
+{
+    const kit_spec_t *spec = r->sc->spec;
+    const kit_call_t *c = &r->calls[k->stuck_call];
+    char call[160], out[160] = "";
+    spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
+    if (spec->print_out)
+        spec->print_out(c, out, sizeof out);
+    kit_text_put(t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
+                 out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
+    describe_order(t, k);
+    kit_text_put(t, ".");
+    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed)
+        timeout_note(t, r, k->stuck_call, true);
+    name_line(t, r, k->stuck_call);
+    fail_check(r, "", k->stuck_call, t);
+}
+
 static void check_history(struct run *r)
 {
     static struct check k;
@@ -417,6 +597,7 @@ static void check_history(struct run *r)
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
         kit_text_put(&t, "%s returned ETIMEDOUT after %.3f ms, before its timeout of %ld ms.", call,
             (double)(c->ended_ns - c->started_ns) / 1e6, c->timeout_ms);
+        name_line(&t, r, early);
         fail_check(r, "", early, &t);
     }
     memset(&k, 0, sizeof k);
@@ -424,7 +605,7 @@ static void check_history(struct run *r)
     k.stuck_call = k.lost_call = -1;
     if (search(&k, 0, r->initial))
         return;
-    char call[160], state[200] = "";
+    char state[200] = "";
     unsigned char after[STATE_MAX];
     if (k.lost_call >= 0) { /* every call that returned fits an order: a sleeper was forgotten */
         int returned_calls = 0;
@@ -436,25 +617,9 @@ static void check_history(struct run *r)
     state_after(&k, after);
     if (spec->print_state)
         spec->print_state(after, state, sizeof state);
-    if (k.lost_call >= 0) {
-        const kit_call_t *c = &r->calls[k.lost_call];
-        spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
-        kit_text_put(&t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s%s", call,
-            thread_letter(c->thread), state[0] ? state : "the calls that returned let it through", "");
-        describe_order(&t, &k);
-        kit_text_put(&t, ": it should have been woken.");
-        fail_check(r, "", k.lost_call, &t);
-    }
-    const kit_call_t *c = &r->calls[k.stuck_call];
-    char out[160] = "";
-    spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
-    if (spec->print_out)
-        spec->print_out(c, out, sizeof out);
-    kit_text_put(&t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
-        out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
-    describe_order(&t, &k);
-    kit_text_put(&t, ".");
-    fail_check(r, "", k.stuck_call, &t);
+    if (k.lost_call >= 0)
+        report_lost(r, &k, state, &t);
+    report_stuck(r, &k, state, &t);
 }
 
 /* After the release, each call that slept must have returned what a
@@ -472,6 +637,7 @@ static void check_released(struct run *r)
         spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
         kit_text_put(&t, "%s slept until the end, was woken by the release, and returned %s: it must return %s.", call,
             kit_errno_name(c->ret), kit_errno_name(spec->released_ret));
+        name_line(&t, r, i);
         fail_check(r, "", i, &t);
     }
 }
@@ -484,6 +650,7 @@ static void scenario_body(void *raw)
     memcpy(r->calls, sc->plan, sizeof r->calls);
     memset(r->skipped, 0, sizeof r->skipped);
     memset(r->pending, 0, sizeof r->pending);
+    memset(r->touched, 0, sizeof r->touched);
     r->events = 0;
     unsigned char model[STATE_MAX];
     memset(model, 0, sizeof model);
@@ -536,62 +703,154 @@ static int scenario_from_env(void)
     return text && text[0] ? atoi(text) : 0;
 }
 
-void kit_scenarios_run(const char *test, const char *file, int line, const kit_spec_t *spec, int count,
-                       const kit_explore_t *options)
+/* What the searches of a test's scenarios covered, for its summary line. */
+struct coverage {
+    int free, shaped;
+    long interleavings, complete, within_bound, schedules;
+    int patterns, shapes;                /* distinct ones among pattern[], shape[] */
+    uint64_t pattern[MAX_SCENARIOS_SEEN]; /* what each scenario calls, whatever the values */
+    uint64_t shape[MAX_SCENARIOS_SEEN];   /* ... and by kind of call (its group), untimed or timed alike */
+    int timed;                           /* scenarios with a timed call on a thread */
+    int most_threads, most_calls;
+};
+
+static int compare_keys(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t mix(uint64_t h, uint64_t value)
+{
+    return (h ^ value) * 1099511628211ULL;
+}
+
+/* What a scenario calls, whatever its values: the create parameter, the
+ * calls before the threads, and each thread's calls (the threads in any
+ * order: two scenarios that differ only in which letter runs what are one).
+ * By @p kind: each call as its group, a timed one as an untimed one. */
+static uint64_t pattern_of(const struct scenario *sc, bool kind)
+{
+    uint64_t threads[MAX_THREADS + 1] = { 0 };
+    for (int i = 0; i < sc->first_post; i++) {
+        const kit_call_t *c = &sc->plan[i];
+        int group = sc->spec->ops[c->op].group;
+        uint64_t what = kind && group ? 1000 + (uint64_t)group : (uint64_t)c->op * 4 + (!kind && c->timeout_ms > 0);
+        threads[c->thread] = mix(threads[c->thread] ? threads[c->thread] : 1469598103934665603ULL, what);
+    }
+    qsort(&threads[1], (size_t)sc->nthreads, sizeof threads[0], compare_keys);
+    uint64_t h = mix(1469598103934665603ULL, (uint64_t)sc->param);
+    for (int t = 0; t <= sc->nthreads; t++)
+        h = mix(h, threads[t]);
+    return h;
+}
+
+/* Adds @p key to @p keys unless it is there. */
+static void count_once(uint64_t *keys, int *count, uint64_t key)
+{
+    for (int i = 0; i < *count; i++)
+        if (keys[i] == key)
+            return;
+    if (*count < MAX_SCENARIOS_SEEN)
+        keys[(*count)++] = key;
+}
+
+/* Counts @p sc in what the test's scenarios covered. */
+static void count_pattern(const struct scenario *sc, struct coverage *seen)
+{
+    count_once(seen->pattern, &seen->patterns, pattern_of(sc, false));
+    count_once(seen->shape, &seen->shapes, pattern_of(sc, true));
+    bool timed = false;
+    for (int i = 0; i < sc->first_post; i++)
+        timed = timed || (sc->plan[i].thread > 0 && sc->spec->ops[sc->plan[i].op].timed);
+    seen->timed += timed;
+    seen->most_threads = sc->nthreads > seen->most_threads ? sc->nthreads : seen->most_threads;
+    seen->most_calls = sc->first_post > seen->most_calls ? sc->first_post : seen->most_calls;
+}
+
+/* Scenario @p number of @p count: drawn, searched, and on a failure the test
+ * fails at @p file:@p line with the scenario and its replay command. */
+static void run_scenario(const char *test, const char *file, int line, const kit_spec_t *spec, int number,
+                         int count, const kit_explore_t *options, struct coverage *seen)
 {
     static struct scenario sc;
     static struct run r;
+    static kit_explore_result_t result;
+    draw_scenario(spec, number, count, &sc);
+    memset(&r, 0, sizeof r);
+    r.sc = &sc;
+    r.file = file;
+    r.line = line;
+    char extra[32];
+    snprintf(extra, sizeof extra, "%d", number);
+    kit_sched_replay_scenario(extra);
+    int total = count + spec->nshapes * KIT_SHAPE_DRAWS;
+    crash_context_of(&sc, total);
+    bool passed = kit_explore_search(test, options, scenario_body, &r, &result);
+    kit_crash_context(NULL);
+    if (!passed) {
+        if (result.gave_up)
+            fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result.message);
+        char make_args[1200];
+        sched_make_args(make_args, sizeof make_args);
+        if (strcmp(result.token, ".") == 0)
+            print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result.message, number,
+                        total);
+        else
+            print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under "
+                        "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
+                        result.message, number, total, make_args, test, result.token);
+        kit_note_stacks_dumped();
+        _fail(file, line);
+    }
+    kit_sched_replay_scenario(NULL);
+    if (number <= count)
+        seen->free++;
+    else
+        seen->shaped++;
+    count_pattern(&sc, seen);
+    seen->schedules += result.schedules;
+    seen->interleavings += result.complete ? result.interleavings : 0;
+    seen->complete += result.complete && !result.bound_reached;
+    seen->within_bound += result.complete && result.bound_reached;
+}
+
+/* Under ThreadSanitizer or valgrind (KIT_SLOW) the point is memory and race
+ * errors on the paths the scenarios take, not more paths: a fifth of the
+ * free scenarios (at least ten) and one of each shape, as each search runs a
+ * fifth of its schedules there. */
+static bool runs_here(int number, int count, int only)
+{
+    if (only > 0)
+        return number == only;
+    if (getenv("KIT_SLOW") == NULL)
+        return true;
+    int free_count = count / 5 > 10 ? count / 5 : (count < 10 ? count : 10);
+    return number <= count ? number <= free_count : (number - count - 1) % KIT_SHAPE_DRAWS == 0;
+}
+
+void kit_scenarios_run(const char *test, const char *file, int line, const kit_spec_t *spec, int count,
+                       const kit_explore_t *options)
+{
     if (spec->state_size > STATE_MAX || spec->nops > 32)
         fail_msg("%s: the spec's model is larger than the scenarios allow", test);
     int only = scenario_from_env();
-    /* Under ThreadSanitizer or valgrind (KIT_SLOW) the point is memory and
-     * race errors on the paths the scenarios take, not more paths: a fifth
-     * of them, as each search runs a fifth of its schedules there. */
-    if (getenv("KIT_SLOW") != NULL && only == 0)
-        count = count / 5 > 10 ? count / 5 : (count < 10 ? count : 10);
-    long interleavings = 0, complete = 0, within_bound = 0, schedules = 0;
-    for (int number = 1; number <= count; number++) {
-        if (only > 0 && number != only)
-            continue;
-        draw_scenario(spec, number, &sc);
-        memset(&r, 0, sizeof r);
-        r.sc = &sc;
-        r.file = file;
-        r.line = line;
-        char extra[32];
-        snprintf(extra, sizeof extra, "%d", number);
-        kit_sched_replay_scenario(extra);
-        static kit_explore_result_t result;
-        crash_context_of(&sc, count);
-        bool passed = kit_explore_search(test, options, scenario_body, &r, &result);
-        kit_crash_context(NULL);
-        if (!passed) {
-            if (result.gave_up)
-                fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result.message);
-            char make_args[1200];
-            sched_make_args(make_args, sizeof make_args);
-            if (strcmp(result.token, ".") == 0)
-                print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result.message, number,
-                            count);
-            else
-                print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under "
-                            "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
-                            result.message, number, count, make_args, test, result.token);
-            kit_note_stacks_dumped();
-            _fail(file, line);
-        }
-        kit_sched_replay_scenario(NULL);
-        schedules += result.schedules;
-        interleavings += result.complete ? result.interleavings : 0;
-        complete += result.complete && !result.bound_reached;
-        within_bound += result.complete && result.bound_reached;
-    }
+    int total = count + spec->nshapes * KIT_SHAPE_DRAWS;
+    struct coverage seen = { 0 };
+    for (int number = 1; number <= total; number++)
+        if (runs_here(number, count, only))
+            run_scenario(test, file, line, spec, number, count, options, &seen);
     if (only > 0)
-        fprintf(stderr, "[ scenario ] %s: scenario %d alone, %ld schedules, all passed", test, only, schedules);
+        fprintf(stderr, "[ scenario ] %s: scenario %d alone, %ld schedules, all passed", test, only, seen.schedules);
     else
-        fprintf(stderr, "[ scenario ] %s: %d scenarios, %ld schedules, all passed", test, count, schedules);
-    if (complete + within_bound > 0) /* a dfs or dpor search that ran out of branches */
+        fprintf(stderr, "[ scenario ] %s: %d scenarios (%d free, %d drawn from %d shapes), %ld schedules, all "
+                "passed", test, seen.free + seen.shaped, seen.free, seen.shaped, spec->nshapes, seen.schedules);
+    if (only == 0)
+        fprintf(stderr, "; %d distinct patterns of calls, %d by kind of call; %d with a timed call on a thread; up "
+                "to %d threads and %d calls", seen.patterns, seen.shapes, seen.timed, seen.most_threads,
+                seen.most_calls);
+    if (seen.complete + seen.within_bound > 0) /* a dfs or dpor search that ran out of branches */
         fprintf(stderr, "; searched to the end: %ld scenarios completely and %ld within the preemption bound, "
-                "%ld interleavings in all", complete, within_bound, interleavings);
+                "%ld interleavings in all", seen.complete, seen.within_bound, seen.interleavings);
     fprintf(stderr, "\n");
 }

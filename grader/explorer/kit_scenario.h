@@ -9,7 +9,13 @@
  * a sequential model - the queue as an array, the pool as a set of tasks) and
  * kit_scenarios() generates scenarios from fixed seeds: a few calls before the
  * threads start, two or three threads of one to three calls each, and a
- * release (close) once everything that can move has moved. Each scenario is
+ * release (close) once everything that can move has moved. Then come the
+ * spec's *shapes* (kit_shape_t), which free draws seldom hit: an object
+ * filled to its capacity, two or three threads that may all sleep on the
+ * same condition, and one thread whose calls in a row each let one of them
+ * go - both sides blocked, and the transitions between full and empty.
+ * A thread's calls that take something (a lock) end with the calls that
+ * give it back (kit_op_t.undone_by). Each scenario is
  * explored under the scheduler (kit_sched.h). When every thread has finished
  * or sleeps for good, the history is checked: some order of the calls, one at
  * a time and respecting which returned before which began, must give every
@@ -56,7 +62,25 @@ typedef struct kit_op {
     bool post;         /**< also called once by the test's thread when the scenario is quiet, before
                             the check (a read of counters: what the threads left behind); the
                             first three such operations of the spec are */
+    int group;         /**< ops that wait for the same thing, or let the same waiters go (0: none):
+                            a shape draws its sleepers from one group and its mover's calls from another */
+    int undone_by;     /**< KIT_OP(the op that gives back what this one takes), or 0: a thread whose
+                            calls took something and did not give it back ends with those calls */
+    /** Optional: what a call still asleep when the scenario is quiet does to the state the other
+     *  sleepers are checked against (a writer waiting holds new readers back). */
+    void (*asleep)(void *state, const kit_call_t *call);
 } kit_op_t;
+
+/** @brief kit_op_t.undone_by's value for the op at index @p index. */
+#define KIT_OP(index) ((index) + 1)
+
+/** @brief A shape of scenario: the spec lists those that matter for its object. */
+typedef struct kit_shape {
+    long param;        /**< the create parameter (a capacity); 0: drawn as for free scenarios */
+    int fill;          /**< before the threads start, `param` calls of this group (0: none): a full queue */
+    int sleepers;      /**< two or three threads, one call each of this group: they may all sleep at once */
+    int mover;         /**< one more thread: two or three calls of this group in a row (0: any op) */
+} kit_shape_t;
 
 /** @brief A chapter's object, as scenarios see it. */
 typedef struct kit_spec {
@@ -85,11 +109,17 @@ typedef struct kit_spec {
     const char *(*at_quiet)(void *object, const void *state);
     const kit_op_t *ops;
     int nops;
+    const kit_shape_t *shapes; /**< drawn KIT_SHAPE_DRAWS times each, after the free scenarios */
+    int nshapes;
 } kit_spec_t;
 
+/** @brief How many scenarios kit_scenarios() draws of each shape. */
+#define KIT_SHAPE_DRAWS 4
+
 /**
- * @brief Generate @p count scenarios of @p spec from fixed seeds and explore
- *        each with @p options (its strategy's seed mixed with the scenario's).
+ * @brief Generate @p count scenarios of @p spec from fixed seeds, then
+ *        KIT_SHAPE_DRAWS of each of its shapes (numbered on from @p count),
+ *        and explore each with @p options (its strategy's seed mixed with the scenario's).
  *        Fails the calling test at the first scenario that fails, printing it
  *        as code, with the steps and the replay command. KIT_SCENARIO=N in the
  *        environment runs scenario N alone (the replay command sets it).

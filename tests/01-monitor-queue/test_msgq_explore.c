@@ -338,6 +338,7 @@ static void print_create(long capacity, char *text, size_t size)
 }
 
 enum { PUT, TAKE, CLOSE, SIZE };
+enum { PUTS = 1, TAKES }; /* the groups of the shapes */
 
 static void print_call(const kit_call_t *call, const char *name, char *text, size_t size)
 {
@@ -376,10 +377,10 @@ static void print_state(const void *state, char *text, size_t size)
 }
 
 static const kit_op_t queue_ops[] = {
-    [PUT] = { .name = "msgq_put", .weight = 4, .run = run_put, .take_effect = put_takes_effect, .waits = put_waits,
+    [PUT] = { .name = "msgq_put", .group = PUTS, .weight = 4, .run = run_put, .take_effect = put_takes_effect, .waits = put_waits,
               .rule = "msgq_put waits while the queue is full, then appends: 0; ECANCELED if the queue is closed, "
                       "before or during the wait" },
-    [TAKE] = { .name = "msgq_take", .weight = 4, .run = run_take, .take_effect = take_takes_effect,
+    [TAKE] = { .name = "msgq_take", .group = TAKES, .weight = 4, .run = run_take, .take_effect = take_takes_effect,
                .waits = take_waits,
                .rule = "msgq_take waits while the queue is empty, then removes the oldest message; ECANCELED once the"
                        " queue is closed and empty" },
@@ -390,6 +391,16 @@ static const kit_op_t queue_ops[] = {
     [SIZE] = { .name = "msgq_size", .weight = 1, .run = run_size, .take_effect = size_takes_effect,
                .waits = never_waits, .post = true,
                .rule = "msgq_size returns the number of messages queued at one instant during the call" },
+};
+
+/* Both sides asleep on the one condition variable: a full queue of 2 or 3,
+ * producers asleep on it and takes in a row before a woken one runs; takers
+ * asleep on an empty queue and puts in a row. */
+static const kit_shape_t queue_shapes[] = {
+    { .param = 2, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
+    { .param = 3, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
+    { .param = 2, .sleepers = TAKES, .mover = PUTS },
+    { .param = 3, .sleepers = TAKES, .mover = PUTS },
 };
 
 static const kit_spec_t queue_spec = {
@@ -406,6 +417,8 @@ static const kit_spec_t queue_spec = {
     .print_state = print_state,
     .ops = queue_ops,
     .nops = 4,
+    .shapes = queue_shapes,
+    .nshapes = (int)(sizeof queue_shapes / sizeof queue_shapes[0]),
 };
 
 /* Scenarios nobody wrote: a few calls, then two or three threads of a few

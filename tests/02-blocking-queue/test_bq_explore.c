@@ -383,6 +383,10 @@ struct queue_model {
 enum { PUT, OFFER, TAKE, POLL, TRY_PUT_ABORT, TRY_PUT_CALLER_RUNS, TRY_PUT_DISCARD, TRY_PUT_DISCARD_OLDEST, CLOSE, SIZE,
        STATS };
 
+/* The groups of the shapes: puts that wait for room, takes that wait for an
+ * item, and puts that never wait (a policy acts on a full queue). */
+enum { PUTS = 1, TAKES, TRY_PUTS };
+
 static long draw_capacity(kit_rng_t *rng)
 {
     return 1 + (long)kit_rng_below(rng, 2);
@@ -658,33 +662,39 @@ static void print_state(const void *state, char *text, size_t size)
 }
 
 static const kit_op_t queue_ops[] = {
-    [PUT] = { .name = "bq_put", .weight = 3, .run = run_put, .take_effect = put_takes_effect, .waits = put_waits,
+    [PUT] = { .name = "bq_put", .weight = 3, .group = PUTS,
+              .run = run_put, .take_effect = put_takes_effect, .waits = put_waits,
               .rule = "bq_put waits as long as the queue is full, then appends: 0; ECANCELED if the queue is or gets "
                       "closed" },
-    [OFFER] = { .name = "bq_offer", .weight = 2, .timed = true, .run = run_offer, .take_effect = offer_takes_effect,
+    [OFFER] = { .name = "bq_offer", .weight = 2, .group = PUTS, .timed = true,
+                .run = run_offer, .take_effect = offer_takes_effect,
                 .waits = put_waits,
                 .rule = "bq_offer waits at most timeout_ms for room: 0; ETIMEDOUT only if still full at the deadline;"
                         " ECANCELED if closed" },
-    [TAKE] = { .name = "bq_take", .weight = 3, .run = run_take, .take_effect = take_takes_effect, .waits = take_waits,
+    [TAKE] = { .name = "bq_take", .weight = 3, .group = TAKES,
+               .run = run_take, .take_effect = take_takes_effect, .waits = take_waits,
                .rule = "bq_take waits as long as the queue is empty, then removes the oldest item; ECANCELED once the"
                        " queue is closed and empty" },
-    [POLL] = { .name = "bq_poll", .weight = 2, .timed = true, .run = run_poll, .take_effect = poll_takes_effect,
+    [POLL] = { .name = "bq_poll", .weight = 2, .group = TAKES, .timed = true,
+               .run = run_poll, .take_effect = poll_takes_effect,
                .waits = take_waits,
                .rule = "bq_poll waits at most timeout_ms: the oldest item; ETIMEDOUT only if still empty at the "
                        "deadline; ECANCELED once closed and empty" },
-    [TRY_PUT_ABORT] = { .name = "bq_try_put", .weight = 1, .run = run_abort, .take_effect = abort_takes_effect,
+    [TRY_PUT_ABORT] = { .name = "bq_try_put", .weight = 1, .group = TRY_PUTS,
+                        .run = run_abort, .take_effect = abort_takes_effect,
                         .waits = never_waits,
                         .rule = "bq_try_put enqueues if there is room; on a full queue the abort policy returns "
                                 "EAGAIN; ECANCELED if closed; each error counted once in rejected" },
-    [TRY_PUT_CALLER_RUNS] = { .name = "bq_try_put", .weight = 1, .run = run_caller_runs,
+    [TRY_PUT_CALLER_RUNS] = { .name = "bq_try_put", .weight = 1, .group = TRY_PUTS, .run = run_caller_runs,
                               .take_effect = caller_runs_takes_effect, .waits = never_waits,
                               .rule = "bq_try_put enqueues if there is room; on a full queue caller-runs runs the "
                                       "item on the caller and returns 0, counted once in run_by_caller" },
-    [TRY_PUT_DISCARD] = { .name = "bq_try_put", .weight = 1, .run = run_discard, .take_effect = discard_takes_effect,
+    [TRY_PUT_DISCARD] = { .name = "bq_try_put", .weight = 1, .group = TRY_PUTS,
+                          .run = run_discard, .take_effect = discard_takes_effect,
                           .waits = never_waits,
                           .rule = "bq_try_put enqueues if there is room; on a full queue discard gives the new item "
                                   "to on_discard and returns 0, counted once in discarded" },
-    [TRY_PUT_DISCARD_OLDEST] = { .name = "bq_try_put", .weight = 1, .run = run_discard_oldest,
+    [TRY_PUT_DISCARD_OLDEST] = { .name = "bq_try_put", .weight = 1, .group = TRY_PUTS, .run = run_discard_oldest,
                                  .take_effect = discard_takes_effect, .waits = never_waits,
                                  .rule = "bq_try_put enqueues if there is room; on a full queue discard-oldest evicts"
                                          " the oldest item (discarded) and enqueues the new one" },
@@ -703,6 +713,21 @@ static const kit_op_t queue_ops[] = {
                         " run_by_caller or rejected" },
 };
 
+/* Both sides blocked, and the transitions between full and empty: a full
+ * queue of 2 or 3, producers asleep on it and two or three takes in a row
+ * before a woken one runs (a take that signals only when the queue was full
+ * leaves the second producer asleep beside room); takers asleep on an empty
+ * queue and puts in a row (the put side's twin); policies racing each other
+ * on a full queue, each counting what it did (a count made outside the lock
+ * loses one, and bq_stats shows it). */
+static const kit_shape_t queue_shapes[] = {
+    { .param = 2, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
+    { .param = 3, .fill = PUTS, .sleepers = PUTS, .mover = TAKES },
+    { .param = 2, .sleepers = TAKES, .mover = PUTS },
+    { .param = 3, .sleepers = TAKES, .mover = TRY_PUTS },
+    { .param = 1, .fill = PUTS, .sleepers = TRY_PUTS, .mover = TRY_PUTS },
+};
+
 static const kit_spec_t queue_spec = {
     .object = "q",
     .state_size = sizeof(struct queue_model),
@@ -717,6 +742,8 @@ static const kit_spec_t queue_spec = {
     .print_state = print_state,
     .ops = queue_ops,
     .nops = (int)(sizeof queue_ops / sizeof queue_ops[0]),
+    .shapes = queue_shapes,
+    .nshapes = (int)(sizeof queue_shapes / sizeof queue_shapes[0]),
 };
 
 /* Scenarios nobody wrote: a few calls (a full queue, a poll that timed

@@ -164,6 +164,55 @@ static void test_tpool_explore_failed_task_keeps_its_worker(void **state)
     kit_explore(&options, failed_task_then_another, NULL);
 }
 
+/* ---- The counters add up at every instant ------------------------------------------------- */
+
+static void just_fail(void *raw)
+{
+    (void)raw;
+    tpool_task_fail(EIO);
+}
+
+/* A snapshot taken while failing tasks finish: each completed task failed,
+ * so completed and failed move together - a task counted in one and not
+ * yet in the other was counted in two critical sections. */
+static void check_failures_counted_with_completions(tpool_t *p, const char *when)
+{
+    tpool_stats_t st = stats_of(p);
+    kit_explore_check(st.completed == st.failed,
+                      "tpool_stats %s says completed %zu and failed %zu, and every task submitted fails: a task was "
+                      "counted completed but not failed - the two counts of one task are made in two critical "
+                      "sections, and a read in between sees half (tpool.h: tpool_stats reads every counter at one "
+                      "instant; failed counts the completed tasks that called tpool_task_fail)",
+                      when, st.completed, st.failed);
+    kit_explore_check(st.submitted == 2 && st.completed <= st.submitted,
+                      "tpool_stats %s says submitted %zu and completed %zu, with 2 tasks submitted", when,
+                      st.submitted, st.completed);
+}
+
+static void stats_while_failing_tasks_finish(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(2, HOUR_MS);
+    explore_ok(tpool_execute(p, just_fail, NULL));
+    explore_ok(tpool_execute(p, just_fail, NULL));
+    check_failures_counted_with_completions(p, "while the tasks ran");
+    check_failures_counted_with_completions(p, "a moment later");
+    explore_ok(tpool_shutdown(p));
+    explore_ok(tpool_await_termination(p, LONG_MAX));
+    check_failures_counted_with_completions(p, "after termination");
+    tpool_stats_t st = stats_of(p);
+    kit_explore_check(st.completed == 2, "after termination, tpool_stats says completed %zu: 2 tasks ran",
+                      st.completed);
+    tpool_destroy(p);
+}
+
+static void test_tpool_explore_stats_add_up_at_every_instant(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 100 };
+    kit_explore(&options, stats_while_failing_tasks_finish, NULL);
+}
+
 /* ---- Keep-alive and shutdown, on virtual time --------------------------------------------- */
 
 static void keep_alive_exactly(void *ctx)
@@ -286,6 +335,7 @@ enum { TASK_IDS = 32, SUB = 16 }; /* tN has the id N of its call (< SUB); sN, th
 enum policy { ABORT, CALLER_RUNS, DISCARD, DISCARD_OLDEST, TIMEOUT, BLOCK, POLICIES };
 enum kind { PLAIN, FAILING, SPAWNING };
 enum { EXECUTE, EXECUTE_FAILING, EXECUTE_SPAWNING, EXECUTE_OR_DROP, SHUTDOWN, SHUTDOWN_NOW, AWAIT, STATS };
+enum { EXECUTES = 1, SHUTDOWNS, AWAITS }; /* the groups of the shapes */
 
 static const char *const policy_code[] = {
     [ABORT] = "bq_policy_abort()",
@@ -1004,28 +1054,38 @@ static void print_state(const void *state, char *text, size_t size)
     "(EAGAIN, ETIMEDOUT, caller-runs, a drop, a wait) only on a full queue"
 
 static const kit_op_t pool_ops[] = {
-    [EXECUTE] = { .name = "tpool_execute", .weight = 4, .run = run_execute, .take_effect = execute_takes_effect,
+    [EXECUTE] = { .name = "tpool_execute", .weight = 4, .group = EXECUTES, .run = run_execute, .take_effect = execute_takes_effect,
                   .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_FAILING] = { .name = "tpool_execute", .weight = 1, .run = run_execute_failing,
+    [EXECUTE_FAILING] = { .name = "tpool_execute", .weight = 1, .group = EXECUTES, .run = run_execute_failing,
                           .take_effect = execute_takes_effect, .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_SPAWNING] = { .name = "tpool_execute", .weight = 2, .run = run_execute_spawning,
+    [EXECUTE_SPAWNING] = { .name = "tpool_execute", .weight = 2, .group = EXECUTES, .run = run_execute_spawning,
                            .take_effect = execute_takes_effect, .waits = never_waits, .rule = EXECUTE_RULE },
-    [EXECUTE_OR_DROP] = { .name = "tpool_execute_or_drop", .weight = 3, .run = run_execute_or_drop,
+    [EXECUTE_OR_DROP] = { .name = "tpool_execute_or_drop", .weight = 3, .group = EXECUTES, .run = run_execute_or_drop,
                           .take_effect = execute_takes_effect, .waits = never_waits,
                           .rule = EXECUTE_RULE },
-    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .once = true, .run = run_shutdown,
+    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .group = SHUTDOWNS, .once = true, .run = run_shutdown,
                    .take_effect = shutdown_takes_effect, .waits = never_waits,
                    .rule = "tpool_shutdown: 0, and the pool takes no more tasks; those queued still run" },
-    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .once = true, .run = run_shutdown_now,
+    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .group = SHUTDOWNS, .once = true, .run = run_shutdown_now,
                        .take_effect = shutdown_now_takes_effect, .waits = never_waits,
                        .rule = "tpool_shutdown_now: tpool_shutdown, and it drops the tasks still queued - "
                                "taken, never run" },
-    [AWAIT] = { .name = "tpool_await_termination", .weight = 2, .timed = true, .run = run_await,
+    [AWAIT] = { .name = "tpool_await_termination", .weight = 2, .group = AWAITS, .timed = true, .run = run_await,
                 .take_effect = await_takes_effect, .waits = never_waits,
                 .rule = "tpool_await_termination: 0 only once the pool is shut down, its queue empty, its "
                         "workers gone; else ETIMEDOUT, not before its time" },
     [STATS] = { .name = "tpool_stats", .weight = 0, .post = true, .run = run_stats, .take_effect = stats_takes_effect,
                 .waits = never_waits, .rule = "tpool_stats reads every counter at one instant" },
+};
+
+/* Submitters crowding a small pool - five or six tasks for a queue of one
+ * or two and one or two workers: every policy acts, every counter moves,
+ * and a lost update shows in tpool_stats; submitters racing both
+ * shutdowns; awaiters asleep while anything happens. */
+static const kit_shape_t pool_shapes[] = {
+    { .sleepers = EXECUTES, .mover = EXECUTES },
+    { .sleepers = EXECUTES, .mover = SHUTDOWNS },
+    { .sleepers = AWAITS, .mover = 0 },
 };
 
 static const kit_spec_t pool_spec = {
@@ -1043,6 +1103,8 @@ static const kit_spec_t pool_spec = {
     .at_quiet = pool_at_quiet,
     .ops = pool_ops,
     .nops = (int)(sizeof pool_ops / sizeof pool_ops[0]),
+    .shapes = pool_shapes,
+    .nshapes = (int)(sizeof pool_shapes / sizeof pool_shapes[0]),
 };
 
 /* Scenarios nobody wrote, on pools of one or two workers, a queue of one or
@@ -1067,6 +1129,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_explore_idle_exit_race),
     cmocka_unit_test(test_tpool_explore_core_tasks_run_at_once),
     cmocka_unit_test(test_tpool_explore_failed_task_keeps_its_worker),
+    cmocka_unit_test(test_tpool_explore_stats_add_up_at_every_instant),
     cmocka_unit_test(test_tpool_explore_workers_retire_after_keep_alive),
     cmocka_unit_test(test_tpool_explore_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_explore_termination_wakes_every_awaiter),

@@ -835,6 +835,60 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
     tpool_destroy(p);
 }
 
+/* A task on one worker of a pool of two, the other worker busy: it queues
+ * task C and waits for it twice, 100 ms each time, while C cannot start.
+ * Its first wait is counted as a blocked worker, and must be un-counted
+ * when it gives up: else the second wait finds "every worker blocked" and
+ * gets a false EDEADLK, though the busy worker will run C. Static: if the
+ * test fails, a task still running must not write into a stack frame that
+ * is gone. */
+static struct twice {
+    tpool_t *p;
+    int submit_err, first_err, second_err; /* the task's tpool_submit and two future_get_timed on C */
+    future_t *c;
+} twice;
+
+static void *wait_twice_for_a_queued_task(void *raw)
+{
+    (void)raw;
+    twice.submit_err = tpool_submit(twice.p, return_arg, &twice, &twice.c);
+    if (twice.submit_err != 0)
+        return NULL;
+    twice.first_err = future_get_timed(twice.c, NULL, 100);
+    twice.second_err = future_get_timed(twice.c, NULL, 100);
+    return NULL;
+}
+
+static void test_future_get_timed_out_own_pool_wait_is_uncounted(void **state)
+{
+    (void)state;
+    twice = (struct twice){ .p = make_pool_with(2, 8, bq_policy_block(), "twice"), .first_err = -1,
+                            .second_err = -1 };
+    static struct gated_task busy;
+    future_t *running = start_gated(twice.p, &busy, NULL);
+    await_running(&busy, "the task keeping one worker busy");
+    future_t *waiter = submit(twice.p, wait_twice_for_a_queued_task, NULL);
+    assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
+    kit_gate_open(&busy.gate); /* only now may task C start */
+    assert_ok(twice.submit_err);
+    if (twice.first_err != ETIMEDOUT)
+        fail_msg("a worker's 100 ms future_get_timed on a task queued in its own pool, with the other worker busy, "
+                 "returned %s: the busy worker can still run the task, so it must wait and give ETIMEDOUT",
+                 kit_errno_name(twice.first_err));
+    if (twice.second_err != ETIMEDOUT)
+        fail_msg("a worker's future_get_timed on a task queued in its own pool gave up with ETIMEDOUT, and its next "
+                 "one on the same task, the other worker still busy, returned %s, not ETIMEDOUT: a timed get that "
+                 "times out must stop counting its worker as blocked (future.h), or the pool thinks every worker "
+                 "is stuck", kit_errno_name(twice.second_err));
+    assert_ok(future_get_timed(twice.c, NULL, KIT_HANG_MS));
+    assert_ok(future_get(running, NULL));
+    future_release(twice.c);
+    future_release(waiter);
+    future_release(running);
+    tpool_destroy(twice.p);
+    kit_gate_destroy(&busy.gate);
+}
+
 /* A chain in one pool of two: B runs on one worker; A, on the other, waits
  * for B's future - a task *running* on another worker of the pool, not
  * queued. Then B waits for a task C it queued in the same pool. Nobody is
@@ -1044,6 +1098,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_submit_rejected_task_gives_no_future),
     cmocka_unit_test(test_future_get_shared_pool_starvation_is_detected),
     cmocka_unit_test(test_future_get_waits_while_another_worker_can_progress),
+    cmocka_unit_test(test_future_get_timed_out_own_pool_wait_is_uncounted),
     cmocka_unit_test(test_future_get_counts_a_wait_for_a_task_running_on_another_worker),
     cmocka_unit_test(test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool),
     cmocka_unit_test(test_future_split_pools_serve_every_order),

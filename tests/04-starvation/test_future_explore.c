@@ -94,6 +94,36 @@ static void test_future_explore_every_waiter_sees_the_result(void **state)
     kit_explore(&options, three_waiters, NULL);
 }
 
+/* ---- References dropped at once ---------------------------------------------------------- */
+
+/* The caller takes a second reference while the worker may be dropping the
+ * task's own, then drops both of its references while the worker may be
+ * dropping its own: the count must move by one at every call, under the
+ * future's lock, and exactly the last release frees. A count changed or
+ * read outside the lock frees too early or twice - a use after free, which
+ * the scheduler reports at the line that used the freed future. */
+static void releases_racing_the_worker(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(1);
+    future_t *f = submit(p, give_answer, NULL);
+    future_t *again = future_retain(f);
+    kit_explore_check(again == f, "future_retain returned another pointer than the future it was given");
+    void *result = NULL;
+    explore_ok(future_get(f, &result));
+    kit_explore_check(result == answer, "future_get returned 0 but not the task's result");
+    future_release(f);
+    future_release(again);
+    tpool_destroy(p);
+}
+
+static void test_future_explore_releases_race_the_workers(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 150 };
+    kit_explore(&options, releases_racing_the_worker, NULL);
+}
+
 /* ---- Cancel racing the start -------------------------------------------------------------- */
 
 static void *count_and_answer(void *raw)
@@ -405,6 +435,7 @@ static int reach(const struct way *from, int workers, struct way *out)
 /* ---- The model: the calls ------------------------------------------------------------ */
 
 enum { GET, GET_TIMED, CANCEL, STATE, IS_DONE, GO_RETURN, GO_FAIL, GO_GET, STATES };
+enum { GETS = 1, CANCELS, GOES }; /* the groups of the shapes */
 
 /* What future_get() of future i gives in @p w: a result once finished. */
 static bool get_gives(const struct way *w, int i, const kit_call_t *call)
@@ -826,16 +857,16 @@ static void print_state(const void *state, char *text, size_t size)
 }
 
 static const kit_op_t future_ops[] = {
-    [GET] = { .name = "future_get", .weight = 3, .run = run_get_call, .take_effect = takes_effect,
+    [GET] = { .name = "future_get", .weight = 3, .group = GETS, .run = run_get_call, .take_effect = takes_effect,
               .waits = get_waits,
               .rule = "future_get waits until the future has finished: 0 and the result, ECANCELED, or the task's "
                       "future_fail() error; r written only on success; in a task, EDEADLK if every other worker "
                       "waits so" },
-    [GET_TIMED] = { .name = "future_get_timed", .weight = 2, .timed = true, .run = run_get_timed_call,
+    [GET_TIMED] = { .name = "future_get_timed", .weight = 2, .group = GETS, .timed = true, .run = run_get_timed_call,
                     .take_effect = takes_effect, .waits = get_waits,
                     .rule = "future_get_timed: as future_get, or ETIMEDOUT once timeout_ms has passed with the "
                             "future unfinished" },
-    [CANCEL] = { .name = "future_cancel", .weight = 2, .run = run_cancel, .take_effect = takes_effect,
+    [CANCEL] = { .name = "future_cancel", .weight = 2, .group = CANCELS, .run = run_cancel, .take_effect = takes_effect,
                  .waits = never_waits,
                  .rule = "future_cancel: 0 if not started (it never will; waiters wake with ECANCELED) or "
                          "cancelled already; EBUSY once started" },
@@ -846,11 +877,11 @@ static const kit_op_t future_ops[] = {
     [IS_DONE] = { .name = "future_is_done", .weight = 1, .run = run_is_done, .take_effect = takes_effect,
                   .waits = never_waits, .rule = "future_is_done: true once DONE, FAILED or CANCELLED" },
     /* The test's own calls: they let a task go, and break no rule of the header. */
-    [GO_RETURN] = { .name = "task_go", .weight = 3, .run = run_go_return, .take_effect = takes_effect,
+    [GO_RETURN] = { .name = "task_go", .weight = 3, .group = GOES, .run = run_go_return, .take_effect = takes_effect,
                     .waits = never_waits, .rule = "task N, let go, returns rN: its future is DONE with rN" },
-    [GO_FAIL] = { .name = "task_go", .weight = 1, .run = run_go_fail, .take_effect = takes_effect,
+    [GO_FAIL] = { .name = "task_go", .weight = 1, .group = GOES, .run = run_go_fail, .take_effect = takes_effect,
                   .waits = never_waits, .rule = "task N, let go, calls future_fail(EIO): its future is FAILED" },
-    [GO_GET] = { .name = "task_go", .weight = 2, .run = run_go_get, .take_effect = takes_effect,
+    [GO_GET] = { .name = "task_go", .weight = 2, .group = GOES, .run = run_go_get, .take_effect = takes_effect,
                  .waits = never_waits,
                  .rule = "task N, let go, calls future_get(fj) on its worker: EDEADLK only when every other worker "
                          "already waits so" },
@@ -860,6 +891,16 @@ static const kit_op_t future_ops[] = {
                  .waits = never_waits, .post = true,
                  .rule = "a free worker runs the next queued task; a future is DONE or FAILED once its task returned;"
                          " a task's future_get gives EDEADLK only if every other worker waits so" },
+};
+
+/* Waiters asleep on the futures, plain and timed, while tasks are let go in
+ * a row (each finish wakes every waiter of its future; a timed wait may run
+ * out as it does; a task may wait on its own pool); waiters asleep while
+ * futures are cancelled; waiters asleep and anything. */
+static const kit_shape_t future_shapes[] = {
+    { .sleepers = GETS, .mover = GOES },
+    { .sleepers = GETS, .mover = CANCELS },
+    { .sleepers = GETS, .mover = 0 },
 };
 
 static const kit_spec_t future_spec = {
@@ -876,6 +917,8 @@ static const kit_spec_t future_spec = {
     .print_state = print_state,
     .ops = future_ops,
     .nops = (int)(sizeof future_ops / sizeof future_ops[0]),
+    .shapes = future_shapes,
+    .nshapes = (int)(sizeof future_shapes / sizeof future_shapes[0]),
 };
 
 /* Scenarios nobody wrote: gets, timed gets, cancels and reads of three
@@ -897,6 +940,7 @@ static void test_future_explore_generated_scenarios(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_explore_every_waiter_sees_the_result),
+    cmocka_unit_test(test_future_explore_releases_race_the_workers),
     cmocka_unit_test(test_future_explore_cancel_races_start),
     cmocka_unit_test(test_future_explore_dropped_task_cancels_its_future),
     cmocka_unit_test(test_future_explore_wait_behind_a_busy_worker),

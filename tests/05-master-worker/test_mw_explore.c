@@ -221,6 +221,51 @@ static void test_mw_explore_every_waiter_wakes(void **state)
     }
 }
 
+/* ---- Consumers counted under the lock ------------------------------------------------------
+ * Two consumer threads each announce themselves and stop, at the same time:
+ * each count moves by one, so both ends find their consumer (0), and a
+ * third end finds none (EINVAL). A count changed outside the lock loses one
+ * of the moves on some schedule - and the trap detector with it. */
+
+static void *announce_and_stop(void *raw)
+{
+    mw_t *mw = raw;
+    long errors = mw_consumer_begin(mw) != 0;
+    errors += mw_consumer_end(mw) != 0;
+    return (void *)errors;
+}
+
+static void consumers_announced_at_once(void *ctx)
+{
+    (void)ctx;
+    mw_t *mw = make_mw(1, 0, plain);
+    pthread_t consumers[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&consumers[i], NULL, announce_and_stop, mw));
+    long errors = 0;
+    for (int i = 0; i < 2; i++) {
+        void *failed = NULL;
+        explore_ok(pthread_join(consumers[i], &failed));
+        errors += (long)failed;
+    }
+    kit_explore_check(errors == 0, "two threads each called mw_consumer_begin then mw_consumer_end, at once, and "
+                      "%ld of the ends returned EINVAL (no consumer announced): a begin was lost - the count of "
+                      "consumers must change under the component's lock", errors);
+    int after = mw_consumer_end(mw);
+    kit_explore_check(after == EINVAL, "after two consumers announced themselves and stopped, one more "
+                      "mw_consumer_end returned %s, not EINVAL: an end was lost - the count of consumers must "
+                      "change under the component's lock", kit_errno_name(after));
+    explore_ok(mw_await(mw, HOUR_MS));
+    mw_destroy(mw);
+}
+
+static void test_mw_explore_consumers_counted_under_the_lock(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:1 pct:2:3", .schedules = 100 };
+    kit_explore(&options, consumers_announced_at_once, NULL);
+}
+
 /* ---- Generated scenarios (kit_scenario.h) ------------------------------------------
  * The component's sequential model. What the workers do is no call of the
  * scenario: at any moment an accepted task may be queued, running or done,
@@ -264,6 +309,7 @@ static bool spawns(long id)
 }
 
 enum { SUBMIT, TAKE, TAKE_FOREVER, AWAIT, STOP, CLOSE, TAKE_FAILED, TAKE_REJECTED, STATS, STATS_AT_QUIET };
+enum { SUBMITS = 1, TAKES, ENDS }; /* the groups of the shapes */
 
 /* What the model knows of a task. */
 enum task_state {
@@ -1409,32 +1455,32 @@ static void print_state(const void *state, char *text, size_t size)
 }
 
 static const kit_op_t mw_ops[] = {
-    [SUBMIT] = { .name = "mw_submit", .weight = 6, .timed = true, .run = run_submit,
+    [SUBMIT] = { .name = "mw_submit", .weight = 6, .group = SUBMITS, .timed = true, .run = run_submit,
                  .take_effect = submit_takes_effect, .waits = never_waits,
                  .rule = "mw_submit: 0 (queued; it will complete or fail); ETIMEDOUT (the queue stayed full) or "
                          "ECANCELED (closed: after mw_close(), mw_await() or mw_stop(); sub-tasks are still accepted "
                          "after mw_close() until a stop), the task then recorded as rejected (here task N fails with "
                          "EIO if N is a multiple of 3; tasks 2, 5 and 8 first submit sub-task N + 10)" },
-    [TAKE] = { .name = "mw_take_result", .weight = 3, .timed = true, .run = run_take,
+    [TAKE] = { .name = "mw_take_result", .weight = 3, .group = TAKES, .timed = true, .run = run_take,
                .take_effect = take_takes_effect, .waits = never_waits,
                .rule = "mw_take_result removes the oldest stored result, waiting at most timeout_ms: 0; ECANCELED "
                        "(no result stored and none can come: closed and nothing pending); ETIMEDOUT; each result is "
                        "taken exactly once" },
-    [TAKE_FOREVER] = { .name = "mw_take_result", .weight = 2, .run = run_take_forever,
+    [TAKE_FOREVER] = { .name = "mw_take_result", .weight = 2, .group = TAKES, .run = run_take_forever,
                        .take_effect = take_forever_takes_effect, .waits = take_forever_waits,
                        .rule = "mw_take_result waits for a stored result: 0 as soon as one is stored; ECANCELED once "
                                "closed with nothing pending; each result is taken exactly once" },
-    [AWAIT] = { .name = "mw_await", .weight = 2, .run = run_await, .take_effect = await_takes_effect,
+    [AWAIT] = { .name = "mw_await", .weight = 2, .group = ENDS, .run = run_await, .take_effect = await_takes_effect,
                 .waits = never_waits,
                 .rule = "mw_await: 0 once every submitted task is finished, the workers joined (again: 0); "
                         "ETIMEDOUT (not done yet - an hour is always enough here); EDEADLK (the results are at "
                         "result_limit and no worker can finish anything more)" },
-    [STOP] = { .name = "mw_stop", .weight = 1, .once = true, .run = run_stop, .take_effect = stop_takes_effect,
+    [STOP] = { .name = "mw_stop", .weight = 1, .group = ENDS, .once = true, .run = run_stop, .take_effect = stop_takes_effect,
                .waits = never_waits,
                .rule = "mw_stop: 0 (every task mw_submit() accepted was done); ETIMEDOUT (some accepted tasks were "
                        "not done by the deadline: recorded as rejected with ECANCELED, counted in cancelled); every "
                        "worker is stopped and joined all the same" },
-    [CLOSE] = { .name = "mw_close", .weight = 2, .once = true, .run = run_close, .take_effect = close_takes_effect,
+    [CLOSE] = { .name = "mw_close", .weight = 2, .group = ENDS, .once = true, .run = run_close, .take_effect = close_takes_effect,
                 .waits = never_waits,
                 .rule = "mw_close stops accepting tasks from outside: later mw_submit calls fail with ECANCELED" },
     [TAKE_FAILED] = { .name = "mw_take_failed", .weight = 1, .run = run_take_failed,
@@ -1457,6 +1503,15 @@ static const kit_op_t mw_ops[] = {
                                  "(unless the results are full and a worker waits for room), each counted once" },
 };
 
+/* Both sides blocked: submitters asleep on a full queue and result takers
+ * in a row; takers asleep on no result and submits in a row; submitters
+ * racing the await, stop and close that end the run. */
+static const kit_shape_t mw_shapes[] = {
+    { .sleepers = SUBMITS, .mover = TAKES },
+    { .sleepers = TAKES, .mover = SUBMITS },
+    { .sleepers = SUBMITS, .mover = ENDS },
+};
+
 static const kit_spec_t mw_spec = {
     .object = "mw",
     .state_size = sizeof(struct mw_model),
@@ -1472,6 +1527,8 @@ static const kit_spec_t mw_spec = {
     .at_quiet = check_at_quiet,
     .ops = mw_ops,
     .nops = (int)(sizeof mw_ops / sizeof mw_ops[0]),
+    .shapes = mw_shapes,
+    .nshapes = (int)(sizeof mw_shapes / sizeof mw_shapes[0]),
 };
 
 /* Scenarios nobody wrote: a few calls, then two or three threads - masters
@@ -1499,6 +1556,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_explore_result_limit_holds),
     cmocka_unit_test(test_mw_explore_deadlock_trap_is_detected),
     cmocka_unit_test(test_mw_explore_every_waiter_wakes),
+    cmocka_unit_test(test_mw_explore_consumers_counted_under_the_lock),
     cmocka_unit_test(test_mw_explore_generated_scenarios),
 };
 

@@ -640,6 +640,67 @@ static void test_keyed_submit_same_key_wait_returns_edeadlk(void **state)
     tpool_destroy(pool);
 }
 
+/* A task of key "outer" submits a task of key "inner" to a full caller-runs
+ * pool: the inner key's drain runs on the outer task's own thread, inside
+ * it. Once it has run, the outer task is still inside its key: a wait on a
+ * later task of "outer" must be EDEADLK, not a wait for itself. Static: if
+ * the test fails, tasks still running must not write into a stack frame
+ * that is gone. */
+static struct inline_drain {
+    keyed_t *kx;
+    kit_latch_t go;        /* the outer task starts once the pool's queue is full */
+    pthread_t outer_thread;
+    future_t *later;       /* the outer key's next task */
+    future_t *inner;
+    int inner_err, later_err;
+    bool inner_inline;     /* the inner task ran on the outer task's thread */
+} inline_drain;
+
+static void *note_thread(void *raw)
+{
+    (void)raw;
+    inline_drain.inner_inline = pthread_equal(pthread_self(), inline_drain.outer_thread);
+    return NULL;
+}
+
+static void *outer_runs_a_drain_inline(void *raw)
+{
+    (void)raw;
+    inline_drain.outer_thread = pthread_self();
+    kit_latch_wait(&inline_drain.go, KIT_HANG_MS);
+    inline_drain.inner_err = keyed_submit(inline_drain.kx, "inner", note_thread, NULL, &inline_drain.inner);
+    inline_drain.later_err = future_get_timed(inline_drain.later, NULL, 200);
+    return NULL;
+}
+
+static void test_keyed_submit_inline_drain_keeps_the_outer_lane(void **state)
+{
+    (void)state;
+    tpool_t *pool = make_pool(1, 1, bq_policy_caller_runs(NULL), 60000);
+    keyed_t *kx = make_executor(pool);
+    inline_drain = (struct inline_drain){ .kx = kx, .inner_err = -1, .later_err = -1 };
+    assert_ok(kit_latch_init(&inline_drain.go, 1));
+    future_t *outer = submit(kx, "outer", outer_runs_a_drain_inline, NULL); /* on the pool's one worker */
+    assert_ok(tpool_execute(pool, nothing, NULL));                            /* the queue is full now */
+    inline_drain.later = submit(kx, "outer", plus_one, (void *)1);
+    kit_latch_count_down(&inline_drain.go);
+    must_get(outer, "the outer task, which ran another key's drain inline");
+    assert_ok(inline_drain.inner_err);
+    must_get(inline_drain.inner, "the inner key's task");
+    if (inline_drain.inner_inline && inline_drain.later_err != EDEADLK)
+        fail_msg("a task of key \"outer\" ran key \"inner\"'s drain inline (a full caller-runs pool), then waited on "
+                 "a later task of its own key: that wait returned %s, expected EDEADLK - after the inline drain the "
+                 "thread is still inside the outer key's task, so the drain must give back the lane it found "
+                 "(future_enter_lane of the outer task's lane), not none", kit_errno_name(inline_drain.later_err));
+    assert_int_equal((intptr_t)must_get(inline_drain.later, "the outer key's later task"), 2);
+    future_release(inline_drain.later);
+    future_release(inline_drain.inner);
+    future_release(outer);
+    shut_down(kx);
+    tpool_destroy(pool);
+    kit_latch_destroy(&inline_drain.go);
+}
+
 /* ---- close, await, the map, destroy ---------------------------------------------------------- */
 
 static void test_keyed_close_rejects_new_and_drains_accepted(void **state)
@@ -1081,6 +1142,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_keyed_submit_dropped_drain_cancels_its_tasks),
     cmocka_unit_test(test_keyed_submit_out_of_memory_changes_nothing),
     cmocka_unit_test(test_keyed_submit_same_key_wait_returns_edeadlk),
+    cmocka_unit_test(test_keyed_submit_inline_drain_keeps_the_outer_lane),
     cmocka_unit_test(test_keyed_close_rejects_new_and_drains_accepted),
     cmocka_unit_test(test_keyed_await_termination_sleeps_until_drained),
     cmocka_unit_test(test_keyed_submit_after_pool_shutdown),

@@ -376,6 +376,7 @@ struct keyed_model {
  * nothing else can move. */
 enum { SUBMIT_A, SUBMIT_B, SUBMIT_C, CLOSE, SHUTDOWN, SHUTDOWN_NOW, AWAIT, AWAIT_FOREVER,
        ACTIVE_AT_END, AWAIT_AT_END, RECORD };
+enum { SUBMITS = 1, ENDS, AWAITS }; /* the groups of the shapes */
 
 static long draw_pool(kit_rng_t *rng)
 {
@@ -785,28 +786,28 @@ static const char *keyed_at_quiet(void *object, const void *state)
     "has no drain and the shut-down pool refuses one; EAGAIN from a full abort pool"
 
 static const kit_op_t keyed_ops[] = {
-    [SUBMIT_A] = { .name = "keyed_submit", .weight = 3, .run = run_submit_a, .take_effect = submit_any_takes_effect,
+    [SUBMIT_A] = { .name = "keyed_submit", .weight = 3, .group = SUBMITS, .run = run_submit_a, .take_effect = submit_any_takes_effect,
                    .waits = never_waits, .rule = SUBMIT_RULE },
-    [SUBMIT_B] = { .name = "keyed_submit", .weight = 2, .run = run_submit_b, .take_effect = submit_any_takes_effect,
+    [SUBMIT_B] = { .name = "keyed_submit", .weight = 2, .group = SUBMITS, .run = run_submit_b, .take_effect = submit_any_takes_effect,
                    .waits = never_waits, .rule = SUBMIT_RULE },
-    [SUBMIT_C] = { .name = "keyed_submit", .weight = 2, .run = run_submit_c, .take_effect = submit_any_takes_effect,
+    [SUBMIT_C] = { .name = "keyed_submit", .weight = 2, .group = SUBMITS, .run = run_submit_c, .take_effect = submit_any_takes_effect,
                    .waits = never_waits, .rule = SUBMIT_RULE },
-    [CLOSE] = { .name = "keyed_close", .weight = 2, .once = true, .run = run_close, .take_effect = close_takes_effect,
+    [CLOSE] = { .name = "keyed_close", .weight = 2, .group = ENDS, .once = true, .run = run_close, .take_effect = close_takes_effect,
                 .waits = never_waits,
                 .rule = "keyed_close: later submits fail with ECANCELED; accepted tasks still run" },
-    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .once = true, .run = run_shutdown,
+    [SHUTDOWN] = { .name = "tpool_shutdown", .weight = 1, .group = ENDS, .once = true, .run = run_shutdown,
                    .take_effect = shutdown_takes_effect, .waits = never_waits,
                    .rule = "after the pool's shutdown, a key with a drain still takes tasks; a key without gets "
                            "ECANCELED" },
-    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .once = true, .run = run_shutdown_now,
+    [SHUTDOWN_NOW] = { .name = "tpool_shutdown_now", .weight = 1, .group = ENDS, .once = true, .run = run_shutdown_now,
                        .take_effect = shutdown_now_takes_effect, .waits = never_waits,
                        .rule = "tpool_shutdown_now drops the queued drains, whose tasks are cancelled; a key without "
                                "a drain then gets ECANCELED" },
-    [AWAIT] = { .name = "keyed_await_termination", .weight = 1, .timed = true, .run = run_await,
+    [AWAIT] = { .name = "keyed_await_termination", .weight = 1, .group = AWAITS, .timed = true, .run = run_await,
                 .take_effect = await_takes_effect, .waits = await_waits,
                 .rule = "keyed_await_termination: 0 once closed and every key drained (every accepted task run); "
                         "ETIMEDOUT if not by the deadline" },
-    [AWAIT_FOREVER] = { .name = "keyed_await_termination", .weight = 1, .run = run_await_forever,
+    [AWAIT_FOREVER] = { .name = "keyed_await_termination", .weight = 1, .group = AWAITS, .run = run_await_forever,
                         .take_effect = await_forever_takes_effect, .waits = await_waits,
                         .rule = "keyed_await_termination: 0 once closed and every key drained (every accepted task "
                                 "run); the end wakes every waiter" },
@@ -820,6 +821,16 @@ static const kit_op_t keyed_ops[] = {
     [RECORD] = { .name = "record", .run = run_record, .take_effect = record_takes_effect, .waits = never_waits,
                  .post = true,
                  .rule = "one key's tasks run one at a time, in the order their keyed_submit calls took effect" },
+};
+
+/* Submitters crowding the keys - five or six tasks on three keys, a pool
+ * that may be full or caller-runs - while a drain leaves; awaiters asleep
+ * while keys drain and the executor closes; submitters racing close and
+ * the pool's shutdowns. */
+static const kit_shape_t keyed_shapes[] = {
+    { .sleepers = SUBMITS, .mover = SUBMITS },
+    { .sleepers = AWAITS, .mover = 0 },
+    { .sleepers = SUBMITS, .mover = ENDS },
 };
 
 static const kit_spec_t keyed_spec = {
@@ -836,7 +847,8 @@ static const kit_spec_t keyed_spec = {
     .print_state = print_state,
     .at_quiet = keyed_at_quiet,
     .ops = keyed_ops,
-    .nops = (int)(sizeof keyed_ops / sizeof keyed_ops[0]),
+    .nops = (int)(sizeof keyed_ops / sizeof keyed_ops[0]),    .shapes = keyed_shapes,
+    .nshapes = (int)(sizeof keyed_shapes / sizeof keyed_shapes[0]),
 };
 
 /* Scenarios nobody wrote: submits on three keys from two or three threads,

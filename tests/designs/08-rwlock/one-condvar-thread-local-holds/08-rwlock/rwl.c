@@ -4,9 +4,12 @@
  *        and each thread's holds kept in thread-local storage.
  *
  * DESIGN: a monitor, as in chapter 01 - one mutex, one condition variable
- * `changed`, broadcast on every change that can let someone in, and every
- * waiter re-checks its own condition. Writers first: a reader waits while
- * a writer holds the lock or waits for it. What the calling thread holds is
+ * `changed` for everyone, and every waiter re-checks its own condition.
+ * Writers first: a reader waits while a writer holds the lock or waits for
+ * it. A change that can let someone in signals `changed` while no reader
+ * sleeps (only writers sleep then, and one of them can go: a writer is
+ * woken alone), and broadcasts once readers sleep too (a signal might reach
+ * a reader that cannot go, and the writer that can would sleep on). What the calling thread holds is
  * not recorded in the lock but in a small thread-local table (lock, read
  * holds, writing), so the lock keeps only counts; a thread that would hold
  * more than HELD_MAX locks at once gets ENOMEM.
@@ -29,6 +32,7 @@ struct rwl {
     /* Guarded by lock: */
     size_t readers;          /* threads holding the read lock */
     size_t waiting_writers;
+    size_t sleeping_readers; /* readers inside pthread_cond_*wait */
     bool writing;
 };
 
@@ -85,17 +89,33 @@ free_l:
     return err;
 }
 
-/* Waits on `changed` until may_go(l) holds or the deadline passes; 0 or ETIMEDOUT. */
-static int wait_for(rwl_t *l, bool (*may_go)(const rwl_t *l), const struct timespec *deadline)
+/* Waits on `changed` until may_go(l) holds or the deadline passes, counted
+ * in *sleepers while asleep (NULL: not counted); 0 or ETIMEDOUT. */
+static int wait_for(rwl_t *l, bool (*may_go)(const rwl_t *l), const struct timespec *deadline, size_t *sleepers)
 {
     int err = 0;
     while (!may_go(l) && err != ETIMEDOUT) {
+        if (sleepers)
+            ++*sleepers;
         if (deadline)
             err = pthread_cond_timedwait(&l->changed, &l->lock, deadline);
         else
             pthread_cond_wait(&l->changed, &l->lock);
+        if (sleepers)
+            --*sleepers;
     }
     return may_go(l) ? 0 : ETIMEDOUT;
+}
+
+/* Called with lock held, after a change that can let someone in: with only
+ * writers asleep one of them can go, so one is woken; with readers asleep
+ * too, everyone is, and each looks again. */
+static void wake(rwl_t *l)
+{
+    if (l->sleeping_readers == 0)
+        pthread_cond_signal(&l->changed);
+    else
+        pthread_cond_broadcast(&l->changed);
 }
 
 static bool reader_may_go(const rwl_t *l)
@@ -120,7 +140,7 @@ static int read_lock(rwl_t *l, const struct timespec *deadline)
     if ((h = new_held(l)) == NULL)
         return ENOMEM;
     pthread_mutex_lock(&l->lock);
-    int err = wait_for(l, reader_may_go, deadline);
+    int err = wait_for(l, reader_may_go, deadline, &l->sleeping_readers);
     if (err == 0)
         l->readers++;
     pthread_mutex_unlock(&l->lock);
@@ -156,7 +176,7 @@ int rwl_read_unlock(rwl_t *l)
     pthread_mutex_lock(&l->lock);
     l->readers--;
     if (l->readers == 0)
-        pthread_cond_broadcast(&l->changed);
+        wake(l);
     pthread_mutex_unlock(&l->lock);
     return 0;
 }
@@ -170,11 +190,11 @@ static int write_lock(rwl_t *l, const struct timespec *deadline)
         return ENOMEM;
     pthread_mutex_lock(&l->lock);
     l->waiting_writers++;
-    int err = wait_for(l, writer_may_go, deadline);
+    int err = wait_for(l, writer_may_go, deadline, NULL);
     l->waiting_writers--;
     if (err == 0)
         l->writing = true;
-    else
+    else if (l->sleeping_readers > 0)
         pthread_cond_broadcast(&l->changed); /* the readers it held back may go */
     pthread_mutex_unlock(&l->lock);
     h->writing = err == 0;
@@ -206,7 +226,7 @@ int rwl_write_unlock(rwl_t *l)
     drop_if_empty(h);
     pthread_mutex_lock(&l->lock);
     l->writing = false;
-    pthread_cond_broadcast(&l->changed);
+    wake(l);
     pthread_mutex_unlock(&l->lock);
     return 0;
 }
