@@ -554,12 +554,33 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) $(if $(SCENARIO),KIT_SCENARIO=$(SCENARIO)) \
 	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x grader/harness/debug.gdb --args "$$bin" --run "$(TEST)"
 
+# A class: grade-all grades it (or SHARD=k/N, a share of it: tools/slurm/
+# runs the shares as a Slurm array; ONLY=name regrades one student), then
+# writes the gradebook; make gradebook writes it again from the results
+# found in build/grade-all/, every share's. ROSTER=roster.csv (folder, id,
+# name, email) adds the students and the LMS exports (CANVAS_IDS="01=4757":
+# a chapter's Canvas assignment). They are passed on in the environment:
+# a folder's or a student's name never reaches a command line.
 SUBMISSIONS ?=
-.PHONY: grade-all
-grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
+SHARD ?=
+ONLY ?=
+ROSTER ?=
+CANVAS_IDS ?=
+export SHARD ONLY ROSTER CANVAS_IDS
+.PHONY: grade-all gradebook similarity
+grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time; SHARD=k/N a share, ONLY=name one): gradebook, reports
 	$(INSTRUCTOR_ONLY)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN]"; exit 2; }
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN] [SHARD=k/N] [ONLY=name] [ROSTER=roster.csv]"; exit 2; }
 	@tools/grade-all $(SUBMISSIONS) $(JOBS)
+
+gradebook: ## merge the results in build/grade-all (every share's) into gradebook.csv, the LMS exports (ROSTER=) and report.html
+	$(INSTRUCTOR_ONLY)
+	@tools/gradebook build/grade-all $${ROSTER:+--roster "$$ROSTER"} --canvas-ids "$$CANVAS_IDS"
+
+SIMILAR ?= 80
+similarity: ## compare the graded class's files chapter by chapter (sim_c), the stub's lines left out: pairs above SIMILAR percent
+	$(INSTRUCTOR_ONLY)
+	@tools/similarity build/grade-all $(SIMILAR)
 
 REPEAT ?= 20
 HOGS ?=
