@@ -47,10 +47,15 @@ pad2   = $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))
 ch_words = $(CH) $(foreach n,$(CH),$(call pad2,$(n)))
 # A chapter folder $(1) is selected when CH names its folder or its number:
 is_selected = $(filter $(1) $(call number,$(1)),$(ch_words))
-SELECTED := $(if $(strip $(CH)),$(foreach c,$(CHAPTER_DIRS),$(if $(call is_selected,$(c)),$(c))),$(CHAPTER_DIRS))
+# A chapter is handed out with its exercise. A student kit of some chapters
+# (make dist-student CHAPTERS=...) also has, of a chapter they build on but
+# that is not handed out, only the header and build.mk: the compiled
+# reference is linked, and the chapter itself is never built, run or graded.
+HANDED_OUT := $(foreach c,$(CHAPTER_DIRS),$(if $(wildcard exercises/$(c)/),$(c)))
+SELECTED := $(if $(strip $(CH)),$(foreach c,$(HANDED_OUT),$(if $(call is_selected,$(c)),$(c))),$(HANDED_OUT))
 ifneq ($(strip $(CH)),)
 ifeq ($(strip $(SELECTED)),)
-$(error CH=$(CH) matches no chapter; chapters are: $(CHAPTER_DIRS))
+$(error CH=$(CH) matches no chapter; chapters are: $(HANDED_OUT))
 endif
 endif
 # Chapters that need a service (chNN_needs) run in `make run` only when asked for by CH.
@@ -696,7 +701,7 @@ docs: deps ## the Doxygen site in build/docs/html (zero warnings)
 
 # ---- Distribution -----------------------------------------------------------------------
 .PHONY: dist-student
-dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions
+dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions (CHAPTERS="01 02": those chapters only)
 	@tools/dist-student
 
 .PHONY: gradescope
@@ -704,9 +709,17 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 	$(INSTRUCTOR_ONLY)
 	@tools/gradescope/build "$(strip $(SELECTED))"
 
+# PL_IMAGE: the grader image PrairieLearn pulls (built from the Dockerfile
+# make prairielearn writes beside the course's files, and pushed).
+PL_IMAGE ?= concurrency-kit-grader
+.PHONY: prairielearn
+prairielearn: ## build/dist/prairielearn/: the kit as a PrairieLearn external grader, a question per chapter of CH
+	$(INSTRUCTOR_ONLY)
+	@tools/prairielearn/build "$(strip $(SELECTED))" "$(PL_IMAGE)"
+
 # Shell scripts pass shellcheck; the editor files are valid JSON;
 # compile_commands.json covers every compiled file.
-SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
+SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tools/prairielearn/* tools/slurm/*)
 .PHONY: lint
 lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
@@ -747,7 +760,7 @@ help-kit:
 	@$(call help_lines,run grade debug explore docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep explore hardening feedback dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all gradebook similarity tsan asan valgrind stress mutants sweep explore hardening feedback dist-student gradescope prairielearn bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)
@@ -760,6 +773,13 @@ help-kit:
 	@echo "  TIMEOUT=S        seconds a test may run when graded ($(TIMEOUT))"
 	@echo "  JOBS=N           builds and gradings at once ($(JOBS))"
 	@echo "  SUBMISSIONS=DIR  grade-all: a folder of submissions"
+	@echo "  SHARD=k/N        grade-all: grade share k of N of the class (tools/slurm/submit: a Slurm array)"
+	@echo "  ONLY=name        grade-all: regrade that student's folder alone"
+	@echo "  ROSTER=FILE      grade-all, gradebook: the roster (folder,id,name,email): the Canvas and Moodle exports"
+	@echo "  CANVAS_IDS=...   gradebook: each chapter's Canvas assignment (CANVAS_IDS=\"01=4757 03=4760\")"
+	@echo "  SIMILAR=PERCENT  similarity: flag a pair from this share of shared code ($(SIMILAR))"
+	@echo "  CHAPTERS=\"NN ..\" dist-student: hand out these chapters only"
+	@echo "  PL_IMAGE=NAME    prairielearn: the grader image PrairieLearn pulls ($(PL_IMAGE))"
 	@echo "  AUTOLAB=1        grade: also print an Autolab score line"
 	@echo "  CHAOS=SEED       grade: perturb every lock, wait and signal, replayably"
 	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"
