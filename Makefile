@@ -47,10 +47,15 @@ pad2   = $(if $(filter 0 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))
 ch_words = $(CH) $(foreach n,$(CH),$(call pad2,$(n)))
 # A chapter folder $(1) is selected when CH names its folder or its number:
 is_selected = $(filter $(1) $(call number,$(1)),$(ch_words))
-SELECTED := $(if $(strip $(CH)),$(foreach c,$(CHAPTER_DIRS),$(if $(call is_selected,$(c)),$(c))),$(CHAPTER_DIRS))
+# A chapter is handed out with its exercise. A student kit of some chapters
+# (make dist-student CHAPTERS=...) also has, of a chapter they build on but
+# that is not handed out, only the header and build.mk: the compiled
+# reference is linked, and the chapter itself is never built, run or graded.
+HANDED_OUT := $(foreach c,$(CHAPTER_DIRS),$(if $(wildcard exercises/$(c)/),$(c)))
+SELECTED := $(if $(strip $(CH)),$(foreach c,$(HANDED_OUT),$(if $(call is_selected,$(c)),$(c))),$(HANDED_OUT))
 ifneq ($(strip $(CH)),)
 ifeq ($(strip $(SELECTED)),)
-$(error CH=$(CH) matches no chapter; chapters are: $(CHAPTER_DIRS))
+$(error CH=$(CH) matches no chapter; chapters are: $(HANDED_OUT))
 endif
 endif
 # Chapters that need a service (chNN_needs) run in `make run` only when asked for by CH.
@@ -583,12 +588,33 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	KIT_DEBUG=1 SEED=$${SEED:-$(GRADE_SEED)} $(if $(CHAOS),KIT_CHAOS=$(CHAOS)) $(if $(SCENARIO),KIT_SCENARIO=$(SCENARIO)) \
 	  $(if $(REAL_THREADS),,KIT_SCHEDULE_TESTS=$${SEED:-$(GRADE_SEED)}) $(debug_confinement) gdb -q $(if $(filter tsan,$(DEBUG_SAN)),-ex 'set $$kit_tsan = 1') -x grader/harness/debug.gdb --args "$$bin" --run "$(TEST)"
 
+# A class: grade-all grades it (or SHARD=k/N, a share of it: tools/slurm/
+# runs the shares as a Slurm array; ONLY=name regrades one student), then
+# writes the gradebook; make gradebook writes it again from the results
+# found in build/grade-all/, every share's. ROSTER=roster.csv (folder, id,
+# name, email) adds the students and the LMS exports (CANVAS_IDS="01=4757":
+# a chapter's Canvas assignment). They are passed on in the environment:
+# a folder's or a student's name never reaches a command line.
 SUBMISSIONS ?=
-.PHONY: grade-all
-grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time): CSV gradebook + reports
+SHARD ?=
+ONLY ?=
+ROSTER ?=
+CANVAS_IDS ?=
+export SHARD ONLY ROSTER CANVAS_IDS
+.PHONY: grade-all gradebook similarity
+grade-all: $(if $(HAVE_SOLUTIONS),deps) ## grade every folder in SUBMISSIONS=dir (JOBS at a time; SHARD=k/N a share, ONLY=name one): gradebook, reports
 	$(INSTRUCTOR_ONLY)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN]"; exit 2; }
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade-all SUBMISSIONS=dir [JOBS=N] [CH=NN] [SHARD=k/N] [ONLY=name] [ROSTER=roster.csv]"; exit 2; }
 	@tools/grade-all $(SUBMISSIONS) $(JOBS)
+
+gradebook: ## merge the results in build/grade-all (every share's) into gradebook.csv, the LMS exports (ROSTER=) and report.html
+	$(INSTRUCTOR_ONLY)
+	@tools/gradebook build/grade-all $${ROSTER:+--roster "$$ROSTER"} --canvas-ids "$$CANVAS_IDS"
+
+SIMILAR ?= 80
+similarity: ## compare the graded class's files chapter by chapter (sim_c), the stub's lines left out: pairs above SIMILAR percent
+	$(INSTRUCTOR_ONLY)
+	@tools/similarity build/grade-all $(SIMILAR)
 
 REPEAT ?= 20
 HOGS ?=
@@ -723,7 +749,7 @@ docs: deps ## the Doxygen site in build/docs/html (zero warnings)
 
 # ---- Distribution -----------------------------------------------------------------------
 .PHONY: dist-student
-dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions
+dist-student: ## build/dist/concurrency-kit-student.tar.gz: the kit without solutions (CHAPTERS="01 02": those chapters only)
 	@tools/dist-student
 
 .PHONY: gradescope
@@ -731,9 +757,17 @@ gradescope: ## build/dist/gradescope-autograder.zip: an autograder for Gradescop
 	$(INSTRUCTOR_ONLY)
 	@tools/gradescope/build "$(strip $(SELECTED))"
 
+# PL_IMAGE: the grader image PrairieLearn pulls (built from the Dockerfile
+# make prairielearn writes beside the course's files, and pushed).
+PL_IMAGE ?= concurrency-kit-grader
+.PHONY: prairielearn
+prairielearn: ## build/dist/prairielearn/: the kit as a PrairieLearn external grader, a question per chapter of CH
+	$(INSTRUCTOR_ONLY)
+	@tools/prairielearn/build "$(strip $(SELECTED))" "$(PL_IMAGE)"
+
 # Shell scripts pass shellcheck; the editor files are valid JSON;
 # compile_commands.json covers every compiled file.
-SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/*)
+SHELL_SCRIPTS = $(shell grep -l -s -E '^#!/usr/bin/env bash|^#!/bin/(ba)?sh' tools/* tools/gradescope/* tools/prairielearn/* tools/slurm/*)
 .PHONY: lint
 lint: ## shellcheck on every script, the editor files, compile_commands.json, the layers of the code, the pages' tags, no solution code on the pages, each chapter's parts
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck: sudo apt-get install shellcheck"; exit 1; }
@@ -776,7 +810,7 @@ help-kit:
 	@$(call help_lines,run grade debug explore docs)
 	@echo
 	@echo "For instructors:"
-	@$(call help_lines,test grade grade-all tsan asan valgrind stress mutants sweep atomicity explore hardening feedback dist-student gradescope bench)
+	@$(call help_lines,test grade grade-all gradebook similarity tsan asan valgrind stress mutants sweep atomicity explore hardening feedback dist-student gradescope prairielearn bench)
 	@echo
 	@echo "For maintainers:"
 	@$(call help_lines,all programs tests-bin smoke lint regenerate deps clean help)
@@ -789,6 +823,13 @@ help-kit:
 	@echo "  TIMEOUT=S        seconds a test may run when graded ($(TIMEOUT))"
 	@echo "  JOBS=N           builds and gradings at once ($(JOBS))"
 	@echo "  SUBMISSIONS=DIR  grade-all: a folder of submissions"
+	@echo "  SHARD=k/N        grade-all: grade share k of N of the class (tools/slurm/submit: a Slurm array)"
+	@echo "  ONLY=name        grade-all: regrade that student's folder alone"
+	@echo "  ROSTER=FILE      grade-all, gradebook: the roster (folder,id,name,email): the Canvas and Moodle exports"
+	@echo "  CANVAS_IDS=...   gradebook: each chapter's Canvas assignment (CANVAS_IDS=\"01=4757 03=4760\")"
+	@echo "  SIMILAR=PERCENT  similarity: flag a pair from this share of shared code ($(SIMILAR))"
+	@echo "  CHAPTERS=\"NN ..\" dist-student: hand out these chapters only"
+	@echo "  PL_IMAGE=NAME    prairielearn: the grader image PrairieLearn pulls ($(PL_IMAGE))"
 	@echo "  AUTOLAB=1        grade: also print an Autolab score line"
 	@echo "  CHAOS=SEED       grade: perturb every lock, wait and signal, replayably"
 	@echo "  REPEAT=N         stress: runs of the suite ($(REPEAT))"

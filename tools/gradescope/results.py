@@ -1,16 +1,29 @@
 """Turn the kit's grading report into Gradescope's results.json.
 
-Usage: python3 results.py REPORT_JSON GRADE_LOG [WORK_DIR] > results.json
+Usage: python3 results.py REPORT_JSON GRADE_LOG [WORK_DIR [RUBRIC]] > results.json
 
 REPORT_JSON is build/grade/report.json as `make grade` writes it (it may be
 missing when grading could not run); GRADE_LOG is what `make grade` printed,
 shown to the student as the submission's overall output. WORK_DIR is the
 scratch folder the submission was graded in: its name is cut from the text
 (exercises/01-monitor-queue/msgq.c, not /tmp/tmp.X/exercises/...), and the
-lines naming log files on the grading machine are left out.
+lines naming log files on the grading machine are left out. RUBRIC is
+tests/rubric.tsv: a line whose fifth field is one of Gradescope's
+visibilities (after_published: shown once grades are published; also
+after_due_date, hidden) becomes a test of that visibility, and the overall
+output then leaves out every line of the log that tells its result.
+
+The pieces that read the report (readable, load_report, test_title,
+test_text, visibilities, without_hidden) serve PrairieLearn's results too
+(tools/prairielearn/results.py).
 """
 import json
+import re
 import sys
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+# The log's lines that tell a score: a chapter's, the total, a row of "Where you stand".
+SCORE_LINE = re.compile(r"^(Chapter score: |Score: |\S+\s+\d+/\d+\s)")
 
 
 def readable(text, work_dir):
@@ -22,12 +35,25 @@ def readable(text, work_dir):
     return "\n".join(line for line in text.split("\n") if not line.strip().startswith(machine_only))
 
 
-def test_entry(number, test, work_dir):
-    """One rubric line as a Gradescope test."""
+def load_report(report_path, output):
+    """The report, and the output with a sentence added when there is none."""
+    try:
+        with open(report_path, encoding="utf-8", errors="replace") as f:
+            return json.load(f), output
+    except (OSError, ValueError) as err:
+        return {"tests": []}, output + "\nThe grader could not finish (%s): the score is 0." % err
+
+
+def test_title(test):
+    """A rubric line's name as a platform lists it: "01-monitor-queue: race-free"."""
     if test["name"] == "tsan":
-        name = "%s: race-free" % test["chapter"]
-    else:
-        name = "%s: %s" % (test["chapter"], test["name"])
+        return "%s: race-free" % test["chapter"]
+    return "%s: %s" % (test["chapter"], test["name"])
+
+
+def test_text(test, work_dir):
+    """What a rubric line's result says: what it proves, then what went wrong
+    and how to debug it, as the terminal shows them."""
     output = test["description"]
     if test["detail"]:
         detail = readable(test["detail"], work_dir)
@@ -40,34 +66,77 @@ def test_entry(number, test, work_dir):
         output += "\nDebug it in your kit: " + test["debug"]
     if test.get("feedback"):
         output += "\n\nFeedback (no points): " + test["feedback"]
+    return output
+
+
+def visibilities(rubric_path):
+    """{(chapter, test): visibility} of the rubric's lines that are not visible."""
+    found = {}
+    if not rubric_path:
+        return found
+    with open(rubric_path, encoding="utf-8", errors="replace") as rubric:
+        for line in rubric:
+            fields = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(fields) < 5 or not fields[4].strip():
+                continue
+            if fields[4].strip() not in VISIBILITIES:
+                raise SystemExit("%s: %s %s: the fifth field is a visibility (%s), not %r"
+                                 % (rubric_path, fields[0], fields[1], ", ".join(VISIBILITIES), fields[4]))
+            if fields[4].strip() != "visible":
+                found[(fields[0], fields[1])] = fields[4].strip()
+    return found
+
+
+def without_hidden(log, hidden):
+    """The log without what tells the result of a hidden line: the line of
+    each such test and the lines under it, and every score (which counts
+    them)."""
+    names = ["race-free" if name == "tsan" else name for _, name in hidden]
+    kept, under = [], None
+    for line in log.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        if under is not None and line.strip() and indent > under:
+            continue
+        under = None
+        if any(name in line for name in names):
+            under = indent
+        elif not SCORE_LINE.match(line.strip()):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_entry(number, test, work_dir, visibility):
+    """One rubric line as a Gradescope test."""
     return {
-        "name": name,
+        "name": test_title(test),
         "number": number,
         "score": test["earned"],
         "max_score": test["points"],
         "status": "passed" if test["earned"] == test["points"] else "failed",
-        "output": output,
-        "visibility": "visible",
+        "output": test_text(test, work_dir),
+        "visibility": visibility,
     }
 
 
 def main():
     report_path, log_path = sys.argv[1], sys.argv[2]
     work_dir = sys.argv[3] if len(sys.argv) > 3 else ""
+    hidden = visibilities(sys.argv[4] if len(sys.argv) > 4 else "")
     with open(log_path, encoding="utf-8", errors="replace") as log:
         output = readable(log.read(), work_dir)
-    try:
-        with open(report_path, encoding="utf-8", errors="replace") as f:
-            report = json.load(f)
-    except (OSError, ValueError) as err:
-        report = {"tests": []}
-        output += "\nThe grader could not finish (%s): the score is 0." % err
+    report, output = load_report(report_path, output)
     tests = []
     per_chapter = {}
     for test in report["tests"]:
         chapter = test["chapter"][:2]
         per_chapter[chapter] = per_chapter.get(chapter, 0) + 1
-        tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test, work_dir))
+        visibility = hidden.get((test["chapter"], test["name"]), "visible")
+        tests.append(test_entry("%s.%d" % (chapter, per_chapter[chapter]), test, work_dir, visibility))
+    shown_later = [t for t in tests if t["visibility"] != "visible"]
+    if shown_later:
+        output = ("%d tests of this assignment show their results later (once grades are published, or after "
+                  "the due date): the log below leaves them out, and the scores.\n\n" % len(shown_later)
+                  + without_hidden(output, hidden))
     if report.get("integrity"):
         output = ("INTEGRITY: admission refused the files of %s, which score 0: see their first test.\n\n"
                   % ", ".join(report["integrity"])) + output
@@ -75,7 +144,8 @@ def main():
         "score": sum(t["score"] for t in tests),
         "output": output,
         "visibility": "visible",
-        "stdout_visibility": "visible",
+        # run_autograder's own output is the whole log: the course staff's, while a line is hidden.
+        "stdout_visibility": "hidden" if shown_later else "visible",
         "tests": tests,
     }
     json.dump(results, sys.stdout, indent=2)
