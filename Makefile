@@ -108,10 +108,18 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # and cmocka's checks, to say in words what failed and from which line of a test.
 # The explorer (grader/explorer/kit_sched.c), which runs the threads one at a
 # time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
+# Its threads are contexts on one OS thread (kit_sched_context.c): what the C
+# library keeps per thread is kept per context (kit_sched_thread.c).
+CONTEXT_WRAPS := pthread_self pthread_equal pthread_setname_np pthread_getname_np pthread_key_create \
+               pthread_key_delete pthread_getspecific pthread_setspecific __pthread_register_cancel \
+               __pthread_unregister_cancel __pthread_unwind_next pthread_tryjoin_np pthread_timedjoin_np \
+               pthread_cancel pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_timedrdlock \
+               pthread_rwlock_timedwrlock pthread_spin_lock pthread_barrier_wait
 SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pthread_mutex_timedlock \
                pthread_mutex_destroy pthread_cond_destroy pthread_cond_clockwait \
                sched_yield nanosleep clock_nanosleep usleep sleep clock_gettime timespec_get gettimeofday time \
-               sem_wait sem_timedwait sem_clockwait sem_trywait sem_post sem_getvalue sem_destroy
+               sem_wait sem_timedwait sem_clockwait sem_trywait sem_post sem_getvalue sem_destroy \
+               $(CONTEXT_WRAPS)
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
@@ -130,7 +138,8 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
-                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c
+                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
+                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \

@@ -53,6 +53,7 @@ struct vclock {
 };
 
 static struct vclock thread_clock[VC_THREADS];
+static int clocks_used; /* thread ids that have a clock in this schedule */
 static struct vclock object_clock[SCHED_MAX_OBJECTS];
 
 /* A location an atomic operation touched: its clock. */
@@ -140,8 +141,9 @@ void sched_memory_begin(void)
     race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
     if (++detector.generation == 0)
         detector.generation = 1;
-    for (int i = 0; i < VC_THREADS; i++)
+    for (int i = 0; i < clocks_used; i++)
         thread_clock[i].length = 0;
+    clocks_used = 0;
 }
 
 void sched_memory_forget_object(int obj)
@@ -155,6 +157,8 @@ void sched_memory_thread_created(int parent, int child)
         detector.on = false; /* too many threads to keep clocks for: no reports in this schedule */
         return;
     }
+    if (child + 1 > clocks_used)
+        clocks_used = child + 1;
     if (parent >= 0) {
         vc_copy(&thread_clock[child], &thread_clock[parent]);
         vc_tick(&thread_clock[parent], parent);
@@ -227,7 +231,9 @@ static struct shadow_entry *entry_of(uintptr_t granule)
 {
     if (shadow == NULL && (shadow = __real_calloc(SHADOW_SIZE, sizeof *shadow)) == NULL)
         return NULL;
-    unsigned start = (unsigned)(granule * 0x9E3779B97F4A7C15ULL >> 40) & (SHADOW_SIZE - 1);
+    /* Neighbouring granules in neighbouring slots - the fields of a struct
+     * share cache lines - and the regions (heap, stacks, globals) scattered. */
+    unsigned start = (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
     for (unsigned probe = 0; probe < 64; probe++) {
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
         if (e->generation == detector.generation && e->granule == granule)
@@ -418,6 +424,8 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
         return;
     if (++me->accesses > SCHED_SPIN_ACCESSES)
         sched_endless_loop(pc);
+    if (sched_context_own((uintptr_t)addr))
+        return; /* a _Thread_local variable: this thread's own copy */
     if (race_points && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
@@ -462,9 +470,9 @@ void sched_memory_atomic(const volatile void *addr, void *pc)
     if (me == NULL)
         return;
     sched_memory_point(pc, OP_ATOMIC);
-    struct vclock *vc = atomic_clock((uintptr_t)addr);
+    struct vclock *vc = sched_context_own((uintptr_t)addr) ? NULL : atomic_clock((uintptr_t)addr);
     if (vc == NULL)
-        return;
+        return; /* (a _Thread_local variable is each thread's own: it orders nothing) */
     vc_join(&thread_clock[me->id], vc);
     vc_join(vc, &thread_clock[me->id]);
     vc_tick(&thread_clock[me->id], me->id);

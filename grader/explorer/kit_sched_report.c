@@ -680,17 +680,21 @@ static const char *blocking_call(const struct sched_thread *t)
     }
 }
 
+/* Frames with a function and a file: not the context's first frame
+ * (sched_boot, hand-written), nor the C library's. */
 static void print_frames(void *const *stack, int depth, int first_number)
 {
     for (int i = 0; i < depth; i++) {
         const struct place *place = place_of(stack[i]);
-        if (place != NULL && place->function[0] != '\0' && strcmp(place->function, "??") != 0)
+        if (place != NULL && place->function[0] != '\0' && strcmp(place->function, "??") != 0 &&
+            strncmp(place->path, "??", 2) != 0)
             fprintf(stderr, "#%d  %s () at %s\n", first_number + i, place->function, place->path);
     }
 }
 
 void sched_print_stacks(const char *why)
 {
+    sched_collect_stacks();
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++)
         for (int f = 0; f < sched.threads[sched.live[i]]->depth; f++)

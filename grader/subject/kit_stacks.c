@@ -22,6 +22,7 @@
 #include "kit_test.h"
 
 #include "kit_sched.h"
+#include "kit_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -207,22 +208,47 @@ bool kit_crash_in_progress(void)
     return atomic_load(&crash_reported);
 }
 
-static void on_crash(int sig)
+/* The crashing thread's name. On a schedule it is the running thread of the
+ * schedule (its name is its own, in its thread-local storage), and the OS
+ * thread that runs it takes that name too, for gdb's list of threads. */
+static void crashing_thread_name(char *name, size_t size)
 {
+    size_t length = 0;
+    const char *own = kit_sched_active() ? kit_thread_name() : "?"; /* (named when it began: no formatting now) */
+    while (own[length] != '\0' && length + 1 < size) {
+        name[length] = own[length];
+        length++;
+    }
+    name[length] = '\0';
+#if defined(__linux__)
+    if (kit_sched_active())
+        prctl(PR_SET_NAME, name, 0, 0, 0);
+    else
+        prctl(PR_GET_NAME, name, 0, 0, 0);
+#endif
+}
+
+static void on_crash(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
     if (atomic_flag_test_and_set(&crashing)) {
         for (;;)
             pause();
     }
     atomic_store(&crash_reported, true);
-    char name[32] = "?";
-#if defined(__linux__)
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-#endif
+    char name[32];
+    crashing_thread_name(name, sizeof name);
     say("[  ERROR   ] --- the test crashed on thread ");
     say(name);
     say(" with ");
     say(crash_words(sig));
     say("\n");
+    if (sig == SIGSEGV && kit_sched_stack_overflow(info->si_addr)) {
+        say("[  ERROR   ] --- stack overflow in ");
+        say(name);
+        say(": it used up its stack (256 KB for each thread on a schedule) - a recursion that does not end, or "
+            "a local array too big for a stack; allocate large arrays with malloc\n");
+    }
     if (crash_context[0]) {
         say("[  ERROR   ] --- ");
         say(crash_context);
@@ -239,9 +265,12 @@ void kit_catch_crashes(void)
         return;
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = on_crash;
+    action.sa_sigaction = on_crash;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = 0; /* stays installed: a second crash must wait, not kill the report */
+    /* Stays installed: a second crash must wait, not kill the report. On the
+     * stack set aside for signals where there is one: a schedule's runner
+     * has one, for a thread that ran out of its own (kit_sched_context.c). */
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaction(crash_signals[i], &action, NULL);
 }

@@ -408,8 +408,10 @@ static const char *misuse(int err)
 
 static int checked(const char *call, int err)
 {
+    if (err == 0)
+        return 0;
     bool timed = strcmp(call, "pthread_cond_timedwait") == 0 || strcmp(call, "pthread_cond_clockwait") == 0;
-    if (err == 0 || (err == ETIMEDOUT && timed))
+    if (err == ETIMEDOUT && timed)
         return err;
     char message[512];
     bool deadline = err == EINVAL && timed;
@@ -559,27 +561,43 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 static struct block_record blocks[BLOCK_SLOTS];
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER; /* guards blocks[] */
 
-static size_t slot_of(uintptr_t addr)
+/* A table of blocks by address: open addressing, linear probing. Its lock
+ * is the caller's. (The blocks live, and those held back after a free.) */
+struct block_table {
+    struct block_record *slots;
+    size_t size;
+};
+
+/* Blocks next to each other in neighbouring slots (the allocator hands out
+ * neighbours: their slots share cache lines), regions far apart scattered. */
+static size_t slot_of(const struct block_table *table, uintptr_t addr)
 {
-    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL >> 48) % BLOCK_SLOTS;
+    return (size_t)((addr >> 4) ^ (addr >> 24) * 0x9E3779B1u) % table->size;
 }
 
-static size_t next_slot(size_t at)
+static size_t next_slot(const struct block_table *table, size_t at)
 {
-    return (at + 1) % BLOCK_SLOTS;
+    return (at + 1) % table->size;
 }
 
-static void remember_block(void *block, void *caller)
+static void table_add(struct block_table *table, struct block_record record)
 {
-    uintptr_t addr = (uintptr_t)block;
-    __real_pthread_mutex_lock(&blocks_lock);
-    for (size_t i = 0, at = slot_of(addr); i < BLOCK_SLOTS; i++, at = next_slot(at)) {
-        if (blocks[at].addr == 0) {
-            blocks[at] = (struct block_record){ addr, caller, atomic_load(&allocation_calls) };
-            break;
+    size_t at = slot_of(table, record.addr);
+    for (size_t i = 0; i < table->size; i++, at = next_slot(table, at)) {
+        if (table->slots[at].addr == 0) {
+            table->slots[at] = record;
+            return;
         }
     }
-    __real_pthread_mutex_unlock(&blocks_lock);
+}
+
+/* The slot that holds addr, or the empty slot where its probe ends. */
+static size_t table_find(const struct block_table *table, uintptr_t addr)
+{
+    size_t at = slot_of(table, addr);
+    while (table->slots[at].addr != 0 && table->slots[at].addr != addr)
+        at = next_slot(table, at);
+    return at;
 }
 
 /* Whether slot `hole` lies on the probe path from `home` to `at`. */
@@ -590,23 +608,34 @@ static bool on_path(size_t home, size_t hole, size_t at)
 
 /* Linear probing's deletion (Knuth's algorithm R): entries after the hole
  * that probed past it move back into it, so no lookup ever needs a marker. */
+static void table_remove(struct block_table *table, uintptr_t addr)
+{
+    size_t hole = table_find(table, addr);
+    if (table->slots[hole].addr != addr)
+        return;
+    table->slots[hole].addr = 0;
+    for (size_t at = next_slot(table, hole); table->slots[at].addr != 0; at = next_slot(table, at)) {
+        if (!on_path(slot_of(table, table->slots[at].addr), hole, at))
+            continue;
+        table->slots[hole] = table->slots[at];
+        table->slots[at].addr = 0;
+        hole = at;
+    }
+}
+
+static struct block_table live_table = { blocks, BLOCK_SLOTS };
+
+static void remember_block(void *block, void *caller)
+{
+    __real_pthread_mutex_lock(&blocks_lock);
+    table_add(&live_table, (struct block_record){ (uintptr_t)block, caller, atomic_load(&allocation_calls) });
+    __real_pthread_mutex_unlock(&blocks_lock);
+}
+
 static void forget_block(void *block)
 {
-    uintptr_t addr = (uintptr_t)block;
     __real_pthread_mutex_lock(&blocks_lock);
-    size_t hole = slot_of(addr);
-    while (blocks[hole].addr != 0 && blocks[hole].addr != addr)
-        hole = next_slot(hole);
-    if (blocks[hole].addr == addr) {
-        blocks[hole].addr = 0;
-        for (size_t at = next_slot(hole); blocks[at].addr != 0; at = next_slot(at)) {
-            if (!on_path(slot_of(blocks[at].addr), hole, at))
-                continue;
-            blocks[hole] = blocks[at];
-            blocks[at].addr = 0;
-            hole = at;
-        }
-    }
+    table_remove(&live_table, (uintptr_t)block);
     __real_pthread_mutex_unlock(&blocks_lock);
 }
 
@@ -709,23 +738,34 @@ void *__wrap_realloc(void *old, size_t size)
 enum { QUARANTINE = 4096 };
 static void *quarantine[QUARANTINE];
 static size_t quarantined; /* frees kept so far; the oldest is at quarantined % QUARANTINE */
-static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct block_record quarantine_slots[2 * QUARANTINE];
+static struct block_table held_back = { quarantine_slots, 2 * QUARANTINE }; /* the same blocks, by address */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the four above */
+
+static bool held_back_now(uintptr_t addr)
+{
+    __real_pthread_mutex_lock(&quarantine_lock);
+    bool held = held_back.slots[table_find(&held_back, addr)].addr == addr;
+    __real_pthread_mutex_unlock(&quarantine_lock);
+    return held;
+}
 
 static void release(void *block)
 {
 #if defined(__GLIBC__)
     if (block && kit_sched_active()) {
-        __real_pthread_mutex_lock(&quarantine_lock);
-        for (size_t i = 0; i < QUARANTINE; i++)
-            if (quarantine[i] == block) { /* as the C library says it, and ends the process */
-                fprintf(stderr, "free(): a block freed twice\n");
-                abort();
-            }
-        __real_pthread_mutex_unlock(&quarantine_lock);
+        uintptr_t addr = (uintptr_t)block;
+        if (held_back_now(addr)) { /* as the C library says it, and ends the process */
+            fprintf(stderr, "free(): a block freed twice\n");
+            abort();
+        }
         memset(block, 0xdd, malloc_usable_size(block));
         __real_pthread_mutex_lock(&quarantine_lock);
         void *oldest = quarantine[quarantined % QUARANTINE];
         quarantine[quarantined++ % QUARANTINE] = block;
+        if (oldest != NULL)
+            table_remove(&held_back, (uintptr_t)oldest);
+        table_add(&held_back, (struct block_record){ addr, NULL, 0 });
         __real_pthread_mutex_unlock(&quarantine_lock);
         __real_free(oldest);
         return;
