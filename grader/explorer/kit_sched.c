@@ -38,8 +38,9 @@ atomic_bool sched_outside;
 
 /* The thread this is, when the scheduler runs it. Thread-local storage is
  * a context's own (kit_sched_context.c): on the runner, this is the running
- * context's thread; on any other OS thread, NULL. */
-static _Thread_local struct sched_thread *me;
+ * context's thread; on any other OS thread, NULL. The code here calls it me. */
+_Thread_local struct sched_thread *sched_running;
+#define me sched_running
 /* Set by a kit helper around its pthread calls: its caller's address, so
  * that steps name the test's line rather than the helper's. */
 static _Thread_local void *outer_where;
@@ -68,10 +69,6 @@ bool kit_sched_active(void)
     return me != NULL;
 }
 
-struct sched_thread *sched_me(void)
-{
-    return me;
-}
 
 /* ---- Virtual time ----------------------------------------------------------
  * Both clocks start at a fixed point, the same in every schedule, and move
@@ -184,8 +181,35 @@ static unsigned index_start(const void *addr, char kind)
 
 /* Give up on the model (a scheduled test) or fail the schedule (an explored one). */
 static void beyond_the_model(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static int indexed_object(const void *addr, char kind);
+
+/* The objects looked up last, by address: a lock and its unlock, a wait
+ * and its signal, find theirs here without a walk of the index. An entry
+ * is checked against the object it names, which a destroy or a new
+ * schedule may have given another address. */
+#define RECENT 16
+static struct recent_object {
+    const void *addr;
+    int obj;
+} recent[RECENT];
+
+static struct recent_object *recent_of(const void *addr)
+{
+    return &recent[((uintptr_t)addr >> 3) & (RECENT - 1)];
+}
 
 static int object_of(const void *addr, char kind)
+{
+    struct recent_object *seen = recent_of(addr);
+    if (seen->addr == addr && seen->obj < sched.nobjects && sched.objects[seen->obj].addr == addr &&
+        sched.objects[seen->obj].kind == kind)
+        return seen->obj;
+    int obj = indexed_object(addr, kind);
+    *seen = (struct recent_object){ addr, obj };
+    return obj;
+}
+
+static int indexed_object(const void *addr, char kind)
 {
     unsigned at = index_start(addr, kind);
     int free_slot = -1;
@@ -289,6 +313,7 @@ static bool mutex_free(int obj)
 
 static void take_mutex(int obj, int thread)
 {
+    sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
     sched.objects[obj].locked_at = sched.threads[thread]->where;
@@ -796,6 +821,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
         return 0;
     }
     sched.objects[obj].owner = -1;
+    me->holding--;
     sched_memory_release(me->id, obj);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
@@ -846,6 +872,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     me->wait_seq = ++sched.wait_seq;
     me->how = GO;
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
+    me->holding--;
     sched_memory_release(me->id, lock);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();

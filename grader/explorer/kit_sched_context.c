@@ -201,6 +201,9 @@ static void **first_frame(char *top, void (*main)(void *), void *arg)
 
 /* ---- The program's thread-local storage -------------------------------------------- */
 
+uintptr_t sched_tls_block;
+size_t sched_tls_size;
+
 static struct {
     unsigned char *block;  /* the runner thread's instance */
     size_t size;           /* PT_TLS's memory size */
@@ -391,6 +394,8 @@ bool sched_contexts_begin(char *why, size_t size)
         snprintf(why, size, "the explorer cannot find the program's thread-local storage");
         return false;
     }
+    sched_tls_block = (uintptr_t)tls.block;
+    sched_tls_size = tls.size;
     if (runner_stack.tls == NULL && (runner_stack.tls = __real_malloc(tls.size > 0 ? tls.size : 1)) == NULL) {
         snprintf(why, size, "the explorer is out of memory");
         return false;
@@ -506,7 +511,3 @@ bool sched_context_overflowed(const struct sched_context *c, const void *addr)
     return c->stack != NULL && at < c->stack->low && at + slack >= c->stack->map;
 }
 
-bool sched_context_own(uintptr_t addr)
-{
-    return addr - (uintptr_t)tls.block < tls.size;
-}

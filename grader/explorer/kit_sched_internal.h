@@ -91,9 +91,14 @@ void sched_context_bury(struct sched_context *c);
 void sched_context_range(const struct sched_context *c, uintptr_t *low, uintptr_t *high);
 /* The context's buffer for its last failed check's words. */
 char *sched_context_text(struct sched_context *c, size_t *size);
-/* Whether addr is in the program's thread-local storage: each context's
- * own (a copy swapped in), never shared - no access there races. */
-bool sched_context_own(uintptr_t addr);
+/* The program's thread-local storage on the runner: each context's own (a
+ * copy swapped in at each switch), never shared - no access there races. */
+extern uintptr_t sched_tls_block;
+extern size_t sched_tls_size;
+static inline bool sched_context_own(uintptr_t addr)
+{
+    return addr - sched_tls_block < sched_tls_size;
+}
 /* Whether a fault at addr is the context running out of stack (in or past its guard page). */
 bool sched_context_overflowed(const struct sched_context *c, const void *addr);
 
@@ -134,6 +139,7 @@ struct sched_thread {
     enum sched_how how;               /* how it was last let go */
     enum sched_how left_wait;         /* how its last wait on a condition variable ended */
     int result;                       /* the blocked call's return value */
+    int holding;                      /* mutexes it owns */
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *stack[SCHED_STACK_DEPTH];   /* where it stands, taken for a report: its return addresses, innermost first */
@@ -311,12 +317,17 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_t
                  const enum sched_how *alt_how);
 void sched_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* kit_sched.c: the running thread of the schedule on this OS thread, or NULL. */
+extern _Thread_local struct sched_thread *sched_running;
+static inline struct sched_thread *sched_me(void)
+{
+    return sched_running;
+}
+
 /* kit_sched.c: on a scheduled thread, give up the schedule (a scheduled
  * test then runs again on real threads); register the fork handler once. */
 void sched_give_up(const char *why) __attribute__((noreturn));
 void sched_handle_forks(void);
-/* The running thread of the schedule, or NULL off one. */
-struct sched_thread *sched_me(void);
 /* The live thread of the schedule whose pthread_t this is, or NULL. */
 struct sched_thread *sched_managed(pthread_t thread);
 /* The running thread ends here (its function returned, or it called

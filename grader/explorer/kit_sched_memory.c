@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-void *__real_calloc(size_t count, size_t size);
 void *__real_realloc(void *block, size_t size);
 void __real_free(void *block);
 
@@ -121,8 +121,6 @@ static struct {
     uint32_t generation; /* the schedule's number: shadow cells of earlier ones are empty */
 } detector;
 
-/* The token holder, when the scheduler runs this thread (kit_sched.c). */
-struct sched_thread *sched_me(void);
 
 static struct sched_thread *tracked(void)
 {
@@ -207,30 +205,46 @@ static struct vclock *atomic_clock(uintptr_t addr)
 
 /* ---- Shadow memory ------------------------------------------------------------------ */
 
-/* One access of a granule's bytes: who, when (their clock then), where. */
+/* One access of a granule's bytes: who, when (their clock then), where - as
+ * a distance from the program's own code: the code under test is in it. */
 struct shadow_cell {
-    void *pc;
+    int32_t place;
     uint32_t clock;
     uint16_t thread;
     uint8_t bytes; /* which of the granule's 8 bytes */
     uint8_t write;
 };
 
+/* A granule's entry fills one cache line. */
 #define CELLS 4
 struct shadow_entry {
     uintptr_t granule;
     uint32_t generation;
     uint8_t next; /* the cell to replace when all are taken */
     struct shadow_cell cell[CELLS];
-};
+} __attribute__((aligned(64)));
+
+static int32_t place_of_pc(const void *pc)
+{
+    return (int32_t)((uintptr_t)pc - (uintptr_t)&sched_memory_access);
+}
+
+static void *pc_of_place(int32_t place)
+{
+    return (void *)((uintptr_t)&sched_memory_access + (uintptr_t)(intptr_t)place);
+}
 
 #define SHADOW_SIZE (1u << 17)
 static struct shadow_entry *shadow;
 
 static struct shadow_entry *entry_of(uintptr_t granule)
 {
-    if (shadow == NULL && (shadow = __real_calloc(SHADOW_SIZE, sizeof *shadow)) == NULL)
-        return NULL;
+    if (shadow == NULL) { /* mapped, so zero until used, and aligned to the cache lines */
+        void *map = mmap(NULL, SHADOW_SIZE * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED)
+            return NULL;
+        shadow = map;
+    }
     /* Neighbouring granules in neighbouring slots - the fields of a struct
      * share cache lines - and the regions (heap, stacks, globals) scattered. */
     unsigned start = (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
@@ -310,23 +324,37 @@ bool kit_last_call(kit_code_call_t *call)
 static struct sched_race first_race;
 static bool raced;
 
-/* Places where a race was seen: their accesses are switch points from now on. */
+/* Places where a race was seen: their accesses are switch points from now
+ * on. In the order they were found (a replay token lists them so), and by
+ * address, for the look-up every access makes. */
 #define RACY_PLACES 256
+#define RACY_SLOTS (4 * RACY_PLACES)
 static void *racy[RACY_PLACES];
 static int nracy;
+static void *racy_index[RACY_SLOTS]; /* open addressing; NULL: empty */
+
+static unsigned racy_slot(const void *pc)
+{
+    return (unsigned)(((uintptr_t)pc * 0x9E3779B97F4A7C15ULL) >> 40) & (RACY_SLOTS - 1);
+}
 
 static bool is_racy(void *pc)
 {
-    for (int i = 0; i < nracy; i++)
-        if (racy[i] == pc)
+    for (unsigned at = racy_slot(pc); racy_index[at] != NULL; at = (at + 1) & (RACY_SLOTS - 1))
+        if (racy_index[at] == pc)
             return true;
     return false;
 }
 
 static void mark_racy(void *pc)
 {
-    if (!is_racy(pc) && nracy < RACY_PLACES)
-        racy[nracy++] = pc;
+    if (pc == NULL || is_racy(pc) || nracy == RACY_PLACES)
+        return;
+    racy[nracy++] = pc;
+    unsigned at = racy_slot(pc);
+    while (racy_index[at] != NULL)
+        at = (at + 1) & (RACY_SLOTS - 1);
+    racy_index[at] = pc;
 }
 
 /* The racing places, as offsets into the program (the same in every run of
@@ -374,16 +402,27 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
                         bool write, void *pc)
 {
     mark_racy(pc);
-    mark_racy(cell->pc);
+    mark_racy(pc_of_place(cell->place));
     if (raced)
         return;
     raced = true;
-    first_race = (struct sched_race){ .addr = addr, .pc = { pc, cell->pc }, .write = { write, cell->write },
+    first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write },
                                       .step = sched.nsteps };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
     snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
+}
+
+/* The cell this thread's access replaces: its own of the same bytes - a
+ * write replaces a read or write, a read a read - the last one; or -1. */
+static int own_cell(const struct shadow_entry *e, int me, uint8_t bytes, bool write)
+{
+    int mine = -1;
+    for (int i = 0; i < CELLS; i++)
+        if (e->cell[i].bytes == bytes && e->cell[i].thread == me && (write || !e->cell[i].write))
+            mine = i;
+    return mine;
 }
 
 /* The access me makes now against the cells of its granule; then its own cell. */
@@ -393,6 +432,14 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
     if (e == NULL)
         return;
     const struct vclock *now = &thread_clock[me->id];
+    /* The same access again, at the same place, with nothing released since:
+     * every other cell was checked against it already, by this access or by
+     * theirs (as ThreadSanitizer's fast path). */
+    int32_t place = place_of_pc(pc);
+    int again = own_cell(e, me->id, bytes, write);
+    if (again >= 0 && e->cell[again].place == place && e->cell[again].write == write &&
+        e->cell[again].clock == vc_get(now, me->id))
+        return;
     int mine = -1;
     for (int i = 0; i < CELLS; i++) {
         struct shadow_cell *cell = &e->cell[i];
@@ -412,7 +459,7 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
         if (mine < 0)
             mine = e->next++ % CELLS;
     }
-    e->cell[mine] = (struct shadow_cell){ pc, vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+    e->cell[mine] = (struct shadow_cell){ place, vc_get(now, me->id), (uint16_t)me->id, bytes, write };
 }
 
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
@@ -426,9 +473,9 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
         return; /* a _Thread_local variable: this thread's own copy */
-    if (race_points && is_racy(pc)) /* a preemption here may make the race matter */
+    if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
+    for (uintptr_t a = (uintptr_t)addr; size > 0 && detector.on;) {
         unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
         check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
         a += n;

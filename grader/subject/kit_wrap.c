@@ -562,22 +562,23 @@ static struct block_record blocks[BLOCK_SLOTS];
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER; /* guards blocks[] */
 
 /* A table of blocks by address: open addressing, linear probing. Its lock
- * is the caller's. (The blocks live, and those held back after a free.) */
+ * is the caller's. */
 struct block_table {
     struct block_record *slots;
     size_t size;
 };
 
 /* Blocks next to each other in neighbouring slots (the allocator hands out
- * neighbours: their slots share cache lines), regions far apart scattered. */
+ * neighbours: their slots share cache lines; no two blocks start within 32
+ * bytes), regions far apart scattered. The size is a power of two. */
 static size_t slot_of(const struct block_table *table, uintptr_t addr)
 {
-    return (size_t)((addr >> 4) ^ (addr >> 24) * 0x9E3779B1u) % table->size;
+    return (size_t)((addr >> 5) ^ (addr >> 24) * 0x9E3779B1u) & (table->size - 1);
 }
 
 static size_t next_slot(const struct block_table *table, size_t at)
 {
-    return (at + 1) % table->size;
+    return (at + 1) & (table->size - 1);
 }
 
 static void table_add(struct block_table *table, struct block_record record)
@@ -608,11 +609,11 @@ static bool on_path(size_t home, size_t hole, size_t at)
 
 /* Linear probing's deletion (Knuth's algorithm R): entries after the hole
  * that probed past it move back into it, so no lookup ever needs a marker. */
-static void table_remove(struct block_table *table, uintptr_t addr)
+static bool table_remove(struct block_table *table, uintptr_t addr)
 {
     size_t hole = table_find(table, addr);
     if (table->slots[hole].addr != addr)
-        return;
+        return false;
     table->slots[hole].addr = 0;
     for (size_t at = next_slot(table, hole); table->slots[at].addr != 0; at = next_slot(table, at)) {
         if (!on_path(slot_of(table, table->slots[at].addr), hole, at))
@@ -621,6 +622,7 @@ static void table_remove(struct block_table *table, uintptr_t addr)
         table->slots[at].addr = 0;
         hole = at;
     }
+    return true;
 }
 
 static struct block_table live_table = { blocks, BLOCK_SLOTS };
@@ -632,11 +634,13 @@ static void remember_block(void *block, void *caller)
     __real_pthread_mutex_unlock(&blocks_lock);
 }
 
-static void forget_block(void *block)
+/* False if the table did not hold it. */
+static bool forget_block(void *block)
 {
     __real_pthread_mutex_lock(&blocks_lock);
-    table_remove(&live_table, (uintptr_t)block);
+    bool held = table_remove(&live_table, (uintptr_t)block);
     __real_pthread_mutex_unlock(&blocks_lock);
+    return held;
 }
 
 /* The callers of the `count` live blocks allocated last, newest first. */
@@ -738,24 +742,27 @@ void *__wrap_realloc(void *old, size_t size)
 enum { QUARANTINE = 4096 };
 static void *quarantine[QUARANTINE];
 static size_t quarantined; /* frees kept so far; the oldest is at quarantined % QUARANTINE */
-static struct block_record quarantine_slots[2 * QUARANTINE];
-static struct block_table held_back = { quarantine_slots, 2 * QUARANTINE }; /* the same blocks, by address */
-static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the four above */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the two above */
 
-static bool held_back_now(uintptr_t addr)
+/* Whether a block is held back already: freed a second time. Only a block
+ * the table of live blocks does not know can be (it left the table at its
+ * first free), so this look through the quarantine is rare. */
+static bool held_back(const void *block)
 {
+    bool held = false;
     __real_pthread_mutex_lock(&quarantine_lock);
-    bool held = held_back.slots[table_find(&held_back, addr)].addr == addr;
+    for (size_t i = 0; i < QUARANTINE && !held; i++)
+        held = quarantine[i] == block;
     __real_pthread_mutex_unlock(&quarantine_lock);
     return held;
 }
 
-static void release(void *block)
+/* `known`: the block was in the table of live blocks. */
+static void release(void *block, bool known)
 {
 #if defined(__GLIBC__)
     if (block && kit_sched_active()) {
-        uintptr_t addr = (uintptr_t)block;
-        if (held_back_now(addr)) { /* as the C library says it, and ends the process */
+        if (!known && held_back(block)) { /* as the C library says it, and ends the process */
             fprintf(stderr, "free(): a block freed twice\n");
             abort();
         }
@@ -763,24 +770,23 @@ static void release(void *block)
         __real_pthread_mutex_lock(&quarantine_lock);
         void *oldest = quarantine[quarantined % QUARANTINE];
         quarantine[quarantined++ % QUARANTINE] = block;
-        if (oldest != NULL)
-            table_remove(&held_back, (uintptr_t)oldest);
-        table_add(&held_back, (struct block_record){ addr, NULL, 0 });
         __real_pthread_mutex_unlock(&quarantine_lock);
         __real_free(oldest);
         return;
     }
 #endif
+    (void)known;
     __real_free(block);
 }
 
 void __wrap_free(void *block)
 {
+    bool known = false;
     if (block) {
         atomic_fetch_sub(&live_blocks, 1);
-        forget_block(block);
+        known = forget_block(block);
     }
-    release(block);
+    release(block, known);
 }
 
 char *__real_strdup(const char *text);
