@@ -547,7 +547,8 @@ DEBUG_REPORT := build/debug
 find_test_binary = bin=""; for src in tests/$(strip $(SELECTED))/test_*.c; do \
   grep -qE "\($(TEST)[,)]" "$$src" && bin=$(1)/$$(basename "$$src" .c); done
 debug_confinement = $(if $(SUBMISSION),$(CONFINE) --kit $(CURDIR) --interactive --ro $(abspath $(DEBUG_TESTS)) \
-  --ro-at $(abspath $(DEBUG_REPORT)/stage) $(GRADE_IMPL) --ro $(CURDIR)/tests --memory 4096 --tasks 256 --)
+  --ro-at $(abspath $(DEBUG_REPORT)/stage) $(GRADE_IMPL) --ro $(CURDIR)/tests --ro $(CURDIR)/grader/harness/debug.gdb \
+  --memory 4096 --tasks 256 --)
 .PHONY: debug
 debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as make grade names it (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
