@@ -669,7 +669,7 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 bench: ## measure the kit against GLib and glibc: a table of medians and ratios, and build/bench/results.json
 	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
-	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
+	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH) tests-bin # (the explorer's lines run the tests)
 	@$(BENCH)
 
 # ---- Docs -------------------------------------------------------------------------------

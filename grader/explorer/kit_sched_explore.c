@@ -568,6 +568,24 @@ void kit_sched_print_wakeups(void)
 }
 
 /* The search's memory, sized by its options, and a clean slate. */
+/* The record of a schedule's steps and choices, for up to max_steps steps:
+ * kept from one search to the next (a test of generated scenarios runs a
+ * hundred), and grown when a search needs more. */
+static bool size_the_record(long max_steps)
+{
+    static long sized;
+    if (max_steps <= sized)
+        return true;
+    __real_free(sched.steps);
+    __real_free(sched.decisions);
+    __real_free(sched.prefix);
+    sched.steps = __real_malloc((size_t)max_steps * sizeof *sched.steps);
+    sched.decisions = __real_malloc((size_t)(2 * max_steps) * sizeof *sched.decisions);
+    sched.prefix = __real_malloc((size_t)(2 * max_steps) * sizeof *sched.prefix);
+    sized = sched.steps && sched.decisions && sched.prefix ? max_steps : 0;
+    return sized > 0;
+}
+
 static void begin_search(const kit_explore_t *options)
 {
     static const kit_explore_t defaults = { 0 };
@@ -576,11 +594,7 @@ static void begin_search(const kit_explore_t *options)
     sched.options = options ? *options : defaults;
     if (sched.options.max_steps <= 0)
         sched.options.max_steps = 20000;
-    long cap = 2 * sched.options.max_steps;
-    sched.steps = __real_malloc((size_t)sched.options.max_steps * sizeof *sched.steps);
-    sched.decisions = __real_malloc((size_t)cap * sizeof *sched.decisions);
-    sched.prefix = __real_malloc((size_t)cap * sizeof *sched.prefix);
-    if (!sched.steps || !sched.decisions || !sched.prefix)
+    if (!size_the_record(sched.options.max_steps))
         fail_msg("the explorer is out of memory");
     sem_init(&sched.done, 0, 0);
     atomic_store(&foreign_called, false);
@@ -589,16 +603,12 @@ static void begin_search(const kit_explore_t *options)
     memset(&proof, 0, sizeof proof);
 }
 
-/* A failed schedule's threads stay parked on their own semaphores; they
- * touch nothing here again. */
+/* (A failed schedule's threads stay parked for good: they touch nothing here again.) */
 static void end_search(void)
 {
     if (atomic_load(&sched_abandoned))
         return; /* a thread of the abandoned schedule may still be on its way to a switch point */
     __real_sem_destroy(&sched.done);
-    __real_free(sched.steps);
-    __real_free(sched.decisions);
-    __real_free(sched.prefix);
 }
 
 static void fill_result(kit_explore_result_t *result, bool passed)

@@ -237,7 +237,10 @@ static void *pc_of_place(int32_t place)
 #define SHADOW_SIZE (1u << 17)
 static struct shadow_entry *shadow;
 
-static struct shadow_entry *entry_of(uintptr_t granule)
+/* The granule's entry in this schedule; with `create`, a fresh one if it
+ * has none (NULL only when the table is full around it: the granule goes
+ * unwatched). */
+static struct shadow_entry *entry_of(uintptr_t granule, bool create)
 {
     if (shadow == NULL) { /* mapped, so zero until used, and aligned to the cache lines */
         void *map = mmap(NULL, SHADOW_SIZE * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -252,6 +255,8 @@ static struct shadow_entry *entry_of(uintptr_t granule)
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
         if (e->generation == detector.generation && e->granule == granule)
             return e;
+        if (e->generation != detector.generation && !create)
+            return NULL;
         if (e->generation != detector.generation) {
             memset(e, 0, sizeof *e);
             e->granule = granule;
@@ -259,7 +264,7 @@ static struct shadow_entry *entry_of(uintptr_t granule)
             return e;
         }
     }
-    return NULL; /* full around here: this granule goes unwatched */
+    return NULL;
 }
 
 /* Freed memory may come back as another object: what was done to it before is forgotten. */
@@ -268,7 +273,7 @@ void kit_sched_forget_memory(const void *block, size_t size)
     if (tracked() == NULL || block == NULL)
         return;
     for (uintptr_t g = (uintptr_t)block >> 3; g <= ((uintptr_t)block + size - 1) >> 3 && size > 0; g++) {
-        struct shadow_entry *e = entry_of(g);
+        struct shadow_entry *e = entry_of(g, false); /* (none yet: nothing to forget) */
         if (e)
             memset(e->cell, 0, sizeof e->cell);
     }
@@ -414,52 +419,36 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
 }
 
-/* The cell this thread's access replaces: its own of the same bytes - a
- * write replaces a read or write, a read a read - the last one; or -1. */
-static int own_cell(const struct shadow_entry *e, int me, uint8_t bytes, bool write)
-{
-    int mine = -1;
-    for (int i = 0; i < CELLS; i++)
-        if (e->cell[i].bytes == bytes && e->cell[i].thread == me && (write || !e->cell[i].write))
-            mine = i;
-    return mine;
-}
-
-/* The access me makes now against the cells of its granule; then its own cell. */
+/* The access me makes now against the cells of its granule; then its own
+ * cell replaces, in this order: its last cell of the same bytes (a write
+ * replaces a read or write, a read a read), the first free cell or one
+ * ordered before this access (nothing left to race with), or the next in
+ * turn. */
 static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
-    struct shadow_entry *e = entry_of(addr >> 3);
+    struct shadow_entry *e = entry_of(addr >> 3, true);
     if (e == NULL)
         return;
     const struct vclock *now = &thread_clock[me->id];
-    /* The same access again, at the same place, with nothing released since:
-     * every other cell was checked against it already, by this access or by
-     * theirs (as ThreadSanitizer's fast path). */
-    int32_t place = place_of_pc(pc);
-    int again = own_cell(e, me->id, bytes, write);
-    if (again >= 0 && e->cell[again].place == place && e->cell[again].write == write &&
-        e->cell[again].clock == vc_get(now, me->id))
-        return;
-    int mine = -1;
+    int mine = -1, spare = -1;
     for (int i = 0; i < CELLS; i++) {
         struct shadow_cell *cell = &e->cell[i];
-        if (cell->bytes == 0)
+        if (cell->bytes == 0) {
+            spare = spare < 0 ? i : spare;
             continue;
+        }
         bool ordered = cell->clock <= vc_get(now, cell->thread);
-        if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
-            !stale(cell, addr))
-            record_race(me, cell, addr, write, pc);
         if (cell->thread == me->id && cell->bytes == bytes && (write || !cell->write))
-            mine = i; /* a write replaces this thread's read or write of the same bytes; a read its read */
+            mine = i;
+        else if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
+                 !stale(cell, addr))
+            record_race(me, cell, addr, write, pc);
+        if (ordered && spare < 0)
+            spare = i;
     }
-    if (mine < 0) {
-        for (int i = 0; i < CELLS && mine < 0; i++)
-            if (e->cell[i].bytes == 0 || e->cell[i].clock <= vc_get(now, e->cell[i].thread))
-                mine = i; /* free, or ordered before this access: nothing left to race with */
-        if (mine < 0)
-            mine = e->next++ % CELLS;
-    }
-    e->cell[mine] = (struct shadow_cell){ place, vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+    if (mine < 0)
+        mine = spare >= 0 ? spare : e->next++ % CELLS;
+    e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
 }
 
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)

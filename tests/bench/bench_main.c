@@ -23,7 +23,7 @@ static const char *only = "all";
 static const char *json_path = "build/bench/results.json";
 
 static const char *const benchmark_names[] = { "all", "queue", "pool", "idle", "reclaim", "mw", "keyed", "rwlock",
-                                               NULL };
+                                               "explore", NULL };
 
 static const kit_opt_t options[] = {
     { "rounds", KIT_OPT_LONG, "N", "interleaved rounds of every benchmark but idle", &rounds, 1, BENCH_MAX_ROUNDS,
@@ -67,6 +67,9 @@ static const struct {
     { "idle", bench_idle },       { "reclaim", bench_reclaim }, { "mw", bench_mw },
     { "keyed", bench_keyed },     { "keyed", bench_keyed_overhead },
     { "rwlock", bench_rwlock_reader_heavy }, { "rwlock", bench_rwlock_writer_heavy },
+    { "explore", bench_explore_00 }, { "explore", bench_explore_01 }, { "explore", bench_explore_02 },
+    { "explore", bench_explore_03 }, { "explore", bench_explore_04 }, { "explore", bench_explore_05 },
+    { "explore", bench_explore_06 }, { "explore", bench_explore_08 },
 };
 enum { BENCHMARKS = sizeof benchmarks / sizeof benchmarks[0] };
 

@@ -48,4 +48,14 @@ int bench_rwlock_reader_heavy(const bench_options_t *o, bench_result_t *out);
 /** @brief 8. The same with half of the calls writes. */
 int bench_rwlock_writer_heavy(const bench_options_t *o, bench_result_t *out);
 
+/** @brief The explorer: schedules a second on a chapter's exploration tests (bench_explore.c). */
+int bench_explore_00(const bench_options_t *o, bench_result_t *out);
+int bench_explore_01(const bench_options_t *o, bench_result_t *out);
+int bench_explore_02(const bench_options_t *o, bench_result_t *out);
+int bench_explore_03(const bench_options_t *o, bench_result_t *out);
+int bench_explore_04(const bench_options_t *o, bench_result_t *out);
+int bench_explore_05(const bench_options_t *o, bench_result_t *out);
+int bench_explore_06(const bench_options_t *o, bench_result_t *out);
+int bench_explore_08(const bench_options_t *o, bench_result_t *out);
+
 #endif
