@@ -292,6 +292,10 @@ char *kit_sched_error_text(size_t *size);
 /* In a crash handler: whether the fault at @p addr is the running thread of
  * a schedule out of stack (its guard page). Safe in a signal handler. */
 bool kit_sched_stack_overflow(const void *addr);
+/* After a crash on a thread of a schedule, whose OS thread gdb showed: the
+ * schedule's other threads, gdb's way, numbered from @p first_number. Not
+ * safe in a signal handler: the crash report calls it last, guarded. */
+void kit_sched_print_parked_threads(int first_number);
 
 /* ---- For a runtime that drives the code under test from the schedule --------
  * Start a thread of the schedule running fn(arg), named @p name, from a

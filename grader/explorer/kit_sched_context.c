@@ -380,8 +380,9 @@ static void runner_stack_bounds(void)
 static void set_signal_stack(void)
 {
     static char signal_stack[64 * 1024];
-    stack_t alternate = { .ss_sp = signal_stack, .ss_size = sizeof signal_stack, .ss_flags = 0 };
-    sigaltstack(&alternate, NULL);
+    stack_t alternate = { .ss_sp = signal_stack, .ss_size = sizeof signal_stack, .ss_flags = 0 }, now;
+    if (sigaltstack(NULL, &now) == 0 && (now.ss_flags & SS_DISABLE)) /* (a sanitizer may have set its own) */
+        sigaltstack(&alternate, NULL);
 }
 
 bool sched_contexts_begin(char *why, size_t size)

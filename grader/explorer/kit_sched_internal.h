@@ -110,42 +110,43 @@ struct sched_specific {
 
 struct sched_thread {
     int id;                           /* creation order in the schedule, 0 = the body */
+    /* The model, changed only by the running thread (first: read at every switch point): */
+    enum sched_state state;
+    enum sched_op op;                 /* the operation it is at */
+    int obj, obj2, target;            /* the objects (or thread) of that operation */
+    bool woken;                       /* WAITING: a signal chose it */
+    bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
+    int64_t deadline;                 /* virtual ns, or -1 */
+    void *where;                      /* the call's return address */
+    unsigned long wait_seq;           /* WAITING: arrival order, for FIFO listing */
+    enum sched_how how;               /* how it was last let go */
+    enum sched_how left_wait;         /* how its last wait on a condition variable ended */
+    int result;                       /* the blocked call's return value */
+    int holding;                      /* mutexes it owns */
+    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
+    uint64_t priority;                /* PCT */
+    long accesses;                    /* loads and stores since its last switch point: a spin shows here */
+    /* The thread: */
     char name[KIT_THREAD_NAME_MAX];   /* copied from kit_thread_name() at each step */
     pthread_t self;                   /* what pthread_self() says on it: odd, so no real thread's, and unique */
     struct sched_context context;
     bool started;                     /* its context has run */
     bool joined;
     bool detached;
+    bool returned;                    /* its function returned (not pthread_exit) */
     void *(*fn)(void *);
     void *arg;
     void *ret;
-    bool returned;         /* its function returned (not pthread_exit) */
-    size_t stack_size;     /* asked for by its attributes; 0: the default */
-    uintptr_t stack_low, stack_high; /* its stack: another thread's later, once it has ended */
+    size_t stack_size;                /* asked for by its attributes; 0: the default */
+    uintptr_t stack_low, stack_high;  /* its stack: another thread's later, once it has ended */
     /* What the C library keeps per thread, kept per context (kit_sched_thread.c): */
     void *cleanup;                    /* its newest pthread_cleanup_push buffer */
     struct sched_specific *specific;  /* its pthread_setspecific values */
     int nspecific, specific_capacity;
     char kernel_name[16];             /* pthread_setname_np's */
-    /* The model, changed only by the token holder: */
-    enum sched_state state;
-    enum sched_op op;                 /* the operation it is at */
-    int obj, obj2, target;            /* the objects (or thread) of that operation */
-    void *where;                      /* the call's return address */
-    int64_t deadline;                 /* virtual ns, or -1 */
-    bool woken;                       /* WAITING: a signal chose it */
-    bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
-    unsigned long wait_seq;           /* WAITING: arrival order, for FIFO listing */
-    enum sched_how how;               /* how it was last let go */
-    enum sched_how left_wait;         /* how its last wait on a condition variable ended */
-    int result;                       /* the blocked call's return value */
-    int holding;                      /* mutexes it owns */
-    uint64_t priority;                /* PCT */
-    long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *stack[SCHED_STACK_DEPTH];   /* where it stands, taken for a report: its return addresses, innermost first */
     int depth;
     struct sched_thread *next;        /* on the list of spare records, or of a failed schedule's */
-    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
 };
 
 struct sched_object {

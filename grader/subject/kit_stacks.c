@@ -11,7 +11,8 @@
  * by hand, the block is gdb's plain output.
  *
  * Everything here may run inside a signal handler: only write(), fork(),
- * exec, waitpid() and nanosleep(), no stdio and no allocation.
+ * exec, waitpid() and nanosleep(), no stdio and no allocation - but for the
+ * last part of a crash's report on a schedule, which is guarded (below).
  */
 #if defined(__linux__)
 #define _GNU_SOURCE /* prctl(PR_GET_NAME) */
@@ -96,6 +97,37 @@ static void wait_for_gdb(pid_t gdb)
 
 static volatile sig_atomic_t dumped; /* once is enough: later stacks would show the report itself */
 
+/* ---- The other threads of a schedule, after a crash -------------------------------
+ * A schedule's threads are contexts of one OS thread: gdb shows the one
+ * that crashed, not those parked at their switch points. The scheduler can
+ * tell where they stand, with stdio and a run of addr2line - not safe in a
+ * signal handler: if that faults, or takes 10 s, the process dies of the
+ * crash's own signal at once (its report is printed already). */
+static volatile sig_atomic_t crash_signal; /* while the other threads are told */
+
+static void die_of_the_crash(int unused)
+{
+    (void)unused;
+    sigset_t crash;
+    sigemptyset(&crash);
+    sigaddset(&crash, crash_signal);
+    signal(crash_signal, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &crash, NULL);
+    raise(crash_signal);
+}
+
+static void print_the_other_threads(int sig)
+{
+    if (sig == 0 || !kit_sched_active())
+        return;
+    crash_signal = sig;
+    signal(SIGALRM, die_of_the_crash);
+    alarm(10);
+    kit_sched_print_parked_threads(3); /* after gdb's two: the controller's, and the one that crashed */
+    alarm(0);
+    crash_signal = 0;
+}
+
 bool kit_stacks_dumped(void)
 {
     return dumped != 0;
@@ -106,9 +138,10 @@ void kit_note_stacks_dumped(void)
     dumped = 1;
 }
 
-/* gdb attached to this process: `thread apply all bt`, between the markers.
+/* gdb attached to this process: `thread apply all bt`, between the markers,
+ * and after a crash (`sig`) on a schedule its other threads.
  * (The runner knows the reporting thread by this name in its stack.) */
-static void kit_dump_stacks_with_gdb(const char *why)
+static void kit_dump_stacks_with_gdb(const char *why, int sig)
 {
     dumped = 1;
     const char *reason = no_stacks_reason();
@@ -138,6 +171,7 @@ static void kit_dump_stacks_with_gdb(const char *why)
         wait_for_gdb(gdb);
     else
         say("(no stacks: could not start gdb)\n");
+    print_the_other_threads(sig);
     say("[ stacks   ] end\n");
 }
 
@@ -148,7 +182,7 @@ void kit_dump_stacks(const char *why)
         kit_sched_dump_stacks(why, kit_last_error_text());
         return;
     }
-    kit_dump_stacks_with_gdb(why);
+    kit_dump_stacks_with_gdb(why, 0);
 }
 
 _Noreturn void kit_stop_test(const char *message, const char *file, int line)
@@ -231,6 +265,8 @@ static void crashing_thread_name(char *name, size_t size)
 static void on_crash(int sig, siginfo_t *info, void *context)
 {
     (void)context;
+    if (crash_signal != 0) /* the other threads of a schedule were being told: enough */
+        die_of_the_crash(0);
     if (atomic_flag_test_and_set(&crashing)) {
         for (;;)
             pause();
@@ -254,7 +290,7 @@ static void on_crash(int sig, siginfo_t *info, void *context)
         say(crash_context);
         say("\n");
     }
-    kit_dump_stacks_with_gdb("a crash"); /* in a signal handler: gdb, never the scheduler's stdio */
+    kit_dump_stacks_with_gdb("a crash", sig); /* in a signal handler: gdb, and the scheduler's stdio last */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered on return: the process dies of it, for the runner to see */
 }
