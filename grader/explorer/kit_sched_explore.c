@@ -25,8 +25,8 @@
 void *__real_malloc(size_t size);
 void __real_free(void *block);
 int __real_pthread_join(pthread_t thread, void **ret);
+pthread_t __real_pthread_self(void);
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
-int __real_pthread_detach(pthread_t thread);
 int __real_clock_gettime(clockid_t clock, struct timespec *now);
 void sched_token(char *out, size_t size);
 void sched_make_args(char *out, size_t size);
@@ -257,8 +257,9 @@ static void reset_schedule(void)
  * Every job - a search, or a test on its one schedule - runs on an OS thread
  * of its own, the runner, whose contexts are the schedule's threads
  * (kit_sched_context.c); the controller (cmocka's thread) waits for it to
- * end. One runner a job, made for it and joined after it: between jobs this
- * process has no thread but its own, so a test may fork. A thread of the
+ * end. The runner is made for the first job and waits for the next between
+ * them; a fork ends it first (the child of a process with threads may not
+ * make threads under ThreadSanitizer), and the next job makes another. A thread of the
  * schedule comes back to the scheduler at its next pthread call. One that
  * does not for STALL_SECONDS (real time) blocks in a call the model does not
  * cover - a read-write lock, C11 threads, a pipe - or spins on a variable
@@ -346,38 +347,75 @@ static void job_error(const char *text)
         snprintf(job.error, sizeof job.error, "%s", text);
 }
 
+/* The runner thread, between jobs waiting for the next. */
+static struct {
+    pthread_t thread;
+    bool alive;
+    bool quit;  /* set, with work posted, to end it */
+    sem_t work; /* posted by the controller: a job is ready */
+} runner;
+
 static void *runner_main(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "schedule"); /* (a crash renames it after the thread of the schedule) */
-    char why[256];
-    if (sched_contexts_begin(why, sizeof why))
-        job.fn(job.arg);
-    else
-        job_error(why);
-    __real_sem_post(&sched.done);
-    return NULL;
+    for (;;) {
+        while (__real_sem_wait(&runner.work) != 0)
+            ; /* EINTR */
+        if (runner.quit)
+            return NULL;
+        char why[256];
+        if (sched_contexts_begin(why, sizeof why))
+            job.fn(job.arg);
+        else
+            job_error(why);
+        __real_sem_post(&sched.done);
+    }
 }
 
-/* Run fn(arg) on a runner; false if the controller gave it up. */
+/* Before a fork, from the controller between jobs: the runner ends. */
+static void end_the_runner(void)
+{
+    if (!runner.alive || atomic_load(&sched_abandoned) || pthread_equal(__real_pthread_self(), runner.thread))
+        return; /* (an abandoned runner will never listen; a fork on the runner keeps it) */
+    runner.quit = true;
+    __real_sem_post(&runner.work);
+    __real_pthread_join(runner.thread, NULL);
+    __real_sem_destroy(&runner.work);
+    runner.alive = false;
+}
+
+static void start_the_runner(void)
+{
+    static bool watching_forks;
+    if (!watching_forks)
+        watching_forks = pthread_atfork(end_the_runner, NULL, NULL) == 0;
+    runner.quit = false;
+    sem_init(&runner.work, 0, 0);
+    if (__real_pthread_create(&runner.thread, NULL, runner_main, NULL) != 0) {
+        __real_sem_destroy(&runner.work);
+        fail_msg("the explorer could not start the thread its schedules run on");
+    }
+    runner.alive = true;
+}
+
+/* Run fn(arg) on the runner; false if the controller gave it up. */
 static bool run_job(void (*fn)(void *), void *arg)
 {
-    pthread_t runner;
+    if (!runner.alive)
+        start_the_runner();
     job.fn = fn;
     job.arg = arg;
     job.error[0] = '\0';
     atomic_store(&running, true);
-    if (__real_pthread_create(&runner, NULL, runner_main, NULL) != 0)
-        fail_msg("the explorer could not start the thread its schedules run on");
+    __real_sem_post(&runner.work);
     bool ended = await_job_end();
     atomic_store(&running, false);
     if (!ended) { /* the runner is left as it is, for good */
         atomic_store(&sched_abandoned, true);
         explain_stall();
-        __real_pthread_detach(runner);
         return false;
     }
-    __real_pthread_join(runner, NULL);
     if (job.error[0] != '\0')
         fail_msg("%s", job.error);
     return true;

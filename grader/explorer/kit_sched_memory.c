@@ -237,17 +237,20 @@ static void *pc_of_place(int32_t place)
 #define SHADOW_SIZE (1u << 17)
 static struct shadow_entry *shadow;
 
+/* The table: mapped, so zero until used, and aligned to the cache lines. */
+static struct shadow_entry *map_shadow(void)
+{
+    void *map = mmap(NULL, SHADOW_SIZE * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return map == MAP_FAILED ? NULL : map;
+}
+
 /* The granule's entry in this schedule; with `create`, a fresh one if it
  * has none (NULL only when the table is full around it: the granule goes
  * unwatched). */
 static struct shadow_entry *entry_of(uintptr_t granule, bool create)
 {
-    if (shadow == NULL) { /* mapped, so zero until used, and aligned to the cache lines */
-        void *map = mmap(NULL, SHADOW_SIZE * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (map == MAP_FAILED)
-            return NULL;
-        shadow = map;
-    }
+    if (shadow == NULL && (shadow = map_shadow()) == NULL)
+        return NULL;
     /* Neighbouring granules in neighbouring slots - the fields of a struct
      * share cache lines - and the regions (heap, stacks, globals) scattered. */
     unsigned start = (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
