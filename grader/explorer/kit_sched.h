@@ -266,6 +266,9 @@ bool kit_sched_outsider(const char *call);
  * Memory just handed out by an allocator: what was done to it before is no
  * race with what is done to it now. */
 void kit_sched_forget_memory(const void *block, size_t size);
+/* The schedule under way, as a number that changes from one to the next;
+ * 0 off a schedule. */
+unsigned long kit_sched_schedule(void);
 /* Whether a schedule of this test process saw a data race (its first one
  * is printed by kit_sched_print_race()). */
 bool kit_sched_saw_race(void);

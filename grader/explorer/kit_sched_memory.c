@@ -144,6 +144,11 @@ void sched_memory_begin(void)
     clocks_used = 0;
 }
 
+unsigned long kit_sched_schedule(void)
+{
+    return detector.on ? detector.generation : 0;
+}
+
 void sched_memory_forget_object(int obj)
 {
     object_clock[obj].length = 0;
@@ -244,6 +249,13 @@ static struct shadow_entry *map_shadow(void)
     return map == MAP_FAILED ? NULL : map;
 }
 
+/* Neighbouring granules in neighbouring slots - the fields of a struct
+ * share cache lines - and the regions (heap, stacks, globals) scattered. */
+static unsigned shadow_slot(uintptr_t granule)
+{
+    return (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
+}
+
 /* The granule's entry in this schedule; with `create`, a fresh one if it
  * has none (NULL only when the table is full around it: the granule goes
  * unwatched). */
@@ -251,9 +263,7 @@ static struct shadow_entry *entry_of(uintptr_t granule, bool create)
 {
     if (shadow == NULL && (shadow = map_shadow()) == NULL)
         return NULL;
-    /* Neighbouring granules in neighbouring slots - the fields of a struct
-     * share cache lines - and the regions (heap, stacks, globals) scattered. */
-    unsigned start = (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
+    unsigned start = shadow_slot(granule);
     for (unsigned probe = 0; probe < 64; probe++) {
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
         if (e->generation == detector.generation && e->granule == granule)

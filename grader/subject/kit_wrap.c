@@ -533,12 +533,15 @@ static bool this_call_fails(void)
     return target != 0 && call == target;
 }
 
+static bool freed_on_this_schedule(void); /* the quarantine, below */
+
 /* New memory has no history: whatever was done to it before it was freed
- * and handed out again is no data race with what is done to it now. */
+ * and handed out again is no data race with what is done to it now. (Only
+ * memory freed on the schedule under way has a history in it.) */
 static void *fresh(void *block)
 {
 #if defined(__GLIBC__)
-    if (block && kit_sched_active())
+    if (block && kit_sched_active() && freed_on_this_schedule())
         kit_sched_forget_memory(block, malloc_usable_size(block));
 #endif
     return block;
@@ -742,7 +745,17 @@ void *__wrap_realloc(void *old, size_t size)
 enum { QUARANTINE = 4096 };
 static void *quarantine[QUARANTINE];
 static size_t quarantined; /* frees kept so far; the oldest is at quarantined % QUARANTINE */
-static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the two above */
+static unsigned long quarantine_schedule; /* the schedule of the last free kept (kit_sched_schedule) */
+static size_t quarantined_on_it;          /* ... and how many it kept */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the five above */
+
+/* Whether a block freed on the schedule under way may have come back: not
+ * before QUARANTINE more frees on it. (Only the runner of a schedule keeps
+ * frees here, and only it asks.) */
+static bool freed_on_this_schedule(void)
+{
+    return quarantine_schedule == kit_sched_schedule() && quarantined_on_it >= QUARANTINE;
+}
 
 /* Whether a block is held back already: freed a second time. Only a block
  * the table of live blocks does not know can be (it left the table at its
@@ -770,6 +783,11 @@ static void release(void *block, bool known)
         __real_pthread_mutex_lock(&quarantine_lock);
         void *oldest = quarantine[quarantined % QUARANTINE];
         quarantine[quarantined++ % QUARANTINE] = block;
+        if (quarantine_schedule != kit_sched_schedule()) {
+            quarantine_schedule = kit_sched_schedule();
+            quarantined_on_it = 0;
+        }
+        quarantined_on_it++;
         __real_pthread_mutex_unlock(&quarantine_lock);
         __real_free(oldest);
         return;
