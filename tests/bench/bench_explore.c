@@ -15,14 +15,25 @@
  * The targets: 100,000 schedules a second on chapter 01 (its schedules are
  * short, 30 to 60 steps), 30,000 on every other chapter (a pool's workers
  * make schedules of 60 to 220 steps).
+ *
+ * And what one step costs it: a switch between two of the explorer's
+ * contexts (kit_sched_context.c, linked in), against the hand-over between
+ * two threads through semaphores that the explorer used to make, in its
+ * best case (both threads on one CPU).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* CPU affinity, for the hand-over's best case */
 #include "bench_suite.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include "../../grader/explorer/kit_sched_internal.h"
+#include "kit_time.h"
 
 enum { EXPLORE_ROUNDS = 3, MAX_TESTS = 16, NAME_MAX_LENGTH = 128 };
 
@@ -148,3 +159,123 @@ EXPLORED_CHAPTER(04, 4)
 EXPLORED_CHAPTER(05, 5)
 EXPLORED_CHAPTER(06, 6)
 EXPLORED_CHAPTER(08, 7)
+
+/* ---- One switch -------------------------------------------------------------------- */
+
+enum { SWITCHES = 2000000, HAND_OVERS = 100000 };
+
+/* The explorer's allocator calls, outside a test program (no link-time wrappers). */
+void *__real_malloc(size_t size);
+void __real_free(void *block);
+void *__real_malloc(size_t size)
+{
+    return malloc(size);
+}
+void __real_free(void *block)
+{
+    free(block);
+}
+
+static struct sched_context ping, pong;
+static double ping_seconds;
+
+/* Two contexts switch to each other: SWITCHES round trips from ping. */
+static void run_ping(void *unused)
+{
+    (void)unused;
+    sched_context_started();
+    int64_t start = kit_now_ns();
+    for (long i = 0; i < SWITCHES; i++)
+        sched_context_switch(&ping, &pong, false);
+    ping_seconds = (double)(kit_now_ns() - start) / 1e9;
+    sched_context_switch(&ping, sched_runner_context(), false);
+}
+
+static void run_pong(void *unused)
+{
+    (void)unused;
+    sched_context_started();
+    for (;;)
+        sched_context_switch(&pong, &ping, false);
+}
+
+/* On a thread of its own, as the explorer's runner: the two contexts, then back. */
+static void *switching(void *failed)
+{
+    char why[256];
+    if (!sched_contexts_begin(why, sizeof why) || !sched_context_make(&ping, 0, run_ping, NULL) ||
+        !sched_context_make(&pong, 0, run_pong, NULL)) {
+        *(bool *)failed = true;
+        return NULL;
+    }
+    sched_context_switch(sched_runner_context(), &ping, false);
+    return NULL;
+}
+
+/* Nanoseconds one way. (The contexts are left parked: the pool keeps their stacks.) */
+static double run_switch(const void *params, long arg)
+{
+    (void)params, (void)arg;
+    pthread_t runner;
+    bool failed = false;
+    if (pthread_create(&runner, NULL, switching, &failed) != 0 || pthread_join(runner, NULL) != 0 || failed) {
+        fprintf(stderr, "kit-bench: the explorer's contexts could not be made\n");
+        return -1;
+    }
+    return ping_seconds / SWITCHES / 2 * 1e9;
+}
+
+static sem_t there, back;
+
+static void *hand_back(void *unused)
+{
+    (void)unused;
+    for (long i = 0; i < HAND_OVERS; i++) {
+        sem_wait(&there);
+        sem_post(&back);
+    }
+    return NULL;
+}
+
+/* Nanoseconds one way, both threads on the CPU this one runs on. */
+static double run_hand_over(const void *params, long arg)
+{
+    (void)params, (void)arg;
+    cpu_set_t all, one;
+    bool pinned = sched_getaffinity(0, sizeof all, &all) == 0 && sched_getcpu() >= 0;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (pinned)
+        sched_setaffinity(0, sizeof one, &one);
+    sem_init(&there, 0, 0);
+    sem_init(&back, 0, 0);
+    pthread_t other;
+    if (pthread_create(&other, NULL, hand_back, NULL) != 0)
+        return -1;
+    int64_t start = kit_now_ns();
+    for (long i = 0; i < HAND_OVERS; i++) {
+        sem_post(&there);
+        sem_wait(&back);
+    }
+    double seconds = (double)(kit_now_ns() - start) / 1e9;
+    pthread_join(other, NULL);
+    sem_destroy(&there);
+    sem_destroy(&back);
+    if (pinned)
+        sched_setaffinity(0, sizeof all, &all);
+    return seconds / HAND_OVERS / 2 * 1e9;
+}
+
+int bench_explore_switch(const bench_options_t *o, bench_result_t *out)
+{
+    (void)o;
+    bench_spec_t spec = {
+        .id = "explore-switch",
+        .title = "Explorer: one step's switch, between two contexts, against a hand-over between two threads",
+        .unit = "ns one way",
+        .variants = { { "context switch (the explorer's)", run_switch, 0 },
+                      { "semaphore hand-over, one CPU", run_hand_over, 0 } },
+        .comparisons = { { "hand-over / context switch", 1, 0, BENCH_RATIO, false, 0 } },
+    };
+    return bench_run(&spec, EXPLORE_ROUNDS, out);
+}

@@ -69,7 +69,7 @@ static const struct {
     { "rwlock", bench_rwlock_reader_heavy }, { "rwlock", bench_rwlock_writer_heavy },
     { "explore", bench_explore_00 }, { "explore", bench_explore_01 }, { "explore", bench_explore_02 },
     { "explore", bench_explore_03 }, { "explore", bench_explore_04 }, { "explore", bench_explore_05 },
-    { "explore", bench_explore_06 }, { "explore", bench_explore_08 },
+    { "explore", bench_explore_06 }, { "explore", bench_explore_08 }, { "explore", bench_explore_switch },
 };
 enum { BENCHMARKS = sizeof benchmarks / sizeof benchmarks[0] };
 

@@ -57,5 +57,7 @@ int bench_explore_04(const bench_options_t *o, bench_result_t *out);
 int bench_explore_05(const bench_options_t *o, bench_result_t *out);
 int bench_explore_06(const bench_options_t *o, bench_result_t *out);
 int bench_explore_08(const bench_options_t *o, bench_result_t *out);
+/** @brief The explorer: one switch between two contexts, against a hand-over between two threads. */
+int bench_explore_switch(const bench_options_t *o, bench_result_t *out);
 
 #endif
