@@ -146,7 +146,7 @@ void sched_memory_begin(void)
 
 unsigned long kit_sched_schedule(void)
 {
-    return detector.on ? detector.generation : 0;
+    return sched_me() != NULL ? detector.generation : 0;
 }
 
 void sched_memory_forget_object(int obj)

@@ -526,8 +526,13 @@ void kit_fail_allocation(long nth)
     atomic_store(&fail_at_call, nth > 0 ? atomic_load(&allocation_calls) + nth : 0);
 }
 
+static void settle_quarantine(void); /* below */
+
+/* Every allocation call begins here: counted, on a schedule the quarantine
+ * of an earlier one emptied, and failed if it is the one to fail. */
 static bool this_call_fails(void)
 {
+    settle_quarantine();
     long call = atomic_fetch_add(&allocation_calls, 1) + 1;
     long target = atomic_load(&fail_at_call);
     return target != 0 && call == target;
@@ -741,20 +746,38 @@ void *__wrap_realloc(void *old, size_t size)
  * there since, and that depends on what other threads did in real time: a
  * racy submission's score would too. On a schedule a freed block is filled
  * with 0xdd and kept out of use for the next QUARANTINE frees, so that a use
- * after free reads and writes the same bytes in every grading. */
+ * after free reads and writes the same bytes in every grading. A schedule
+ * starts with the quarantine empty - what an earlier one freed goes back to
+ * the allocator before this one allocates or frees - so that it meets the
+ * same heap whichever schedules ran before it, and replayed alone too; and
+ * the heap it uses is the one the schedule before it used, still in the
+ * caches. */
 enum { QUARANTINE = 4096 };
 static void *quarantine[QUARANTINE];
-static size_t quarantined; /* frees kept so far; the oldest is at quarantined % QUARANTINE */
-static unsigned long quarantine_schedule; /* the schedule of the last free kept (kit_sched_schedule) */
-static size_t quarantined_on_it;          /* ... and how many it kept */
-static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the five above */
+static size_t quarantined; /* frees kept on this schedule; the oldest is at quarantined % QUARANTINE */
+static unsigned long quarantine_schedule; /* the schedule they were made on (kit_sched_schedule) */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the three above */
+
+/* (Only the runner of a schedule keeps frees here: it alone looks.) */
+static void settle_quarantine(void)
+{
+    if (!kit_sched_active() || quarantine_schedule == kit_sched_schedule())
+        return;
+    __real_pthread_mutex_lock(&quarantine_lock);
+    for (size_t i = 0; i < QUARANTINE && i < quarantined; i++) {
+        __real_free(quarantine[i]);
+        quarantine[i] = NULL;
+    }
+    quarantined = 0;
+    quarantine_schedule = kit_sched_schedule();
+    __real_pthread_mutex_unlock(&quarantine_lock);
+}
 
 /* Whether a block freed on the schedule under way may have come back: not
- * before QUARANTINE more frees on it. (Only the runner of a schedule keeps
- * frees here, and only it asks.) */
+ * before QUARANTINE more frees on it. */
 static bool freed_on_this_schedule(void)
 {
-    return quarantine_schedule == kit_sched_schedule() && quarantined_on_it >= QUARANTINE;
+    return quarantined >= QUARANTINE;
 }
 
 /* Whether a block is held back already: freed a second time. Only a block
@@ -775,6 +798,7 @@ static void release(void *block, bool known)
 {
 #if defined(__GLIBC__)
     if (block && kit_sched_active()) {
+        settle_quarantine();
         if (!known && held_back(block)) { /* as the C library says it, and ends the process */
             fprintf(stderr, "free(): a block freed twice\n");
             abort();
@@ -783,11 +807,6 @@ static void release(void *block, bool known)
         __real_pthread_mutex_lock(&quarantine_lock);
         void *oldest = quarantine[quarantined % QUARANTINE];
         quarantine[quarantined++ % QUARANTINE] = block;
-        if (quarantine_schedule != kit_sched_schedule()) {
-            quarantine_schedule = kit_sched_schedule();
-            quarantined_on_it = 0;
-        }
-        quarantined_on_it++;
         __real_pthread_mutex_unlock(&quarantine_lock);
         __real_free(oldest);
         return;
