@@ -546,7 +546,7 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
     int only = scenario_from_env();
     /* Under ThreadSanitizer or valgrind (KIT_SLOW) the point is memory and
      * race errors on the paths the scenarios take, not more paths: a fifth
-     * of them, as each search runs a fifth of its schedules there. */
+     * of them, as each search runs a twenty-fifth of its schedules there. */
     if (getenv("KIT_SLOW") != NULL && only == 0)
         count = count / 5 > 10 ? count / 5 : (count < 10 ? count : 10);
     long interleavings = 0, complete = 0, within_bound = 0, schedules = 0;
