@@ -40,7 +40,7 @@
  * - `replay:TOKEN`         one recorded schedule.
  * KIT_SCHEDULES=N overrides the number of schedules each strategy runs
  * (KIT_SLOW, set by make tsan and make valgrind, runs a twenty-fifth of
- * them, and at least 20);
+ * them, but at least 40);
  * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
  * schedule is drawn as an SVG next to the test program, or into
  * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
