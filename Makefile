@@ -116,10 +116,18 @@ CMOCKA_LIBS   = $(or $(shell pkg-config --libs cmocka 2>/dev/null),-lcmocka)
 # and cmocka's checks, to say in words what failed and from which line of a test.
 # The explorer (grader/explorer/kit_sched.c), which runs the threads one at a
 # time on virtual time, also sees joins, destroys, yields, sleeps and clocks.
+# Its threads are contexts on one OS thread (kit_sched_context.c): what the C
+# library keeps per thread is kept per context (kit_sched_thread.c).
+CONTEXT_WRAPS := pthread_self pthread_equal pthread_setname_np pthread_getname_np pthread_key_create \
+               pthread_key_delete pthread_getspecific pthread_setspecific __pthread_register_cancel \
+               __pthread_unregister_cancel __pthread_unwind_next pthread_tryjoin_np pthread_timedjoin_np \
+               pthread_cancel pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_timedrdlock \
+               pthread_rwlock_timedwrlock pthread_spin_lock pthread_barrier_wait
 SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pthread_mutex_timedlock \
                pthread_mutex_destroy pthread_cond_destroy pthread_cond_clockwait \
                sched_yield nanosleep clock_nanosleep usleep sleep clock_gettime timespec_get gettimeofday time \
-               sem_wait sem_timedwait sem_clockwait sem_trywait sem_post sem_getvalue sem_destroy
+               sem_wait sem_timedwait sem_clockwait sem_trywait sem_post sem_getvalue sem_destroy \
+               $(CONTEXT_WRAPS)
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
@@ -138,7 +146,8 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
-                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c
+                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
+                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \
@@ -245,6 +254,10 @@ $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 $(COMMON)/grader/%.o: grader/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+# Under ThreadSanitizer the explorer's own memory is not watched: it runs on
+# one thread at a time (kit_sched_internal.h), and what its accesses cost
+# there was most of a schedule's time. The code under test still is.
+$(COMMON)/grader/explorer/%.o: SAN_CFLAGS_tsan := -fsanitize=thread -fno-sanitize=thread
 
 ifeq ($(CONFINED),)
 # A submission of .c files alone still finds the private header its chapter's
@@ -572,7 +585,8 @@ DEBUG_REPORT := build/debug
 find_test_binary = bin=""; for src in tests/$(strip $(SELECTED))/test_*.c; do \
   grep -qE "\($(TEST)[,)]" "$$src" && bin=$(1)/$$(basename "$$src" .c); done
 debug_confinement = $(if $(SUBMISSION),$(CONFINE) --kit $(CURDIR) --interactive --ro $(abspath $(DEBUG_TESTS)) \
-  --ro-at $(abspath $(DEBUG_REPORT)/stage) $(GRADE_IMPL) --ro $(CURDIR)/tests --memory 4096 --tasks 256 --)
+  --ro-at $(abspath $(DEBUG_REPORT)/stage) $(GRADE_IMPL) --ro $(CURDIR)/tests --ro $(CURDIR)/grader/harness/debug.gdb \
+  --memory 4096 --tasks 256 --)
 .PHONY: debug
 debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as make grade names it (stops where it fails, crashes or hangs)
 	@if [ -z "$(TEST)" ] || [ $(words $(SELECTED)) -ne 1 ]; then \
@@ -719,7 +733,8 @@ $(OUT)/obj/bench/%.o: tests/bench/%.c $(FLAGS_STAMP)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) $(GLIB_CFLAGS) -c $< -o $@
 
 $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
-          $(foreach c,$(BENCH_CHAPTERS),$(call impl_objs,$(c))) $(KITLIB)
+          $(foreach c,$(BENCH_CHAPTERS),$(call impl_objs,$(c))) $(KITLIB) \
+          $(COMMON)/grader/explorer/kit_sched_context.o # (the explorer's switch, timed)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $^ -o $@ $(GLIB_LIBS) -lm $(LDLIBS)
 
@@ -730,7 +745,7 @@ $(BENCH): $(patsubst tests/bench/%.c,$(OUT)/obj/bench/%.o,$(BENCH_SRCS)) \
 bench: ## measure the kit against GLib and glibc: medians and ratios, build/bench/results.json; fails on a missed target
 	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
-	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH)
+	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH) tests-bin # (the explorer's lines run the tests)
 	@set -o pipefail; $(BENCH) | tee build/bench/output.txt
 
 # ---- Docs -------------------------------------------------------------------------------

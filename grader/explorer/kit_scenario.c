@@ -818,7 +818,7 @@ static void run_scenario(const char *test, const char *file, int line, const kit
 /* Under ThreadSanitizer or valgrind (KIT_SLOW) the point is memory and race
  * errors on the paths the scenarios take, not more paths: a fifth of the
  * free scenarios (at least ten) and one of each shape, as each search runs a
- * fifth of its schedules there. */
+ * twenty-fifth of its schedules there. */
 static bool runs_here(int number, int count, int only)
 {
     if (only > 0)

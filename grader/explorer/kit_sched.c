@@ -4,14 +4,16 @@
  *        and threads, the switch point, virtual time, and the calls the
  *        link-time wrappers hand over to it.
  *
- * DESIGN: every managed thread is a real pthread with a semaphore of its
- * own. The thread holding the run token runs; at each pthread call it
+ * DESIGN: every managed thread is a user-level context on one OS thread,
+ * the runner (kit_sched_context.c). The running one, at each pthread call,
  * records what it is about to do (lock M1, wait on C2, join a thread) and
  * calls switch_point(), which lists the threads that can go on, asks the
  * strategy to choose one, applies the chosen thread's pending operation in
- * the model (it now owns M1, it left C2's wait set) and posts that thread's
- * semaphore; the caller then sleeps on its own. No thread ever blocks in a
- * real mutex or condition variable: the real objects are never touched.
+ * the model (it now owns M1, it left C2's wait set) and switches to that
+ * thread's context; the caller goes on when a later switch point chooses it.
+ * No thread ever blocks in a real mutex or condition variable: the real
+ * objects are never touched. When no thread can go on, or the schedule
+ * fails, the last one switches back to the runner's own context.
  */
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
@@ -32,9 +34,13 @@
 struct sched_world sched;
 atomic_long sched_progress;
 atomic_bool sched_abandoned;
+atomic_bool sched_outside;
 
-/* The thread this is, when the scheduler runs it. */
-static _Thread_local struct sched_thread *me;
+/* The thread this is, when the scheduler runs it. Thread-local storage is
+ * a context's own (kit_sched_context.c): on the runner, this is the running
+ * context's thread; on any other OS thread, NULL. The code here calls it me. */
+_Thread_local struct sched_thread *sched_running;
+#define me sched_running
 /* Set by a kit helper around its pthread calls: its caller's address, so
  * that steps name the test's line rather than the helper's. */
 static _Thread_local void *outer_where;
@@ -44,7 +50,6 @@ void kit_sched_name_steps(void *where)
     outer_where = where;
 }
 
-int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 int __real_pthread_join(pthread_t thread, void **ret);
 int __real_pthread_detach(pthread_t thread);
 int __real_pthread_mutex_trylock(pthread_mutex_t *mutex);
@@ -54,7 +59,7 @@ int __real_sched_yield(void);
 int __real_nanosleep(const struct timespec *request, struct timespec *left);
 int __real_clock_gettime(clockid_t clock, struct timespec *now);
 int __real_sem_getvalue(sem_t *sem, int *value);
-void *__real_calloc(size_t count, size_t size);
+void *__real_malloc(size_t size);
 void __real_free(void *block);
 
 static void stop_here(void) __attribute__((noreturn));
@@ -64,11 +69,6 @@ bool kit_sched_active(void)
     return me != NULL;
 }
 
-struct sched_thread *sched_me(void);
-struct sched_thread *sched_me(void)
-{
-    return me;
-}
 
 /* ---- Virtual time ----------------------------------------------------------
  * Both clocks start at a fixed point, the same in every schedule, and move
@@ -98,16 +98,20 @@ static bool on_the_other_clock(const struct timespec *deadline, bool wall)
 
 static void misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* A timed wait's deadline as virtual time, on the clock the wait runs on. */
-static int64_t deadline_on(const struct timespec *deadline, clockid_t clock, const char *what)
+/* A timed wait's deadline as virtual time, on the clock the wait runs on.
+ * `what` names the wait ("waiting on C%d"), with `serial` its object's. */
+static int64_t deadline_on(const struct timespec *deadline, clockid_t clock, const char *what_format, int serial)
 {
     bool wall = clock == CLOCK_REALTIME;
-    if (on_the_other_clock(deadline, wall))
+    if (on_the_other_clock(deadline, wall)) {
+        char what[64];
+        snprintf(what, sizeof what, what_format, serial);
         misuse("%s %s has a deadline computed on %s, but it times out on %s: on that clock the deadline is decades "
                "%s, and the wait would %s - compute it from clock_gettime(%s, ...)", kit_thread_name(), what,
                wall ? "CLOCK_MONOTONIC" : "CLOCK_REALTIME", wall ? "CLOCK_REALTIME" : "CLOCK_MONOTONIC",
                wall ? "behind" : "ahead", wall ? "end at once" : "never time out",
                wall ? "CLOCK_REALTIME" : "CLOCK_MONOTONIC");
+    }
     int64_t ns = (int64_t)deadline->tv_sec * NS_PER_S + deadline->tv_nsec;
     int64_t at = ns - (wall ? REALTIME_BASE + sched.wall_offset : MONOTONIC_BASE);
     return at > 0 ? at : 0; /* (a deadline before the schedule began has passed: -1 would be "none") */
@@ -167,16 +171,45 @@ static bool expired(const struct sched_thread *t)
  * Found by address through an open-addressing index; a slot is never reused
  * within a schedule, so a step's object keeps its name (M3) to the end. */
 
+/* The objects of one struct in neighbouring slots (they share cache lines),
+ * objects far apart scattered. */
 static unsigned index_start(const void *addr, char kind)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)addr ^ (uint64_t)(unsigned char)kind) * 0x9E3779B97F4A7C15ULL;
-    return (unsigned)(h >> 40) & (SCHED_INDEX_SIZE - 1);
+    uintptr_t at = (uintptr_t)addr;
+    return (unsigned)((at >> 3) ^ (at >> 20) * 0x9E3779B1u ^ (unsigned char)kind) & (SCHED_INDEX_SIZE - 1);
 }
 
 /* Give up on the model (a scheduled test) or fail the schedule (an explored one). */
 static void beyond_the_model(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static int indexed_object(const void *addr, char kind);
+
+/* The objects looked up last, by address: a lock and its unlock, a wait
+ * and its signal, find theirs here without a walk of the index. An entry
+ * is checked against the object it names, which a destroy or a new
+ * schedule may have given another address. */
+#define RECENT 64
+static struct recent_object {
+    const void *addr;
+    int obj;
+} recent[RECENT];
+
+static struct recent_object *recent_of(const void *addr)
+{
+    return &recent[((uintptr_t)addr >> 3) & (RECENT - 1)];
+}
 
 static int object_of(const void *addr, char kind)
+{
+    struct recent_object *seen = recent_of(addr);
+    if (seen->addr == addr && seen->obj < sched.nobjects && sched.objects[seen->obj].addr == addr &&
+        sched.objects[seen->obj].kind == kind)
+        return seen->obj;
+    int obj = indexed_object(addr, kind);
+    *seen = (struct recent_object){ addr, obj };
+    return obj;
+}
+
+static int indexed_object(const void *addr, char kind)
 {
     unsigned at = index_start(addr, kind);
     int free_slot = -1;
@@ -265,7 +298,7 @@ static void record_step(struct sched_thread *t, enum sched_op op, int obj, int o
 {
     touch_step(op, t->how, obj, other);
     count_wakeups(t, op, obj);
-    snprintf(t->name, sizeof t->name, "%s", kit_thread_name());
+    memcpy(t->name, kit_thread_name(), sizeof t->name); /* (the name is NUL-terminated within it) */
     if (sched.nsteps >= sched.options.max_steps)
         return;
     sched.steps[sched.nsteps++] = (struct sched_step){ t->id, op, t->how, obj, other, t->where, sched.now };
@@ -280,6 +313,7 @@ static bool mutex_free(int obj)
 
 static void take_mutex(int obj, int thread)
 {
+    sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
     sched.objects[obj].locked_at = sched.threads[thread]->where;
@@ -352,6 +386,10 @@ static bool others_quiet(const struct sched_thread *t)
 /* The ways thread t can go on now: none, one, or (waiting) up to three. */
 static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
 {
+    if (t->state == RUNNABLE) { /* the most common, by far: no jump through the table below */
+        how[0] = GO;
+        return 1;
+    }
     switch (t->state) {
     case RUNNABLE:
         how[0] = GO;
@@ -460,7 +498,9 @@ static struct sched_thread *choose_next(void)
     struct sched_thread *alt[SCHED_MAX_ALTS];
     enum sched_how how[SCHED_MAX_ALTS];
     sched.points++;
-    atomic_fetch_add_explicit(&sched_progress, 1, memory_order_relaxed);
+    /* Only the runner writes it: a plain store, no locked instruction. */
+    atomic_store_explicit(&sched_progress, atomic_load_explicit(&sched_progress, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     if (sched.points > sched.options.max_steps) {
         if (sched.scheduled_test) {
             sched.gave_up = true;
@@ -490,19 +530,58 @@ static struct sched_thread *choose_next(void)
     }
 }
 
+/* The controller gave up on this schedule (kit_sched_explore.c): the runner
+ * stops here for good, touching nothing more. */
 static void park_forever(void) __attribute__((noreturn));
 static void park_forever(void)
 {
     for (;;)
-        __real_sem_wait(&me->go);
+        pause();
 }
 
-/* The schedule failed on this thread: tell the controller, and never run again.
- * (The thread's memory stays: the failed schedule's threads are left parked.) */
+/* Who resumed a parked context to read its stack (sched_collect_stacks), or NULL. */
+static struct sched_context *stack_asker;
+
+/* Its return addresses, from the switch point's caller on. */
+static void take_stack(struct sched_thread *t, void *const *frames, int n)
+{
+    const int own = 2; /* suspend() and switch_point() */
+    t->depth = n > own ? n - own : 0;
+    memcpy(t->stack, frames + own, (size_t)t->depth * sizeof *frames);
+}
+
+/* Run `next` (NULL: the runner, the schedule over) in self's place, until
+ * self's turn comes again. A context resumed only to tell where it stands
+ * (a report) takes its stack and gives the runner back to whoever asked. */
+static __attribute__((noinline)) void suspend(struct sched_thread *self, struct sched_thread *next, bool ending)
+{
+    sched_context_switch(&self->context, next ? &next->context : sched_runner_context(), ending);
+    while (stack_asker != NULL) {
+        void *frames[SCHED_STACK_DEPTH + 2];
+        take_stack(self, frames, backtrace(frames, SCHED_STACK_DEPTH + 2));
+        sched_context_switch(&self->context, stack_asker, false);
+    }
+}
+
+void sched_collect_stacks(void)
+{
+    struct sched_context *here = me ? &me->context : sched_runner_context();
+    for (int i = 0; i < sched.nlive; i++) {
+        struct sched_thread *t = sched.threads[sched.live[i]];
+        if (t == me || !t->started || t->id == sched.failer || t->context.stack == NULL)
+            continue; /* the failer's was taken where it failed; a thread not started has none */
+        stack_asker = here;
+        sched_context_switch(here, &t->context, false);
+    }
+    stack_asker = NULL;
+}
+
+/* The schedule failed on this thread: back to the runner, never to run again.
+ * (Its stack stays as it is: the failed schedule's threads are kept.) */
 static void stop_here(void)
 {
-    __real_sem_post(&sched.done);
-    park_forever();
+    suspend(me, NULL, false);
+    abort(); /* never resumed to run */
 }
 
 /* The schedule fails on this thread: its report shows the thread where it
@@ -549,7 +628,8 @@ void sched_give_up(const char *why)
 }
 
 /* A process forked by a scheduled thread has that thread alone: it runs on
- * its own, outside any schedule. */
+ * its own, outside any schedule. (The runner of a job is never there: a
+ * fork from the controller happens between jobs.) */
 static void forget_the_schedule(void)
 {
     me = NULL;
@@ -562,30 +642,16 @@ void sched_handle_forks(void)
         registered = pthread_atfork(NULL, NULL, forget_the_schedule) == 0;
 }
 
-/* The switch point: the caller has set its state; returns when it runs again.
- * Once it has posted another thread's semaphore, the caller reads nothing of
- * the model: that thread now owns it (and the controller may free `self`). */
-static void switch_point(void)
+/* The switch point: the caller has set its state; returns when it runs again
+ * (a thread that has ended never does). */
+static __attribute__((noinline)) void switch_point(void)
 {
-    if (atomic_load(&sched_abandoned))
+    if (atomic_load_explicit(&sched_abandoned, memory_order_relaxed))
         park_forever(); /* the controller gave up on this schedule: touch nothing more */
     struct sched_thread *self = me;
-    bool ending = self->state == DONE;
     struct sched_thread *next = choose_next();
-    if (next == NULL) {
-        ending = ending && !sched.failed;
-        __real_sem_post(&sched.done);
-        if (!ending)
-            park_forever();
-        return;
-    }
-    if (next == self)
-        return;
-    __real_sem_post(&next->go);
-    if (ending)
-        return;
-    while (__real_sem_wait(&self->go) != 0)
-        ; /* EINTR */
+    if (next != self)
+        suspend(self, next, self->state == DONE);
 }
 
 void sched_fail(const char *fmt, ...)
@@ -617,6 +683,8 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
 
 /* ---- Operations: what the wrappers hand over ------------------------------------ */
 
+/* What thread t is about to do, and where: its stack, if a report needs
+ * it, is read then (sched_collect_stacks). */
 static void at(struct sched_thread *t, enum sched_state state, enum sched_op op, int obj, void *where)
 {
     t->accesses = 0;
@@ -624,8 +692,6 @@ static void at(struct sched_thread *t, enum sched_state state, enum sched_op op,
     t->op = op;
     t->obj = obj;
     t->where = outer_where ? outer_where : where;
-    if (state != RUNNABLE && state != DONE) /* it may stay there: a hang report shows this stack */
-        t->depth = backtrace(t->stack, SCHED_STACK_DEPTH);
 }
 
 /* A check failed, or the harness's hang check gave up, on a scheduled
@@ -709,9 +775,9 @@ static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, v
         return relock(obj, kind);
     }
     at(me, LOCKING, OP_LOCK, obj, where);
-    char what[64];
-    snprintf(what, sizeof what, "locking M%d with pthread_mutex_timedlock", sched.objects[obj].serial);
-    me->deadline = deadline ? deadline_on(deadline, CLOCK_REALTIME, what) : -1; /* (POSIX: on the wall clock) */
+    me->deadline = deadline ? deadline_on(deadline, CLOCK_REALTIME, "locking M%d with pthread_mutex_timedlock",
+                                          sched.objects[obj].serial)
+                            : -1; /* (POSIX: on the wall clock) */
     switch_point();
     me->deadline = -1;
     record_step(me, OP_LOCK, obj, -1);
@@ -761,6 +827,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
         return 0;
     }
     sched.objects[obj].owner = -1;
+    me->holding--;
     sched_memory_release(me->id, obj);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
@@ -783,12 +850,10 @@ static void check_wait(int obj, int lock)
 /* A timed wait's deadline, on its clock (clock -1: the condition variable's own). */
 static int64_t wait_deadline(const pthread_cond_t *cond, int obj, const struct timespec *deadline, clockid_t clock)
 {
-    char what[64];
-    snprintf(what, sizeof what, "waiting on C%d", sched.objects[obj].serial);
     clockid_t on = clock == (clockid_t)-1 ? condition_clock(cond) : clock;
     if (on == CLOCK_REALTIME)
         step_the_wall_clock(me);
-    return deadline_on(deadline, on, what);
+    return deadline_on(deadline, on, "waiting on C%d", sched.objects[obj].serial);
 }
 
 int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline, clockid_t clock,
@@ -813,6 +878,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     me->wait_seq = ++sched.wait_seq;
     me->how = GO;
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
+    me->holding--;
     sched_memory_release(me->id, lock);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();
@@ -860,13 +926,15 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
     return 0;
 }
 
-/* ---- Threads ----------------------------------------------------------------------- */
+/* ---- Threads -----------------------------------------------------------------------
+ * A thread of the schedule is a record (kept from one schedule to the next)
+ * and a context. Its pthread_t is a value of its own: odd, so that no real
+ * thread has it, and never given twice in the process. */
 
-/* Thread t has ended (returned, or called pthread_exit): it leaves the live
- * list, and the token goes on. Run as the cleanup handler of managed_start. */
-static void thread_ends(void *raw)
+void sched_thread_ends(void)
 {
-    struct sched_thread *t = raw;
+    struct sched_thread *t = me;
+    sched_destroy_specific(t); /* its destructors may still lock, signal, or make a thread */
     if (t->id == 0 && !t->returned) { /* the test's own thread: its checks would never run */
         sched_fail("the test's own thread ended inside the code under test: pthread_exit ends the thread that "
                    "calls it, and this one is the test's - return to the caller instead");
@@ -882,60 +950,126 @@ static void thread_ends(void *raw)
         sched.nlive--;
     }
     switch_point();
-    me = NULL;
+    abort(); /* an ended thread is never chosen */
 }
 
-static void *managed_start(void *raw)
+/* The name a thread starts with: "thread-3", the same in every schedule; a
+ * scheduled test's body is the test's main thread, as on real threads. */
+static const char *first_name(const struct sched_thread *t)
+{
+    static char name[KIT_THREAD_NAME_MAX];
+    if (t->id == 0)
+        return sched.scheduled_test ? "main" : "test";
+    char digits[12];
+    int n = 0;
+    for (int id = t->id; id > 0 && n < (int)sizeof digits; id /= 10)
+        digits[n++] = (char)('0' + id % 10);
+    memcpy(name, "thread-", 7);
+    for (int i = 0; i < n; i++)
+        name[7 + i] = digits[n - 1 - i];
+    name[7 + n] = '\0';
+    return name;
+}
+
+/* A thread's context, from the switch point that first chose it to its end. */
+static void context_main(void *raw) __attribute__((noreturn));
+static void context_main(void *raw)
 {
     struct sched_thread *t = raw;
+    sched_context_started();
     me = t;
-    while (__real_sem_wait(&t->go) != 0)
-        ;
-    char name[KIT_THREAD_NAME_MAX];
-    if (t->id == 0) /* a scheduled test's body is the test's main thread, as on real threads */
-        snprintf(name, sizeof name, "%s", sched.scheduled_test ? "main" : "test");
-    else
-        snprintf(name, sizeof name, "thread-%d", t->id); /* the same in every schedule */
-    kit_thread_set_name(name);
+    t->started = true;
+    kit_thread_set_name(first_name(t));
     record_step(t, OP_START, -1, -1);
-    pthread_attr_t attr; /* its stack: whatever another thread did there before is no race with it */
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void *low;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &low, &size) == 0) {
-            t->stack_low = (uintptr_t)low;
-            t->stack_high = (uintptr_t)low + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
-    pthread_cleanup_push(thread_ends, t);
     t->ret = t->fn(t->arg);
     t->returned = true;
-    pthread_cleanup_pop(1);
-    return NULL;
+    sched_thread_ends();
 }
 
-/* A thread of the code under test leaves early: its value is what a join returns. */
+/* A thread of the code under test leaves early: its value is what a join
+ * returns, and its cleanup handlers run first (kit_sched_thread.c). */
 void __real_pthread_exit(void *value) __attribute__((noreturn));
 void __wrap_pthread_exit(void *value) __attribute__((noreturn));
+void sched_run_cleanup(void) __attribute__((noreturn));
 void __wrap_pthread_exit(void *value)
 {
-    if (me != NULL)
-        me->ret = value;
-    __real_pthread_exit(value);
+    if (me == NULL)
+        __real_pthread_exit(value);
+    me->ret = value;
+    sched_run_cleanup();
+}
+
+/* Records of threads no schedule uses now, and of failed schedules' threads. */
+static struct sched_thread *spare_records;
+static struct sched_thread *graveyard;
+
+static struct sched_thread *new_record(void)
+{
+    struct sched_thread *t = spare_records;
+    if (t != NULL)
+        spare_records = t->next;
+    else
+        t = __real_malloc(sizeof *t);
+    if (t != NULL)
+        memset(t, 0, sizeof *t);
+    return t;
+}
+
+void sched_release_threads(void)
+{
+    for (int i = 0; i < sched.nthreads; i++) {
+        sched.threads[i]->next = spare_records;
+        spare_records = sched.threads[i];
+    }
+    sched.nthreads = 0;
+}
+
+/* Kept on a list, with their stacks, so that what they point to stays reachable (not a leak). */
+void sched_bury_threads(void)
+{
+    for (int i = 0; i < sched.nthreads; i++) {
+        if (sched.threads[i]->state != DONE)
+            sched_context_bury(&sched.threads[i]->context);
+        sched.threads[i]->next = graveyard;
+        graveyard = sched.threads[i];
+    }
+    sched.nthreads = 0;
+}
+
+/* The stack its attributes ask for, when they ask for more than the default. */
+static size_t asked_stack_size(const pthread_attr_t *attr)
+{
+    size_t size = 0, usual = 0;
+    pthread_attr_t usual_attr;
+    if (attr == NULL || pthread_attr_getstacksize(attr, &size) != 0)
+        return 0;
+    if (pthread_getattr_default_np(&usual_attr) == 0) {
+        pthread_attr_getstacksize(&usual_attr, &usual);
+        pthread_attr_destroy(&usual_attr);
+    }
+    return size == usual ? 0 : size;
 }
 
 struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr)
 {
+    static unsigned long serial; /* for the pthread_t values */
     if (sched.nlive == SCHED_MAX_THREADS || sched.nthreads == SCHED_MAX_RECORDS)
         return NULL;
     int detach_state = PTHREAD_CREATE_JOINABLE;
     if (attr != NULL)
         pthread_attr_getdetachstate(attr, &detach_state);
-    struct sched_thread *t = __real_calloc(1, sizeof *t);
+    struct sched_thread *t = new_record();
     if (t == NULL)
         return NULL;
+    t->stack_size = asked_stack_size(attr);
+    if (!sched_context_make(&t->context, t->stack_size, context_main, t)) {
+        t->next = spare_records;
+        spare_records = t;
+        return NULL;
+    }
+    sched_context_range(&t->context, &t->stack_low, &t->stack_high);
     t->id = sched.nthreads;
+    t->self = (pthread_t)(2 * ++serial + 1);
     t->fn = fn;
     t->arg = arg;
     t->deadline = -1;
@@ -944,12 +1078,6 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->state = RUNNABLE;
     t->op = OP_START;
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
-    sem_init(&t->go, 0, 0);
-    if (__real_pthread_create(&t->real, attr, managed_start, t) != 0) {
-        __real_sem_destroy(&t->go);
-        __real_free(t);
-        return NULL;
-    }
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;
     sched_memory_thread_created(me ? me->id : -1, t->id);
@@ -966,35 +1094,43 @@ int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(
         beyond_the_model("more than %d threads in one run", SCHED_MAX_RECORDS);
     if (t == NULL)
         return EAGAIN;
-    *thread = t->real;
+    *thread = t->self;
     me->how = GO;
     record_step(me, OP_CREATE, -1, t->id);
     switch_point();
     return 0;
 }
 
-/* The live thread with this id: a joined thread's id may be given to a newer one. */
-static struct sched_thread *managed(pthread_t thread)
+struct sched_thread *sched_managed(pthread_t thread)
 {
     for (int i = sched.nthreads - 1; i >= 0; i--)
-        if (!sched.threads[i]->real_joined && pthread_equal(sched.threads[i]->real, thread))
+        if (!sched.threads[i]->joined && sched.threads[i]->self == thread)
             return sched.threads[i];
     return NULL;
+}
+
+/* A pthread_t of this process's schedules (odd): no real thread's. */
+static bool schedule_thread_id(pthread_t thread)
+{
+    return (thread & 1) != 0;
 }
 
 int __wrap_pthread_join(pthread_t thread, void **ret);
 int __wrap_pthread_join(pthread_t thread, void **ret)
 {
-    struct sched_thread *t = me ? managed(thread) : NULL;
+    struct sched_thread *t = me ? sched_managed(thread) : NULL;
+    if (t == NULL && me != NULL && schedule_thread_id(thread))
+        return ESRCH; /* joined already, or of an earlier schedule */
     if (t == NULL)
         return __real_pthread_join(thread, ret);
+    if (t == me)
+        return EDEADLK;
     at(me, JOINING, OP_JOIN, -1, __builtin_return_address(0));
     me->target = t->id;
     switch_point();
     record_step(me, OP_JOIN, -1, t->id);
     sched_memory_thread_joined(me->id, t->id);
-    __real_pthread_join(t->real, NULL); /* it has ended in the model; the real thread is leaving */
-    t->real_joined = true;
+    t->joined = true;
     if (ret)
         *ret = t->ret;
     return 0;
@@ -1003,10 +1139,37 @@ int __wrap_pthread_join(pthread_t thread, void **ret)
 int __wrap_pthread_detach(pthread_t thread);
 int __wrap_pthread_detach(pthread_t thread)
 {
-    struct sched_thread *t = me ? managed(thread) : NULL;
-    if (t != NULL)
+    struct sched_thread *t = me ? sched_managed(thread) : NULL;
+    if (t != NULL) {
         t->detached = true;
+        return 0;
+    }
+    if (me != NULL && schedule_thread_id(thread))
+        return ESRCH;
     return __real_pthread_detach(thread);
+}
+
+/* pthread_tryjoin_np: a join that does not wait - the thread has ended in the model, or EBUSY. */
+int __real_pthread_tryjoin_np(pthread_t thread, void **ret);
+int __wrap_pthread_tryjoin_np(pthread_t thread, void **ret);
+int __wrap_pthread_tryjoin_np(pthread_t thread, void **ret)
+{
+    struct sched_thread *t = me ? sched_managed(thread) : NULL;
+    if (t == NULL && me != NULL && schedule_thread_id(thread))
+        return ESRCH;
+    if (t == NULL)
+        return __real_pthread_tryjoin_np(thread, ret);
+    at(me, RUNNABLE, OP_YIELD, -1, __builtin_return_address(0));
+    switch_point();
+    sched_touch_everything(); /* whether it has ended depends on every other step */
+    if (t->state != DONE)
+        return EBUSY;
+    record_step(me, OP_JOIN, -1, t->id);
+    sched_memory_thread_joined(me->id, t->id);
+    t->joined = true;
+    if (ret)
+        *ret = t->ret;
+    return 0;
 }
 
 /* ---- Semaphores ------------------------------------------------------------------------
@@ -1030,11 +1193,9 @@ static int semaphore_down(sem_t *sem, const struct timespec *deadline, clockid_t
     }
     int obj = semaphore_of(sem);
     at(me, SEMAPHORE, OP_SEM_WAIT, obj, where);
-    char what[64];
-    snprintf(what, sizeof what, "waiting on semaphore S%d", sched.objects[obj].serial);
     if (deadline && clock == CLOCK_REALTIME)
         step_the_wall_clock(me);
-    me->deadline = deadline ? deadline_on(deadline, clock, what) : -1;
+    me->deadline = deadline ? deadline_on(deadline, clock, "waiting on semaphore S%d", sched.objects[obj].serial) : -1;
     switch_point();
     me->deadline = -1;
     record_step(me, OP_SEM_WAIT, obj, me->result);

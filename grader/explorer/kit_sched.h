@@ -5,10 +5,12 @@
  *
  * A test hands kit_explore() a body. The body runs again and again, once
  * per schedule, on threads the scheduler controls: every thread the body
- * (or the code under test) starts is a real pthread, but only one holds the
- * run token at a time. Each call to a pthread mutex, condition variable,
- * create, join, sched_yield or sleep is a switch point, where the scheduler
- * chooses who runs next. It keeps its own model of which thread owns each
+ * (or the code under test) starts is a user-level context, with a stack, a
+ * pthread_t, an errno, thread-local variables and thread-specific values of
+ * its own, and all of them run on one OS thread, one at a time. Each call to
+ * a pthread mutex, condition variable, create, join, sched_yield or sleep is
+ * a switch point, where the scheduler chooses who runs next: a switch is a
+ * save and restore of registers, no system call. It keeps its own model of which thread owns each
  * mutex and which threads wait on each condition variable, so a thread
  * blocks in the model, never in the kernel. Which waiter a signal wakes, and
  * whether a waiter wakes up spuriously, are choices too.
@@ -37,7 +39,8 @@
  *                          is complete, and says so (kit_explore_result_t);
  * - `replay:TOKEN`         one recorded schedule.
  * KIT_SCHEDULES=N overrides the number of schedules each strategy runs
- * (KIT_SLOW, set by make tsan and make valgrind, runs a fifth of them);
+ * (KIT_SLOW, set by make tsan and make valgrind, runs a twenty-fifth of
+ * them, but at least 40);
  * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
  * schedule is drawn as an SVG next to the test program, or into
  * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
@@ -49,10 +52,11 @@
  * submission meets the same interleaving, and scores the same, every time.
  *
  * A thread that does not come back to the scheduler for 5 s (it blocks in a
- * semaphore, a read-write lock, C11 threads, or spins), or a thread the
- * scheduler did not start calling a wrapped function, stops the schedule:
- * an exploration fails, saying so; a scheduled test runs again on real
- * threads.
+ * pipe, C11 threads, or spins), or a thread the scheduler did not start
+ * calling a wrapped function, stops the schedule - and so, at once, does a
+ * read-write lock, barrier or spin lock that would wait, or a cancellation:
+ * an exploration runs its body on real threads instead, saying why; a
+ * scheduled test runs again on real threads.
  *
  * The code under test is compiled with ThreadSanitizer's instrumentation and
  * linked with kit_sched_memory.c instead of its runtime: every access it makes
@@ -263,6 +267,9 @@ bool kit_sched_outsider(const char *call);
  * Memory just handed out by an allocator: what was done to it before is no
  * race with what is done to it now. */
 void kit_sched_forget_memory(const void *block, size_t size);
+/* The schedule under way, as a number that changes from one to the next;
+ * 0 off a schedule. */
+unsigned long kit_sched_schedule(void);
 /* Whether a schedule of this test process saw a data race (its first one
  * is printed by kit_sched_print_race()). */
 bool kit_sched_saw_race(void);
@@ -283,5 +290,25 @@ int kit_sched_await_sleepers(int count, long timeout_ms, void *where);
 int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where);
 int kit_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
                      void *where);
+/* On a thread of the schedule: the buffer that keeps its last failed check's
+ * words (kit_test.c's print_error); NULL off a schedule. */
+char *kit_sched_error_text(size_t *size);
+/* In a crash handler: whether the fault at @p addr is the running thread of
+ * a schedule out of stack (its guard page). Safe in a signal handler. */
+bool kit_sched_stack_overflow(const void *addr);
+/* After a crash on a thread of a schedule, whose OS thread gdb showed: the
+ * schedule's other threads, gdb's way, numbered from @p first_number. Not
+ * safe in a signal handler: the crash report calls it last, guarded. */
+void kit_sched_print_parked_threads(int first_number);
+
+/* ---- For a runtime that drives the code under test from the schedule --------
+ * Start a thread of the schedule running fn(arg), named @p name, from a
+ * thread of the schedule: a switch point, as pthread_create. EPERM off a
+ * schedule; otherwise 0 or pthread_create's error. */
+int kit_sched_start_thread(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg);
+/* Around a call that blocks the whole schedule on purpose, outside the
+ * model - a thread that waits on a socket for its next request: true
+ * before, false after. The watchdog does not take that time for a stall. */
+void kit_sched_outside(bool blocking);
 
 #endif

@@ -25,8 +25,9 @@
 void *__real_malloc(size_t size);
 void __real_free(void *block);
 int __real_pthread_join(pthread_t thread, void **ret);
+pthread_t __real_pthread_self(void);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 int __real_clock_gettime(clockid_t clock, struct timespec *now);
-struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
 void sched_token(char *out, size_t size);
 void sched_make_args(char *out, size_t size);
 
@@ -252,43 +253,22 @@ static void reset_schedule(void)
     sched.message[0] = '\0';
 }
 
-/* Every thread of a schedule that ended well has left: join and free them.
- * (A detached one may still be on its way out of managed_start, touching
- * nothing of its record.) */
-static void release_threads(void)
-{
-    for (int i = 0; i < sched.nthreads; i++) {
-        struct sched_thread *t = sched.threads[i];
-        if (!t->real_joined && !t->detached)
-            __real_pthread_join(t->real, NULL);
-        __real_sem_destroy(&t->go);
-        __real_free(t);
-    }
-    sched.nthreads = 0;
-}
-
-/* A failed schedule's threads stay parked for good, and their records with
- * them: kept on a list, they are still reachable (not a leak). */
-static struct sched_thread *graveyard;
-
-static void bury_threads(void)
-{
-    for (int i = 0; i < sched.nthreads; i++) {
-        sched.threads[i]->buried_next = graveyard;
-        graveyard = sched.threads[i];
-    }
-}
-
-/* ---- The watchdog ---------------------------------------------------------------
- * A thread holding the run token comes back to the scheduler at its next
- * pthread call. One that does not for STALL_SECONDS (real time) blocks in
- * a call the model does not cover - a semaphore, a read-write lock, C11
- * threads, a pipe - or spins on a variable without ever waiting; and a
- * thread the scheduler did not start that calls a wrapped function runs
- * beside it, uncontrolled. Either way the schedule cannot go on. */
+/* ---- The runner ------------------------------------------------------------------
+ * Every job - a search, or a test on its one schedule - runs on an OS thread
+ * of its own, the runner, whose contexts are the schedule's threads
+ * (kit_sched_context.c); the controller (cmocka's thread) waits for it to
+ * end. The runner is made for the first job and waits for the next between
+ * them; a fork ends it first (the child of a process with threads may not
+ * make threads under ThreadSanitizer), and the next job makes another. A thread of the
+ * schedule comes back to the scheduler at its next pthread call. One that
+ * does not for STALL_SECONDS (real time) blocks in a call the model does not
+ * cover - a read-write lock, C11 threads, a pipe - or spins on a variable
+ * without ever waiting; and a thread the scheduler did not start that calls
+ * a wrapped function runs beside it, uncontrolled. Either way the job cannot
+ * go on, and the controller gives it up: the runner is left as it is. */
 #define STALL_SECONDS 5
 
-static atomic_bool running;        /* a schedule is under way */
+static atomic_bool running;        /* a job is under way */
 static atomic_bool foreign_called; /* ... and a thread outside it called a wrapped function */
 static char foreign_call[64];
 
@@ -303,8 +283,13 @@ bool kit_sched_outsider(const char *call)
     return true;
 }
 
-/* Wait for the schedule to end; false if it stalled, or an outsider came. */
-static bool await_schedule_end(void)
+void kit_sched_outside(bool blocking)
+{
+    atomic_store(&sched_outside, blocking);
+}
+
+/* Wait for the job to end; false if it stalled, or an outsider came. */
+static bool await_job_end(void)
 {
     long seen = atomic_load(&sched_progress);
     bool watch = getenv("KIT_DEBUG") == NULL; /* a debugger may hold the threads as long as it likes */
@@ -318,7 +303,8 @@ static bool await_schedule_end(void)
         if (err == 0)
             return true;
         long now = atomic_load(&sched_progress);
-        if (err == ETIMEDOUT && watch && now == seen && !kit_crash_in_progress()) /* a crash ends the process */
+        bool waiting_on_purpose = atomic_load(&sched_outside) || kit_crash_in_progress(); /* a crash ends the process */
+        if (err == ETIMEDOUT && watch && now == seen && !waiting_on_purpose)
             return false;
         seen = now;
     }
@@ -347,62 +333,115 @@ static const char *failure_message(void)
     return atomic_load(&sched_abandoned) ? stall_reason : sched.message;
 }
 
-/* Run the body once under the scheduler; false if the schedule failed. */
-/* ---- One CPU for a schedule ------------------------------------------------------
- * A schedule runs one thread at a time, handing the run token from thread to
- * thread through semaphores. Across CPUs, each hand-over wakes an idle CPU;
- * on one, it is a plain switch: chapter 01's generated scenarios take half
- * the time (2.4 s against 4.4-6.4 s on a loaded 2-core machine). So a
- * schedule's threads run on the CPU the controller was given for it - the
- * kernel's choice, made afresh for every schedule - and inherit it. */
-static cpu_set_t cpus_allowed; /* the process's own mask, restored between schedules */
-static bool cpus_known;
+/* The job the runner runs, and what stopped it before its end (the
+ * controller fails the test with it: cmocka's checks are for its thread). */
+static struct {
+    void (*fn)(void *);
+    void *arg;
+    char error[512];
+} job;
 
-static void pin_schedule_to_this_cpu(void)
+static void job_error(const char *text)
 {
-    int cpu = sched_getcpu();
-    cpus_known = cpus_known || sched_getaffinity(0, sizeof cpus_allowed, &cpus_allowed) == 0;
-    if (!cpus_known || cpu < 0 || !CPU_ISSET(cpu, &cpus_allowed))
-        return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    sched_setaffinity(0, sizeof one, &one);
+    if (job.error[0] == '\0')
+        snprintf(job.error, sizeof job.error, "%s", text);
 }
 
-static void unpin(void)
+/* The runner thread, between jobs waiting for the next. */
+static struct {
+    pthread_t thread;
+    bool alive;
+    bool quit;  /* set, with work posted, to end it */
+    sem_t work; /* posted by the controller: a job is ready */
+} runner;
+
+static void *runner_main(void *unused)
 {
-    if (cpus_known)
-        sched_setaffinity(0, sizeof cpus_allowed, &cpus_allowed);
+    (void)unused;
+    pthread_setname_np(pthread_self(), "schedule"); /* (a crash renames it after the thread of the schedule) */
+    for (;;) {
+        while (__real_sem_wait(&runner.work) != 0)
+            ; /* EINTR */
+        if (runner.quit)
+            return NULL;
+        char why[256];
+        if (sched_contexts_begin(why, sizeof why))
+            job.fn(job.arg);
+        else
+            job_error(why);
+        __real_sem_post(&sched.done);
+    }
 }
 
-static bool run_schedule(struct body_call *call)
+/* Before a fork, from the controller between jobs: the runner ends. */
+static void end_the_runner(void)
 {
-    reset_schedule();
-    pin_schedule_to_this_cpu();
-    struct sched_thread *first = sched_new_thread(body_main, call, NULL);
-    unpin(); /* the schedule's threads keep the one CPU; the controller only waits */
-    if (first == NULL)
-        fail_msg("the explorer could not start a thread");
-    schedules_run++;
+    if (!runner.alive || atomic_load(&sched_abandoned) || pthread_equal(__real_pthread_self(), runner.thread))
+        return; /* (an abandoned runner will never listen; a fork on the runner keeps it) */
+    runner.quit = true;
+    __real_sem_post(&runner.work);
+    __real_pthread_join(runner.thread, NULL);
+    __real_sem_destroy(&runner.work);
+    runner.alive = false;
+}
+
+static void start_the_runner(void)
+{
+    static bool watching_forks;
+    if (!watching_forks)
+        watching_forks = pthread_atfork(end_the_runner, NULL, NULL) == 0;
+    runner.quit = false;
+    sem_init(&runner.work, 0, 0);
+    if (__real_pthread_create(&runner.thread, NULL, runner_main, NULL) != 0) {
+        __real_sem_destroy(&runner.work);
+        fail_msg("the explorer could not start the thread its schedules run on");
+    }
+    runner.alive = true;
+}
+
+/* Run fn(arg) on the runner; false if the controller gave it up. */
+static bool run_job(void (*fn)(void *), void *arg)
+{
+    if (!runner.alive)
+        start_the_runner();
+    job.fn = fn;
+    job.arg = arg;
+    job.error[0] = '\0';
     atomic_store(&running, true);
-    __real_sem_post(&first->go);
-    bool ended = await_schedule_end();
+    __real_sem_post(&runner.work);
+    bool ended = await_job_end();
     atomic_store(&running, false);
-    if (!ended) { /* its threads are left as they are, for good */
+    if (!ended) { /* the runner is left as it is, for good */
         atomic_store(&sched_abandoned, true);
         explain_stall();
         return false;
     }
+    if (job.error[0] != '\0')
+        fail_msg("%s", job.error);
+    return true;
+}
+
+/* On the runner: run the body once under the scheduler; false if the
+ * schedule failed (its threads are kept, for its report, until
+ * sched_bury_threads). */
+static bool run_schedule(struct body_call *call)
+{
+    reset_schedule();
+    struct sched_thread *first = sched_new_thread(body_main, call, NULL);
+    if (first == NULL) {
+        job_error("the explorer could not start a thread");
+        sched.failed = sched.gave_up = true;
+        return false;
+    }
+    schedules_run++;
+    sched_context_switch(sched_runner_context(), &first->context, false); /* back when the schedule is over */
     steps_run += sched.nsteps; /* a failed schedule's steps count too */
     process_schedules++;
     process_wakeups += sched.wakeups;
     process_futile += sched.futile_wakeups;
-    if (sched.failed) {
-        bury_threads();
+    if (sched.failed)
         return false;
-    }
-    release_threads();
+    sched_release_threads();
     return true;
 }
 
@@ -483,37 +522,48 @@ static void note_complete(const char *word, int bound, long schedules)
                 proof.redundant);
 }
 
-/* Run one strategy for its budget; false at the first failing schedule. */
+/* A failed schedule, told (its threads still stand where it left them), then kept. */
+static void report_failure(const char *test, const char *word, long index)
+{
+    snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
+    if (atomic_load(&sched_abandoned))
+        return; /* no report: the controller has given the job up */
+    if (!sched.gave_up && !sched.options.quiet) { /* gave up: not a bug, and kit_explore_run() says why */
+        sched_collect_stacks();
+        sched_report(test, word, index);
+        if (sched.deadlocked) /* where each thread waits, for the runner to show */
+            sched_print_stacks(sched.message);
+    }
+    sched_bury_threads();
+}
+
+/* On the runner: run one strategy for its budget; false at the first failing schedule. */
 static bool explore_plan(const char *test, const char *word, long budget, struct body_call *call)
 {
     struct plan plan;
-    if (!parse_plan(word, &plan))
-        fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND, dpor:BOUND or replay:TOKEN",
-                 word);
+    parse_plan(word, &plan); /* (checked by the controller) */
     if (plan.strategy == STRAT_REPLAY) {
-        if (!parse_token(plan.token))
-            fail_msg("KIT_SCHED: \"%s\" is not a replay token", plan.token);
+        if (!parse_token(plan.token)) {
+            char text[256];
+            snprintf(text, sizeof text, "KIT_SCHED: \"%.200s\" is not a replay token", plan.token);
+            job_error(text);
+            return false;
+        }
         budget = 1;
     } else {
         sched.prefix_len = 0;
     }
     sched.pct_length = 0;
-    if (plan.strategy == STRAT_DPOR && !sched_dpor_start())
-        fail_msg("the explorer is out of memory");
+    if (plan.strategy == STRAT_DPOR && !sched_dpor_start()) {
+        job_error("the explorer is out of memory");
+        return false;
+    }
     dfs_bound_reached = false;
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
         if (!run_schedule(call)) {
-            snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
-            if (atomic_load(&sched_abandoned))
-                return false; /* no report: the model is not ours to read now */
-            if (sched.gave_up)
-                return false; /* no report: not a bug, and kit_explore_run() says why */
-            if (!sched.options.quiet)
-                sched_report(test, word, index);
-            if (!sched.options.quiet && sched.deadlocked) /* where each thread waits, for the runner to show */
-                sched_print_stacks(sched.message);
+            report_failure(test, word, index);
             return false;
         }
         if (sched.points > sched.pct_length)
@@ -556,6 +606,24 @@ void kit_sched_print_wakeups(void)
 }
 
 /* The search's memory, sized by its options, and a clean slate. */
+/* The record of a schedule's steps and choices, for up to max_steps steps:
+ * kept from one search to the next (a test of generated scenarios runs a
+ * hundred), and grown when a search needs more. */
+static bool size_the_record(long max_steps)
+{
+    static long sized;
+    if (max_steps <= sized)
+        return true;
+    __real_free(sched.steps);
+    __real_free(sched.decisions);
+    __real_free(sched.prefix);
+    sched.steps = __real_malloc((size_t)max_steps * sizeof *sched.steps);
+    sched.decisions = __real_malloc((size_t)(2 * max_steps) * sizeof *sched.decisions);
+    sched.prefix = __real_malloc((size_t)(2 * max_steps) * sizeof *sched.prefix);
+    sized = sched.steps && sched.decisions && sched.prefix ? max_steps : 0;
+    return sized > 0;
+}
+
 static void begin_search(const kit_explore_t *options)
 {
     static const kit_explore_t defaults = { 0 };
@@ -564,11 +632,7 @@ static void begin_search(const kit_explore_t *options)
     sched.options = options ? *options : defaults;
     if (sched.options.max_steps <= 0)
         sched.options.max_steps = 20000;
-    long cap = 2 * sched.options.max_steps;
-    sched.steps = __real_malloc((size_t)sched.options.max_steps * sizeof *sched.steps);
-    sched.decisions = __real_malloc((size_t)cap * sizeof *sched.decisions);
-    sched.prefix = __real_malloc((size_t)cap * sizeof *sched.prefix);
-    if (!sched.steps || !sched.decisions || !sched.prefix)
+    if (!size_the_record(sched.options.max_steps))
         fail_msg("the explorer is out of memory");
     sem_init(&sched.done, 0, 0);
     atomic_store(&foreign_called, false);
@@ -577,16 +641,12 @@ static void begin_search(const kit_explore_t *options)
     memset(&proof, 0, sizeof proof);
 }
 
-/* A failed schedule's threads stay parked on their own semaphores; they
- * touch nothing here again. */
+/* (A failed schedule's threads stay parked for good: they touch nothing here again.) */
 static void end_search(void)
 {
     if (atomic_load(&sched_abandoned))
         return; /* a thread of the abandoned schedule may still be on its way to a switch point */
     __real_sem_destroy(&sched.done);
-    __real_free(sched.steps);
-    __real_free(sched.decisions);
-    __real_free(sched.prefix);
 }
 
 static void fill_result(kit_explore_result_t *result, bool passed)
@@ -607,6 +667,38 @@ static void fill_result(kit_explore_result_t *result, bool passed)
         sched_token(result->token, sizeof result->token);
 }
 
+/* A search: its strategies run one after the other on the runner. */
+struct search {
+    const char *test;
+    struct body_call call;
+    long budget;          /* schedules per strategy */
+    char words[1024];     /* the strategies */
+    bool passed;
+};
+
+static void search_job(void *raw)
+{
+    struct search *search = raw;
+    char *save = NULL;
+    search->passed = true;
+    for (char *word = strtok_r(search->words, " ,", &save); word && search->passed;
+         word = strtok_r(NULL, " ,", &save))
+        search->passed = explore_plan(search->test, word, search->budget, &search->call);
+}
+
+/* Every strategy a search is asked for is one (on the controller: cmocka fails the test). */
+static void check_strategies(const char *strategies)
+{
+    char words[1024];
+    snprintf(words, sizeof words, "%s", strategies);
+    char *save = NULL;
+    struct plan plan;
+    for (char *word = strtok_r(words, " ,", &save); word; word = strtok_r(NULL, " ,", &save))
+        if (!parse_plan(word, &plan))
+            fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND, dpor:BOUND or "
+                     "replay:TOKEN", word);
+}
+
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result)
 {
@@ -625,23 +717,24 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     begin_search(options);
     sched.scheduled_test = false;
     snprintf(sched.test, sizeof sched.test, "%s", test); /* a race report names it */
-    long budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
+    static struct search search;
+    search.test = test;
+    search.call = (struct body_call){ body, ctx };
+    search.budget = number_from_env("KIT_SCHEDULES", sched.options.schedules > 0 ? sched.options.schedules : 500);
     /* Under ThreadSanitizer or valgrind (make tsan, make valgrind) the point is
-     * memory and race errors on the explored paths, not more paths: a fifth. */
+     * memory and race errors on the explored paths, not more paths - and a
+     * schedule there costs twenty to fifty times its plain time: a
+     * twenty-fifth, but at least 40 (a small search keeps its budget). */
     if (getenv("KIT_SLOW") != NULL && getenv("KIT_SCHEDULES") == NULL)
-        budget = budget / 5 > 20 ? budget / 5 : 20;
+        search.budget = search.budget / 25 > 40 ? search.budget / 25 : search.budget < 40 ? search.budget : 40;
     const char *strategies = getenv("KIT_SCHED");
     if (strategies == NULL || strategies[0] == '\0')
         strategies = sched.options.strategy ? sched.options.strategy : "pct:1:3 random:1";
+    check_strategies(strategies);
+    snprintf(search.words, sizeof search.words, "%s", strategies);
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
-    struct body_call call = { body, ctx };
-    char words[1024];
-    snprintf(words, sizeof words, "%s", strategies);
-    bool passed = true;
-    char *save = NULL;
-    for (char *word = strtok_r(words, " ,", &save); word && passed; word = strtok_r(NULL, " ,", &save))
-        passed = explore_plan(test, word, budget, &call);
+    bool passed = run_job(search_job, &search) && search.passed;
     if (getenv("KIT_EXPLORE_STATS") != NULL)
         print_speed(test, &started);
     if (result)
@@ -665,10 +758,10 @@ static uint64_t test_seed(const char *test, uint64_t seed)
     return h % 1000000007ULL + 1;
 }
 
-struct test_call {
+static struct test_call {
     void (*fn)(void **state);
     void **state;
-};
+} test_call; /* the test kit_sched_run_test() runs */
 
 static void test_body(void *raw)
 {
@@ -678,6 +771,22 @@ static void test_body(void *raw)
 
 /* Steps one scheduled test may take before it gives up on the model. */
 #define TEST_MAX_STEPS 300000
+
+/* On the runner: the test's one schedule. A failure the model saw - a
+ * deadlock, a misuse - ends the test process here, with its report. */
+static void test_job(void *raw)
+{
+    bool *passed = raw;
+    *passed = run_schedule(&(struct body_call){ test_body, &test_call });
+    if (*passed || atomic_load(&sched_abandoned))
+        return;
+    if (!sched.gave_up) {
+        sched_collect_stacks();
+        sched_report(sched.test, sched.strategy_word, -1);
+        sched_end_failed_test();
+    }
+    sched_bury_threads();
+}
 
 bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
                         size_t size)
@@ -689,22 +798,18 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     struct plan plan = { .strategy = STRAT_RANDOM, .seed = test_seed(test, seed) };
     snprintf(sched.test, sizeof sched.test, "%s", test);
     snprintf(sched.strategy_word, sizeof sched.strategy_word, "random:%llu", (unsigned long long)plan.seed);
-    struct test_call call = { fn, state };
-    struct body_call body = { test_body, &call };
+    test_call = (struct test_call){ fn, state };
     sched.prefix_len = 0;
     plan_schedule(&plan, 0);
     kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
-    bool passed = run_schedule(&body);
+    static bool passed;
+    passed = false;
+    bool ended = run_job(test_job, &passed);
     kit_thread_set_name("main");
-    bool gave_up = atomic_load(&sched_abandoned) || sched.gave_up;
-    if (!passed && !gave_up) { /* the model saw the bug: a deadlock, a misuse */
-        sched_report(test, sched.strategy_word, -1);
-        sched_end_failed_test();
-    }
-    if (!passed)
+    if (!ended || !passed)
         snprintf(reason, size, "%s", failure_message());
     end_search();
-    return passed;
+    return ended && passed;
 }
 
 /* Runs of the body on real threads when its code cannot be explored. */

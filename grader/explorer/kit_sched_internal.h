@@ -4,15 +4,17 @@
  *        synchronisation objects of one schedule, the record of its steps and
  *        choices, and the strategy that makes the choices.
  *
- * One schedule runs at a time, and of its threads exactly one runs at a time:
- * the one holding the run token. Everything here is touched only by that
- * thread, or by the controller (cmocka's thread) while no managed thread
- * runs; the semaphores that pass the token order every access.
+ * One schedule runs at a time, on one OS thread (the runner), and of its
+ * threads - user-level contexts (kit_sched_context.c) - exactly one runs at a
+ * time. Everything here is touched only by the runner, or by the controller
+ * (cmocka's thread) while no job runs: the semaphore that ends a job orders
+ * every access.
  */
 #ifndef KIT_SCHED_INTERNAL_H
 #define KIT_SCHED_INTERNAL_H
 
 #include <semaphore.h>
+#include <stddef.h>
 #include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -60,36 +62,91 @@ enum sched_state {
 /** How a chosen thread goes on: normally, at its deadline, or woken for nothing. */
 enum sched_how { GO, TIMEOUT, SPURIOUS };
 
+/* ---- Contexts (kit_sched_context.c) ------------------------------------------------
+ * A thread of a schedule is a user-level context on the runner thread: its
+ * stack (SCHED_STACK_SIZE above a guard page, unless its attributes ask for
+ * more), and while it does not run its registers, errno and copy of the
+ * program's thread-local storage. */
+#define SCHED_STACK_SIZE (256 * 1024)
+struct sched_stack;
+struct sched_context {
+    void *sp;                  /* its stack pointer while it does not run: its registers are saved there */
+    struct sched_stack *stack; /* its stack, its thread-local storage, what the sanitizers keep for it */
+    int saved_errno;
+};
+/* On the runner thread, before its first switch; false, with why, if it cannot run contexts. */
+bool sched_contexts_begin(char *why, size_t size);
+/* The runner's own context: where a schedule starts, and where it comes back when it is over. */
+struct sched_context *sched_runner_context(void);
+/* A context that will run main(arg), on a stack of at least `size` bytes (0: the default); false if out of memory. */
+bool sched_context_make(struct sched_context *c, size_t size, void (*main)(void *), void *arg);
+/* The first call of a new context's main: finishes the switch into it. */
+void sched_context_started(void);
+/* Save the running context `from` and run `to`; returns when `from` runs again. Ending:
+ * `from` never runs again, and its stack goes back to the pool. */
+void sched_context_switch(struct sched_context *from, struct sched_context *to, bool ending);
+/* A failed schedule's context, never to run again: its stack is kept as it is (it
+ * may hold the only pointers to what its thread allocated), never reused. */
+void sched_context_bury(struct sched_context *c);
+void sched_context_range(const struct sched_context *c, uintptr_t *low, uintptr_t *high);
+/* The context's buffer for its last failed check's words. */
+char *sched_context_text(struct sched_context *c, size_t *size);
+/* The program's thread-local storage on the runner: each context's own (a
+ * copy swapped in at each switch), never shared - no access there races. */
+extern uintptr_t sched_tls_block;
+extern size_t sched_tls_size;
+static inline bool sched_context_own(uintptr_t addr)
+{
+    return addr - sched_tls_block < sched_tls_size;
+}
+/* Whether a fault at addr is the context running out of stack (in or past its guard page). */
+bool sched_context_overflowed(const struct sched_context *c, const void *addr);
+
+/* A thread-specific value (pthread_setspecific) of a context. */
+struct sched_specific {
+    pthread_key_t key;
+    void *value;
+};
+
 struct sched_thread {
     int id;                           /* creation order in the schedule, 0 = the body */
-    char name[KIT_THREAD_NAME_MAX];   /* copied from kit_thread_name() at each step */
-    sem_t go;                         /* posted to hand this thread the run token */
-    pthread_t real;
-    bool real_joined;
-    bool detached;
-    void *(*fn)(void *);
-    void *arg;
-    void *ret;
-    bool returned;         /* its function returned (not pthread_exit) */
-    uintptr_t stack_low, stack_high; /* its stack: another thread's later, once it has ended */
-    /* The model, changed only by the token holder: */
+    /* The model, changed only by the running thread (first: read at every switch point): */
     enum sched_state state;
     enum sched_op op;                 /* the operation it is at */
     int obj, obj2, target;            /* the objects (or thread) of that operation */
-    void *where;                      /* the call's return address */
-    int64_t deadline;                 /* virtual ns, or -1 */
     bool woken;                       /* WAITING: a signal chose it */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
+    int64_t deadline;                 /* virtual ns, or -1 */
+    void *where;                      /* the call's return address */
     unsigned long wait_seq;           /* WAITING: arrival order, for FIFO listing */
     enum sched_how how;               /* how it was last let go */
     enum sched_how left_wait;         /* how its last wait on a condition variable ended */
     int result;                       /* the blocked call's return value */
+    int holding;                      /* mutexes it owns */
+    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
-    void *stack[SCHED_STACK_DEPTH];   /* where it blocked: its return addresses, innermost first */
+    /* The thread: */
+    char name[KIT_THREAD_NAME_MAX];   /* copied from kit_thread_name() at each step */
+    pthread_t self;                   /* what pthread_self() says on it: odd, so no real thread's, and unique */
+    struct sched_context context;
+    bool started;                     /* its context has run */
+    bool joined;
+    bool detached;
+    bool returned;                    /* its function returned (not pthread_exit) */
+    void *(*fn)(void *);
+    void *arg;
+    void *ret;
+    size_t stack_size;                /* asked for by its attributes; 0: the default */
+    uintptr_t stack_low, stack_high;  /* its stack: another thread's later, once it has ended */
+    /* What the C library keeps per thread, kept per context (kit_sched_thread.c): */
+    void *cleanup;                    /* its newest pthread_cleanup_push buffer */
+    struct sched_specific *specific;  /* its pthread_setspecific values */
+    int nspecific, specific_capacity;
+    char kernel_name[16];             /* pthread_setname_np's */
+    void *stack[SCHED_STACK_DEPTH];   /* where it stands, taken for a report: its return addresses, innermost first */
     int depth;
-    struct sched_thread *buried_next; /* kept after a failed schedule */
-    int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
+    struct sched_thread *next;        /* on the list of spare records, or of a failed schedule's */
 };
 
 struct sched_object {
@@ -167,14 +224,17 @@ struct sched_world {
 extern struct sched_world sched;
 /* Switch points passed, read by the controller's watchdog while a thread runs. */
 extern atomic_long sched_progress;
+/* Set while a thread of the schedule blocks the runner on purpose, outside
+ * the model (kit_sched_outside): the watchdog does not count that time. */
+extern atomic_bool sched_outside;
 /* Set by the controller when it gives up on a schedule that has not ended
  * (it stalled, or a thread outside it came): the schedule's threads park at
  * their next switch point, and its memory is never freed. */
 extern atomic_bool sched_abandoned;
 
 
-/* The semaphores the scheduler itself passes its token with: never the
- * model's (the wrappers in kit_sched.c model the code under test's). */
+/* The semaphores the controller and the runner hand a job over with: never
+ * the model's (the wrappers in kit_sched.c model the code under test's). */
 int __real_sem_wait(sem_t *sem);
 int __real_sem_timedwait(sem_t *sem, const struct timespec *deadline);
 int __real_sem_post(sem_t *sem);
@@ -258,10 +318,33 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt_t
                  const enum sched_how *alt_how);
 void sched_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* kit_sched.c: the running thread of the schedule on this OS thread, or NULL. */
+extern _Thread_local struct sched_thread *sched_running;
+static inline struct sched_thread *sched_me(void)
+{
+    return sched_running;
+}
+
 /* kit_sched.c: on a scheduled thread, give up the schedule (a scheduled
  * test then runs again on real threads); register the fork handler once. */
 void sched_give_up(const char *why) __attribute__((noreturn));
 void sched_handle_forks(void);
+/* The live thread of the schedule whose pthread_t this is, or NULL. */
+struct sched_thread *sched_managed(pthread_t thread);
+/* The running thread ends here (its function returned, or it called
+ * pthread_exit and its cleanup handlers ran): never returns. */
+void sched_thread_ends(void) __attribute__((noreturn));
+/* Every live thread's stack as it stands, for a report (on the runner thread). */
+void sched_collect_stacks(void);
+/* A new thread of the schedule, not yet run; NULL if over the limits or out of memory. */
+struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthread_attr_t *attr);
+/* A schedule's threads once it ended well (back to the pool), or failed (kept as they are). */
+void sched_release_threads(void);
+void sched_bury_threads(void);
+
+/* kit_sched_thread.c: what the C library keeps per thread, per context. */
+/* The running thread's thread-specific values are destroyed, as at a thread's end. */
+void sched_destroy_specific(struct sched_thread *t);
 
 /* kit_sched_report.c: telling what happened. A schedule < 0 is a scheduled
  * test's one schedule. */

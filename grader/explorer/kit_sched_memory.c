@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-void *__real_calloc(size_t count, size_t size);
 void *__real_realloc(void *block, size_t size);
 void __real_free(void *block);
 
@@ -53,6 +53,7 @@ struct vclock {
 };
 
 static struct vclock thread_clock[VC_THREADS];
+static int clocks_used; /* thread ids that have a clock in this schedule */
 static struct vclock object_clock[SCHED_MAX_OBJECTS];
 
 /* A location an atomic operation touched: its clock. */
@@ -120,8 +121,6 @@ static struct {
     uint32_t generation; /* the schedule's number: shadow cells of earlier ones are empty */
 } detector;
 
-/* The token holder, when the scheduler runs this thread (kit_sched.c). */
-struct sched_thread *sched_me(void);
 
 static struct sched_thread *tracked(void)
 {
@@ -140,8 +139,14 @@ void sched_memory_begin(void)
     race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
     if (++detector.generation == 0)
         detector.generation = 1;
-    for (int i = 0; i < VC_THREADS; i++)
+    for (int i = 0; i < clocks_used; i++)
         thread_clock[i].length = 0;
+    clocks_used = 0;
+}
+
+unsigned long kit_sched_schedule(void)
+{
+    return sched_me() != NULL ? detector.generation : 0;
 }
 
 void sched_memory_forget_object(int obj)
@@ -155,6 +160,8 @@ void sched_memory_thread_created(int parent, int child)
         detector.on = false; /* too many threads to keep clocks for: no reports in this schedule */
         return;
     }
+    if (child + 1 > clocks_used)
+        clocks_used = child + 1;
     if (parent >= 0) {
         vc_copy(&thread_clock[child], &thread_clock[parent]);
         vc_tick(&thread_clock[parent], parent);
@@ -203,35 +210,66 @@ static struct vclock *atomic_clock(uintptr_t addr)
 
 /* ---- Shadow memory ------------------------------------------------------------------ */
 
-/* One access of a granule's bytes: who, when (their clock then), where. */
+/* One access of a granule's bytes: who, when (their clock then), where - as
+ * a distance from the program's own code: the code under test is in it. */
 struct shadow_cell {
-    void *pc;
+    int32_t place;
     uint32_t clock;
     uint16_t thread;
     uint8_t bytes; /* which of the granule's 8 bytes */
     uint8_t write;
 };
 
+/* A granule's entry fills one cache line. */
 #define CELLS 4
 struct shadow_entry {
     uintptr_t granule;
     uint32_t generation;
     uint8_t next; /* the cell to replace when all are taken */
     struct shadow_cell cell[CELLS];
-};
+} __attribute__((aligned(64)));
+
+static int32_t place_of_pc(const void *pc)
+{
+    return (int32_t)((uintptr_t)pc - (uintptr_t)&sched_memory_access);
+}
+
+static void *pc_of_place(int32_t place)
+{
+    return (void *)((uintptr_t)&sched_memory_access + (uintptr_t)(intptr_t)place);
+}
 
 #define SHADOW_SIZE (1u << 17)
 static struct shadow_entry *shadow;
 
-static struct shadow_entry *entry_of(uintptr_t granule)
+/* The table: mapped, so zero until used, and aligned to the cache lines. */
+static struct shadow_entry *map_shadow(void)
 {
-    if (shadow == NULL && (shadow = __real_calloc(SHADOW_SIZE, sizeof *shadow)) == NULL)
+    void *map = mmap(NULL, SHADOW_SIZE * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return map == MAP_FAILED ? NULL : map;
+}
+
+/* Neighbouring granules in neighbouring slots - the fields of a struct
+ * share cache lines - and the regions (heap, stacks, globals) scattered. */
+static unsigned shadow_slot(uintptr_t granule)
+{
+    return (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
+}
+
+/* The granule's entry in this schedule; with `create`, a fresh one if it
+ * has none (NULL only when the table is full around it: the granule goes
+ * unwatched). */
+static struct shadow_entry *entry_of(uintptr_t granule, bool create)
+{
+    if (shadow == NULL && (shadow = map_shadow()) == NULL)
         return NULL;
-    unsigned start = (unsigned)(granule * 0x9E3779B97F4A7C15ULL >> 40) & (SHADOW_SIZE - 1);
+    unsigned start = shadow_slot(granule);
     for (unsigned probe = 0; probe < 64; probe++) {
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
         if (e->generation == detector.generation && e->granule == granule)
             return e;
+        if (e->generation != detector.generation && !create)
+            return NULL;
         if (e->generation != detector.generation) {
             memset(e, 0, sizeof *e);
             e->granule = granule;
@@ -239,7 +277,7 @@ static struct shadow_entry *entry_of(uintptr_t granule)
             return e;
         }
     }
-    return NULL; /* full around here: this granule goes unwatched */
+    return NULL;
 }
 
 /* Freed memory may come back as another object: what was done to it before is forgotten. */
@@ -248,7 +286,7 @@ void kit_sched_forget_memory(const void *block, size_t size)
     if (tracked() == NULL || block == NULL)
         return;
     for (uintptr_t g = (uintptr_t)block >> 3; g <= ((uintptr_t)block + size - 1) >> 3 && size > 0; g++) {
-        struct shadow_entry *e = entry_of(g);
+        struct shadow_entry *e = entry_of(g, false); /* (none yet: nothing to forget) */
         if (e)
             memset(e->cell, 0, sizeof e->cell);
     }
@@ -304,23 +342,37 @@ bool kit_last_call(kit_code_call_t *call)
 static struct sched_race first_race;
 static bool raced;
 
-/* Places where a race was seen: their accesses are switch points from now on. */
+/* Places where a race was seen: their accesses are switch points from now
+ * on. In the order they were found (a replay token lists them so), and by
+ * address, for the look-up every access makes. */
 #define RACY_PLACES 256
+#define RACY_SLOTS (4 * RACY_PLACES)
 static void *racy[RACY_PLACES];
 static int nracy;
+static void *racy_index[RACY_SLOTS]; /* open addressing; NULL: empty */
+
+static unsigned racy_slot(const void *pc)
+{
+    return (unsigned)(((uintptr_t)pc * 0x9E3779B97F4A7C15ULL) >> 40) & (RACY_SLOTS - 1);
+}
 
 static bool is_racy(void *pc)
 {
-    for (int i = 0; i < nracy; i++)
-        if (racy[i] == pc)
+    for (unsigned at = racy_slot(pc); racy_index[at] != NULL; at = (at + 1) & (RACY_SLOTS - 1))
+        if (racy_index[at] == pc)
             return true;
     return false;
 }
 
 static void mark_racy(void *pc)
 {
-    if (!is_racy(pc) && nracy < RACY_PLACES)
-        racy[nracy++] = pc;
+    if (pc == NULL || is_racy(pc) || nracy == RACY_PLACES)
+        return;
+    racy[nracy++] = pc;
+    unsigned at = racy_slot(pc);
+    while (racy_index[at] != NULL)
+        at = (at + 1) & (RACY_SLOTS - 1);
+    racy_index[at] = pc;
 }
 
 /* The racing places, as offsets into the program (the same in every run of
@@ -368,11 +420,11 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
                         bool write, void *pc)
 {
     mark_racy(pc);
-    mark_racy(cell->pc);
+    mark_racy(pc_of_place(cell->place));
     if (raced)
         return;
     raced = true;
-    first_race = (struct sched_race){ .addr = addr, .pc = { pc, cell->pc }, .write = { write, cell->write },
+    first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write },
                                       .step = sched.nsteps };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
@@ -380,33 +432,36 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
 }
 
-/* The access me makes now against the cells of its granule; then its own cell. */
+/* The access me makes now against the cells of its granule; then its own
+ * cell replaces, in this order: its last cell of the same bytes (a write
+ * replaces a read or write, a read a read), the first free cell or one
+ * ordered before this access (nothing left to race with), or the next in
+ * turn. */
 static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
-    struct shadow_entry *e = entry_of(addr >> 3);
+    struct shadow_entry *e = entry_of(addr >> 3, true);
     if (e == NULL)
         return;
     const struct vclock *now = &thread_clock[me->id];
-    int mine = -1;
+    int mine = -1, spare = -1;
     for (int i = 0; i < CELLS; i++) {
         struct shadow_cell *cell = &e->cell[i];
-        if (cell->bytes == 0)
+        if (cell->bytes == 0) {
+            spare = spare < 0 ? i : spare;
             continue;
+        }
         bool ordered = cell->clock <= vc_get(now, cell->thread);
-        if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
-            !stale(cell, addr))
-            record_race(me, cell, addr, write, pc);
         if (cell->thread == me->id && cell->bytes == bytes && (write || !cell->write))
-            mine = i; /* a write replaces this thread's read or write of the same bytes; a read its read */
+            mine = i;
+        else if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
+                 !stale(cell, addr))
+            record_race(me, cell, addr, write, pc);
+        if (ordered && spare < 0)
+            spare = i;
     }
-    if (mine < 0) {
-        for (int i = 0; i < CELLS && mine < 0; i++)
-            if (e->cell[i].bytes == 0 || e->cell[i].clock <= vc_get(now, e->cell[i].thread))
-                mine = i; /* free, or ordered before this access: nothing left to race with */
-        if (mine < 0)
-            mine = e->next++ % CELLS;
-    }
-    e->cell[mine] = (struct shadow_cell){ pc, vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+    if (mine < 0)
+        mine = spare >= 0 ? spare : e->next++ % CELLS;
+    e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
 }
 
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
@@ -418,9 +473,11 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
         return;
     if (++me->accesses > SCHED_SPIN_ACCESSES)
         sched_endless_loop(pc);
-    if (race_points && is_racy(pc)) /* a preemption here may make the race matter */
+    if (sched_context_own((uintptr_t)addr))
+        return; /* a _Thread_local variable: this thread's own copy */
+    if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    for (uintptr_t a = (uintptr_t)addr; size > 0 && tracked() != NULL;) {
+    for (uintptr_t a = (uintptr_t)addr; size > 0 && detector.on;) {
         unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
         check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
         a += n;
@@ -462,9 +519,9 @@ void sched_memory_atomic(const volatile void *addr, void *pc)
     if (me == NULL)
         return;
     sched_memory_point(pc, OP_ATOMIC);
-    struct vclock *vc = atomic_clock((uintptr_t)addr);
+    struct vclock *vc = sched_context_own((uintptr_t)addr) ? NULL : atomic_clock((uintptr_t)addr);
     if (vc == NULL)
-        return;
+        return; /* (a _Thread_local variable is each thread's own: it orders nothing) */
     vc_join(&thread_clock[me->id], vc);
     vc_join(vc, &thread_clock[me->id]);
     vc_tick(&thread_clock[me->id], me->id);

@@ -253,12 +253,14 @@ void kit_text_put(kit_text_t *t, const char *fmt, ...)
 static void where_text(void *where, char *out, size_t size)
 {
     const struct place *place = place_of(where);
+    kit_text_t text = { out, size, 0 }; /* (cut to size) */
+    out[0] = '\0';
     if (place == NULL || strcmp(place->text, "?") == 0)
-        snprintf(out, size, "a place without a line");
+        kit_text_put(&text, "a place without a line");
     else if (place->function[0] && strcmp(place->function, "??") != 0)
-        snprintf(out, size, "%.80s in %.70s", place->text, place->function); /* 154 bytes at most: every caller has 160 */
+        kit_text_put(&text, "%s in %s", place->text, place->function);
     else
-        snprintf(out, size, "%s", place->text);
+        kit_text_put(&text, "%s", place->text);
 }
 
 /* Two threads that took two mutexes in opposite orders. */
@@ -680,26 +682,32 @@ static const char *blocking_call(const struct sched_thread *t)
     }
 }
 
+/* Frames with a function and a file: not the context's first frame
+ * (sched_boot, hand-written), nor the C library's. */
 static void print_frames(void *const *stack, int depth, int first_number)
 {
     for (int i = 0; i < depth; i++) {
         const struct place *place = place_of(stack[i]);
-        if (place != NULL && place->function[0] != '\0' && strcmp(place->function, "??") != 0)
+        if (place != NULL && place->function[0] != '\0' && strcmp(place->function, "??") != 0 &&
+            strncmp(place->path, "??", 2) != 0)
             fprintf(stderr, "#%d  %s () at %s\n", first_number + i, place->function, place->path);
     }
 }
 
-void sched_print_stacks(const char *why)
+/* Every live thread's stack but `skip`'s, gdb's way, numbered from first_number. */
+static void print_threads(const struct sched_thread *skip, int first_number)
 {
+    sched_collect_stacks();
     nplaces = 0;
     for (int i = 0; i < sched.nlive; i++)
         for (int f = 0; f < sched.threads[sched.live[i]]->depth; f++)
             want_place(sched.threads[sched.live[i]]->stack[f]);
     resolve_places();
-    fprintf(stderr, "[ stacks   ] begin: %s\n", why);
-    for (int i = 0; i < sched.nlive; i++) {
+    for (int i = 0, number = first_number; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
-        fprintf(stderr, "Thread %d (Thread 0x0 (LWP 0) \"%s\"):\n", t->id + 1, t->name);
+        if (t == skip)
+            continue;
+        fprintf(stderr, "Thread %d (Thread 0x0 (LWP 0) \"%s\"):\n", first_number > 0 ? number++ : t->id + 1, t->name);
         if (t->id == sched.failer) { /* a failed check, a hang check or a misuse: where it stopped */
             fprintf(stderr, "#0  kit_dump_stacks ()\n");
             print_frames(t->stack, t->depth, 1);
@@ -710,8 +718,23 @@ void sched_print_stacks(const char *why)
             print_frames(t->stack, t->depth, 0);
         }
     }
+    fflush(stderr);
+}
+
+void sched_print_stacks(const char *why)
+{
+    fprintf(stderr, "[ stacks   ] begin: %s\n", why);
+    print_threads(NULL, 0);
     fprintf(stderr, "[ stacks   ] end\n");
     fflush(stderr);
+}
+
+void kit_sched_print_parked_threads(int first_number)
+{
+    if (sched_me() == NULL)
+        return;
+    fprintf(stderr, "(and the other threads of the schedule, where they wait for their turn:)\n");
+    print_threads(sched_me(), first_number);
 }
 
 /* Steps a report lists: the last SHOWN_STEPS, or as KIT_STEPS says ("all",

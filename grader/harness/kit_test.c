@@ -347,29 +347,34 @@ void __wrap__fail(const char *const file, const int line)
     __real__fail(file, line);
 }
 
-/* cmocka's print_error, which every failed check calls with its words: the
- * text is kept (per thread), for a report that names what failed. */
+/* cmocka's print_error, which every failed check calls with its words: on
+ * a schedule the text is kept, by the thread of the schedule that failed
+ * (kit_sched_error_text), for the schedule's report to name what failed. */
 void __wrap_print_error(const char *const format, ...);
-
-static _Thread_local char last_error[1024];
 
 void __wrap_print_error(const char *const format, ...)
 {
-    va_list args, copy;
+    va_list args;
+    size_t size;
+    char *kept = kit_sched_error_text(&size);
+    if (kept != NULL) {
+        char text[1024];
+        va_start(args, format);
+        vsnprintf(text, sizeof text, format, args);
+        va_end(args);
+        const char *words = strncmp(text, "ERROR: ", 7) == 0 ? text + 7 : text; /* fail_msg's prefix */
+        snprintf(kept, size, "%.*s", (int)strcspn(words, "\n"), words);
+    }
     va_start(args, format);
-    va_copy(copy, args);
-    char text[sizeof last_error];
-    vsnprintf(text, sizeof text, format, copy);
-    va_end(copy);
-    const char *words = strncmp(text, "ERROR: ", 7) == 0 ? text + 7 : text; /* fail_msg's prefix */
-    snprintf(last_error, sizeof last_error, "%.*s", (int)strcspn(words, "\n"), words);
     vfprintf(stderr, format, args); /* whole: cmocka's own print cuts a message at 1024 bytes */
     va_end(args);
 }
 
 const char *kit_last_error_text(void)
 {
-    return last_error;
+    size_t size;
+    const char *kept = kit_sched_error_text(&size);
+    return kept != NULL ? kept : "";
 }
 
 /* A value as a student reads it: a number, NULL, or "a pointer" (an address

@@ -172,7 +172,7 @@ bool kit_stacks_dumped(void);
 bool kit_crash_in_progress(void);
 /** @brief The stacks are in the log already (printed some other way): kit_dump_stacks() need not run. */
 void kit_note_stacks_dumped(void);
-/** @brief The text of this thread's last print_error() (a failed check's message), or "". */
+/** @brief On a thread of a schedule, the text of its last print_error() (a failed check's message); else "". */
 const char *kit_last_error_text(void);
 /** @brief The next failure needs no stack (say, ENOSYS: the function is not written yet). */
 void kit_skip_caller_stack(void);

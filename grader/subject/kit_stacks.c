@@ -11,7 +11,8 @@
  * by hand, the block is gdb's plain output.
  *
  * Everything here may run inside a signal handler: only write(), fork(),
- * exec, waitpid() and nanosleep(), no stdio and no allocation.
+ * exec, waitpid() and nanosleep(), no stdio and no allocation - but for the
+ * last part of a crash's report on a schedule, which is guarded (below).
  */
 #if defined(__linux__)
 #define _GNU_SOURCE /* prctl(PR_GET_NAME) */
@@ -22,6 +23,7 @@
 #include "kit_test.h"
 
 #include "kit_sched.h"
+#include "kit_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,6 +97,37 @@ static void wait_for_gdb(pid_t gdb)
 
 static volatile sig_atomic_t dumped; /* once is enough: later stacks would show the report itself */
 
+/* ---- The other threads of a schedule, after a crash -------------------------------
+ * A schedule's threads are contexts of one OS thread: gdb shows the one
+ * that crashed, not those parked at their switch points. The scheduler can
+ * tell where they stand, with stdio and a run of addr2line - not safe in a
+ * signal handler: if that faults, or takes 10 s, the process dies of the
+ * crash's own signal at once (its report is printed already). */
+static volatile sig_atomic_t crash_signal; /* while the other threads are told */
+
+static void die_of_the_crash(int unused)
+{
+    (void)unused;
+    sigset_t crash;
+    sigemptyset(&crash);
+    sigaddset(&crash, crash_signal);
+    signal(crash_signal, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &crash, NULL);
+    raise(crash_signal);
+}
+
+static void print_the_other_threads(int sig)
+{
+    if (sig == 0 || !kit_sched_active())
+        return;
+    crash_signal = sig;
+    signal(SIGALRM, die_of_the_crash);
+    alarm(10);
+    kit_sched_print_parked_threads(3); /* after gdb's two: the controller's, and the one that crashed */
+    alarm(0);
+    crash_signal = 0;
+}
+
 bool kit_stacks_dumped(void)
 {
     return dumped != 0;
@@ -105,9 +138,10 @@ void kit_note_stacks_dumped(void)
     dumped = 1;
 }
 
-/* gdb attached to this process: `thread apply all bt`, between the markers.
+/* gdb attached to this process: `thread apply all bt`, between the markers,
+ * and after a crash (`sig`) on a schedule its other threads.
  * (The runner knows the reporting thread by this name in its stack.) */
-static void kit_dump_stacks_with_gdb(const char *why)
+static void kit_dump_stacks_with_gdb(const char *why, int sig)
 {
     dumped = 1;
     const char *reason = no_stacks_reason();
@@ -137,6 +171,7 @@ static void kit_dump_stacks_with_gdb(const char *why)
         wait_for_gdb(gdb);
     else
         say("(no stacks: could not start gdb)\n");
+    print_the_other_threads(sig);
     say("[ stacks   ] end\n");
 }
 
@@ -147,7 +182,7 @@ void kit_dump_stacks(const char *why)
         kit_sched_dump_stacks(why, kit_last_error_text());
         return;
     }
-    kit_dump_stacks_with_gdb(why);
+    kit_dump_stacks_with_gdb(why, 0);
 }
 
 _Noreturn void kit_stop_test(const char *message, const char *file, int line)
@@ -207,28 +242,55 @@ bool kit_crash_in_progress(void)
     return atomic_load(&crash_reported);
 }
 
-static void on_crash(int sig)
+/* The crashing thread's name. On a schedule it is the running thread of the
+ * schedule (its name is its own, in its thread-local storage), and the OS
+ * thread that runs it takes that name too, for gdb's list of threads. */
+static void crashing_thread_name(char *name, size_t size)
 {
+    size_t length = 0;
+    const char *own = kit_sched_active() ? kit_thread_name() : "?"; /* (named when it began: no formatting now) */
+    while (own[length] != '\0' && length + 1 < size) {
+        name[length] = own[length];
+        length++;
+    }
+    name[length] = '\0';
+#if defined(__linux__)
+    if (kit_sched_active())
+        prctl(PR_SET_NAME, name, 0, 0, 0);
+    else
+        prctl(PR_GET_NAME, name, 0, 0, 0);
+#endif
+}
+
+static void on_crash(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    if (crash_signal != 0) /* the other threads of a schedule were being told: enough */
+        die_of_the_crash(0);
     if (atomic_flag_test_and_set(&crashing)) {
         for (;;)
             pause();
     }
     atomic_store(&crash_reported, true);
-    char name[32] = "?";
-#if defined(__linux__)
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-#endif
+    char name[32];
+    crashing_thread_name(name, sizeof name);
     say("[  ERROR   ] --- the test crashed on thread ");
     say(name);
     say(" with ");
     say(crash_words(sig));
     say("\n");
+    if (sig == SIGSEGV && kit_sched_stack_overflow(info->si_addr)) {
+        say("[  ERROR   ] --- stack overflow in ");
+        say(name);
+        say(": it used up its stack (256 KB for each thread on a schedule) - a recursion that does not end, or "
+            "a local array too big for a stack; allocate large arrays with malloc\n");
+    }
     if (crash_context[0]) {
         say("[  ERROR   ] --- ");
         say(crash_context);
         say("\n");
     }
-    kit_dump_stacks_with_gdb("a crash"); /* in a signal handler: gdb, never the scheduler's stdio */
+    kit_dump_stacks_with_gdb("a crash", sig); /* in a signal handler: gdb, and the scheduler's stdio last */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered on return: the process dies of it, for the runner to see */
 }
@@ -239,9 +301,12 @@ void kit_catch_crashes(void)
         return;
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = on_crash;
+    action.sa_sigaction = on_crash;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = 0; /* stays installed: a second crash must wait, not kill the report */
+    /* Stays installed: a second crash must wait, not kill the report. On the
+     * stack set aside for signals where there is one: a schedule's runner
+     * has one, for a thread that ran out of its own (kit_sched_context.c). */
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
         sigaction(crash_signals[i], &action, NULL);
 }

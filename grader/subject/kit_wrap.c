@@ -408,8 +408,10 @@ static const char *misuse(int err)
 
 static int checked(const char *call, int err)
 {
+    if (err == 0)
+        return 0;
     bool timed = strcmp(call, "pthread_cond_timedwait") == 0 || strcmp(call, "pthread_cond_clockwait") == 0;
-    if (err == 0 || (err == ETIMEDOUT && timed))
+    if (err == ETIMEDOUT && timed)
         return err;
     char message[512];
     bool deadline = err == EINVAL && timed;
@@ -524,19 +526,27 @@ void kit_fail_allocation(long nth)
     atomic_store(&fail_at_call, nth > 0 ? atomic_load(&allocation_calls) + nth : 0);
 }
 
+static void settle_quarantine(void); /* below */
+
+/* Every allocation call begins here: counted, on a schedule the quarantine
+ * of an earlier one emptied, and failed if it is the one to fail. */
 static bool this_call_fails(void)
 {
+    settle_quarantine();
     long call = atomic_fetch_add(&allocation_calls, 1) + 1;
     long target = atomic_load(&fail_at_call);
     return target != 0 && call == target;
 }
 
+static bool freed_on_this_schedule(void); /* the quarantine, below */
+
 /* New memory has no history: whatever was done to it before it was freed
- * and handed out again is no data race with what is done to it now. */
+ * and handed out again is no data race with what is done to it now. (Only
+ * memory freed on the schedule under way has a history in it.) */
 static void *fresh(void *block)
 {
 #if defined(__GLIBC__)
-    if (block && kit_sched_active())
+    if (block && kit_sched_active() && freed_on_this_schedule())
         kit_sched_forget_memory(block, malloc_usable_size(block));
 #endif
     return block;
@@ -559,27 +569,44 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 static struct block_record blocks[BLOCK_SLOTS];
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER; /* guards blocks[] */
 
-static size_t slot_of(uintptr_t addr)
+/* A table of blocks by address: open addressing, linear probing. Its lock
+ * is the caller's. */
+struct block_table {
+    struct block_record *slots;
+    size_t size;
+};
+
+/* Blocks next to each other in neighbouring slots (the allocator hands out
+ * neighbours: their slots share cache lines; no two blocks start within 32
+ * bytes), regions far apart scattered. The size is a power of two. */
+static size_t slot_of(const struct block_table *table, uintptr_t addr)
 {
-    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL >> 48) % BLOCK_SLOTS;
+    return (size_t)((addr >> 5) ^ (addr >> 24) * 0x9E3779B1u) & (table->size - 1);
 }
 
-static size_t next_slot(size_t at)
+static size_t next_slot(const struct block_table *table, size_t at)
 {
-    return (at + 1) % BLOCK_SLOTS;
+    return (at + 1) & (table->size - 1);
 }
 
-static void remember_block(void *block, void *caller)
+static void table_add(struct block_table *table, struct block_record record)
 {
-    uintptr_t addr = (uintptr_t)block;
-    __real_pthread_mutex_lock(&blocks_lock);
-    for (size_t i = 0, at = slot_of(addr); i < BLOCK_SLOTS; i++, at = next_slot(at)) {
-        if (blocks[at].addr == 0) {
-            blocks[at] = (struct block_record){ addr, caller, atomic_load(&allocation_calls) };
-            break;
+    size_t at = slot_of(table, record.addr);
+    for (size_t i = 0; i < table->size; i++, at = next_slot(table, at)) {
+        if (table->slots[at].addr == 0) {
+            table->slots[at] = record;
+            return;
         }
     }
-    __real_pthread_mutex_unlock(&blocks_lock);
+}
+
+/* The slot that holds addr, or the empty slot where its probe ends. */
+static size_t table_find(const struct block_table *table, uintptr_t addr)
+{
+    size_t at = slot_of(table, addr);
+    while (table->slots[at].addr != 0 && table->slots[at].addr != addr)
+        at = next_slot(table, at);
+    return at;
 }
 
 /* Whether slot `hole` lies on the probe path from `home` to `at`. */
@@ -590,24 +617,38 @@ static bool on_path(size_t home, size_t hole, size_t at)
 
 /* Linear probing's deletion (Knuth's algorithm R): entries after the hole
  * that probed past it move back into it, so no lookup ever needs a marker. */
-static void forget_block(void *block)
+static bool table_remove(struct block_table *table, uintptr_t addr)
 {
-    uintptr_t addr = (uintptr_t)block;
-    __real_pthread_mutex_lock(&blocks_lock);
-    size_t hole = slot_of(addr);
-    while (blocks[hole].addr != 0 && blocks[hole].addr != addr)
-        hole = next_slot(hole);
-    if (blocks[hole].addr == addr) {
-        blocks[hole].addr = 0;
-        for (size_t at = next_slot(hole); blocks[at].addr != 0; at = next_slot(at)) {
-            if (!on_path(slot_of(blocks[at].addr), hole, at))
-                continue;
-            blocks[hole] = blocks[at];
-            blocks[at].addr = 0;
-            hole = at;
-        }
+    size_t hole = table_find(table, addr);
+    if (table->slots[hole].addr != addr)
+        return false;
+    table->slots[hole].addr = 0;
+    for (size_t at = next_slot(table, hole); table->slots[at].addr != 0; at = next_slot(table, at)) {
+        if (!on_path(slot_of(table, table->slots[at].addr), hole, at))
+            continue;
+        table->slots[hole] = table->slots[at];
+        table->slots[at].addr = 0;
+        hole = at;
     }
+    return true;
+}
+
+static struct block_table live_table = { blocks, BLOCK_SLOTS };
+
+static void remember_block(void *block, void *caller)
+{
+    __real_pthread_mutex_lock(&blocks_lock);
+    table_add(&live_table, (struct block_record){ (uintptr_t)block, caller, atomic_load(&allocation_calls) });
     __real_pthread_mutex_unlock(&blocks_lock);
+}
+
+/* False if the table did not hold it. */
+static bool forget_block(void *block)
+{
+    __real_pthread_mutex_lock(&blocks_lock);
+    bool held = table_remove(&live_table, (uintptr_t)block);
+    __real_pthread_mutex_unlock(&blocks_lock);
+    return held;
 }
 
 /* The callers of the `count` live blocks allocated last, newest first. */
@@ -705,23 +746,63 @@ void *__wrap_realloc(void *old, size_t size)
  * there since, and that depends on what other threads did in real time: a
  * racy submission's score would too. On a schedule a freed block is filled
  * with 0xdd and kept out of use for the next QUARANTINE frees, so that a use
- * after free reads and writes the same bytes in every grading. */
+ * after free reads and writes the same bytes in every grading. A schedule
+ * starts with the quarantine empty - what an earlier one freed goes back to
+ * the allocator before this one allocates or frees - so that it meets the
+ * same heap whichever schedules ran before it, and replayed alone too; and
+ * the heap it uses is the one the schedule before it used, still in the
+ * caches. */
 enum { QUARANTINE = 4096 };
 static void *quarantine[QUARANTINE];
-static size_t quarantined; /* frees kept so far; the oldest is at quarantined % QUARANTINE */
-static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t quarantined; /* frees kept on this schedule; the oldest is at quarantined % QUARANTINE */
+static unsigned long quarantine_schedule; /* the schedule they were made on (kit_sched_schedule) */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the three above */
 
-static void release(void *block)
+/* (Only the runner of a schedule keeps frees here: it alone looks.) */
+static void settle_quarantine(void)
+{
+    if (!kit_sched_active() || quarantine_schedule == kit_sched_schedule())
+        return;
+    __real_pthread_mutex_lock(&quarantine_lock);
+    for (size_t i = 0; i < QUARANTINE && i < quarantined; i++) {
+        __real_free(quarantine[i]);
+        quarantine[i] = NULL;
+    }
+    quarantined = 0;
+    quarantine_schedule = kit_sched_schedule();
+    __real_pthread_mutex_unlock(&quarantine_lock);
+}
+
+/* Whether a block freed on the schedule under way may have come back: not
+ * before QUARANTINE more frees on it. */
+static bool freed_on_this_schedule(void)
+{
+    return quarantined >= QUARANTINE;
+}
+
+/* Whether a block is held back already: freed a second time. Only a block
+ * the table of live blocks does not know can be (it left the table at its
+ * first free), so this look through the quarantine is rare. */
+static bool held_back(const void *block)
+{
+    bool held = false;
+    __real_pthread_mutex_lock(&quarantine_lock);
+    for (size_t i = 0; i < QUARANTINE && !held; i++)
+        held = quarantine[i] == block;
+    __real_pthread_mutex_unlock(&quarantine_lock);
+    return held;
+}
+
+/* `known`: the block was in the table of live blocks. */
+static void release(void *block, bool known)
 {
 #if defined(__GLIBC__)
     if (block && kit_sched_active()) {
-        __real_pthread_mutex_lock(&quarantine_lock);
-        for (size_t i = 0; i < QUARANTINE; i++)
-            if (quarantine[i] == block) { /* as the C library says it, and ends the process */
-                fprintf(stderr, "free(): a block freed twice\n");
-                abort();
-            }
-        __real_pthread_mutex_unlock(&quarantine_lock);
+        settle_quarantine();
+        if (!known && held_back(block)) { /* as the C library says it, and ends the process */
+            fprintf(stderr, "free(): a block freed twice\n");
+            abort();
+        }
         memset(block, 0xdd, malloc_usable_size(block));
         __real_pthread_mutex_lock(&quarantine_lock);
         void *oldest = quarantine[quarantined % QUARANTINE];
@@ -731,16 +812,18 @@ static void release(void *block)
         return;
     }
 #endif
+    (void)known;
     __real_free(block);
 }
 
 void __wrap_free(void *block)
 {
+    bool known = false;
     if (block) {
         atomic_fetch_sub(&live_blocks, 1);
-        forget_block(block);
+        known = forget_block(block);
     }
-    release(block);
+    release(block, known);
 }
 
 char *__real_strdup(const char *text);

@@ -25,19 +25,25 @@ struct start_record {
     char name[KIT_THREAD_NAME_MAX];
 };
 
+/* name into out, cut to size - 1 characters. */
+static void copy_name(char *out, size_t size, const char *name)
+{
+    size_t length = strnlen(name, size - 1);
+    memcpy(out, name, length);
+    out[length] = '\0';
+}
+
 void kit_thread_set_name(const char *name)
 {
     if (name == NULL || name[0] == '\0') {
         snprintf(thread_name, sizeof thread_name, "thread-%u",
                  atomic_fetch_add(&unnamed_count, 1) + 1);
     } else {
-        snprintf(thread_name, sizeof thread_name, "%s", name);
+        copy_name(thread_name, sizeof thread_name, name);
     }
 #if defined(__linux__)
     char kernel_name[16]; /* the kernel keeps 15 characters and a NUL */
-    size_t length = strnlen(thread_name, sizeof kernel_name - 1);
-    memcpy(kernel_name, thread_name, length);
-    kernel_name[length] = '\0';
+    copy_name(kernel_name, sizeof kernel_name, thread_name);
     pthread_setname_np(pthread_self(), kernel_name);
 #endif
 }
@@ -66,7 +72,7 @@ int kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), v
         return ENOMEM;
     record->fn = fn;
     record->arg = arg;
-    snprintf(record->name, sizeof record->name, "%s", name != NULL ? name : "");
+    copy_name(record->name, sizeof record->name, name != NULL ? name : "");
     pthread_t started;
     int err = pthread_create(&started, NULL, trampoline, record);
     if (err != 0) {

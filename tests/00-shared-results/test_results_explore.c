@@ -80,7 +80,7 @@ static void appends_against_drains(void *ctx)
 static void test_results_explore_appends_racing_drains(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150 };
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 750 };
     kit_explore(&options, appends_against_drains, NULL);
 }
 

@@ -121,7 +121,7 @@ static void test_msgq_explore_capacity_one_every_interleaving(void **state)
 {
     (void)state;
     size_t capacity = 1;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 600, .spurious = 1 };
     kit_explore(&options, producers_and_consumers, &capacity);
 }
 
@@ -129,7 +129,7 @@ static void test_msgq_explore_capacity_two_every_interleaving(void **state)
 {
     (void)state;
     size_t capacity = 2;
-    kit_explore_t options = { .strategy = "pct:2:2 random:2", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:2:2 random:2", .schedules = 600, .spurious = 1 };
     kit_explore(&options, producers_and_consumers, &capacity);
 }
 
@@ -177,7 +177,7 @@ static void close_against_sleepers(void *ctx)
 static void test_msgq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 120 };
+    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 600 };
     kit_explore(&options, close_against_sleepers, NULL);
 }
 
@@ -203,7 +203,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_msgq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 1000, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -428,8 +428,8 @@ static const kit_spec_t queue_spec = {
 static void test_msgq_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true };
-    kit_scenarios(&queue_spec, 100, &options);
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 300, .spurious = 1, .timeouts_race = true };
+    kit_scenarios(&queue_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -114,7 +114,7 @@ static void two_and_two(void *ctx)
 static void test_bq_explore_two_producers_two_consumers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 600, .spurious = 1 };
     kit_explore(&options, two_and_two, NULL);
 }
 
@@ -153,7 +153,7 @@ static void two_puts_for_two_sleepers(void *ctx)
 static void test_bq_explore_each_put_wakes_a_sleeping_taker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 200, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 1000, .spurious = 1 };
     kit_explore(&options, two_puts_for_two_sleepers, NULL);
 }
 
@@ -187,7 +187,7 @@ static void close_against_both_sides(void *ctx)
 static void test_bq_explore_close_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 100 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 500 };
     kit_explore(&options, close_against_both_sides, NULL);
 }
 
@@ -221,7 +221,7 @@ static void destroy_against_sleepers(void *ctx)
 static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 200, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 1000, .spurious = 1 };
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
@@ -245,7 +245,7 @@ static void destroy_against_one_sleeper(void *ctx)
 static void test_bq_explore_destroy_waits_again_after_a_spurious_wakeup(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2", .schedules = 2000, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 10000, .spurious = 1 };
     kit_explore(&options, destroy_against_one_sleeper, NULL);
 }
 
@@ -289,7 +289,7 @@ static void poll_against_stolen_wakeups(void *ctx)
 static void test_bq_explore_poll_deadline_holds_despite_stolen_wakeups(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 600, .spurious = 1 };
     kit_explore(&options, poll_against_stolen_wakeups, NULL);
 }
 
@@ -334,7 +334,7 @@ static void one_put_for_sleeping_takers(void *ctx)
 static void test_bq_explore_a_put_wakes_one_sleeping_taker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 1000 };
     kit_explore(&options, one_put_for_sleeping_takers, NULL);
 }
 
@@ -363,7 +363,7 @@ static void one_take_for_sleeping_producers(void *ctx)
 static void test_bq_explore_a_take_wakes_one_sleeping_producer(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 1000 };
     kit_explore(&options, one_take_for_sleeping_producers, NULL);
 }
 
@@ -754,8 +754,8 @@ static const kit_spec_t queue_spec = {
 static void test_bq_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dpor:2", .schedules = 150, .spurious = 1, .timeouts_race = true };
-    kit_scenarios(&queue_spec, 100, &options);
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 300, .spurious = 1, .timeouts_race = true };
+    kit_scenarios(&queue_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -75,7 +75,7 @@ static void tasks_racing_a_retiring_worker(void *ctx)
 static void test_tpool_explore_idle_exit_race(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .timeouts_race = true };
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 750, .timeouts_race = true };
     kit_explore(&options, tasks_racing_a_retiring_worker, NULL);
 }
 
@@ -115,7 +115,7 @@ static void core_tasks_meet(void *ctx)
 static void test_tpool_explore_core_tasks_run_at_once(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 600, .spurious = 1 };
     kit_explore(&options, core_tasks_meet, NULL);
 }
 
@@ -160,7 +160,7 @@ static void failed_task_then_another(void *ctx)
 static void test_tpool_explore_failed_task_keeps_its_worker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 120 };
+    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 600 };
     kit_explore(&options, failed_task_then_another, NULL);
 }
 
@@ -240,7 +240,7 @@ static void keep_alive_exactly(void *ctx)
 static void test_tpool_explore_workers_retire_after_keep_alive(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 120 };
+    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 600 };
     kit_explore(&options, keep_alive_exactly, NULL);
 }
 
@@ -266,7 +266,7 @@ static void shutdown_with_idle_workers(void *ctx)
 static void test_tpool_explore_shutdown_wakes_idle_workers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 120 };
+    kit_explore_t options = { .strategy = "pct:6:3 random:6", .schedules = 600 };
     kit_explore(&options, shutdown_with_idle_workers, NULL);
 }
 
@@ -311,7 +311,7 @@ static void test_tpool_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     long keep_alive[] = { 10, HOUR_MS };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 100, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:8:3 random:8", .schedules = 500, .spurious = 1 };
         kit_explore(&options, several_await_termination, &keep_alive[i]);
     }
 }
@@ -1121,8 +1121,8 @@ static const kit_spec_t pool_spec = {
 static void test_tpool_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 10, .spurious = 1, .timeouts_race = true };
-    kit_scenarios(&pool_spec, 100, &options);
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 20, .spurious = 1, .timeouts_race = true };
+    kit_scenarios(&pool_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -90,7 +90,7 @@ static void three_waiters(void *ctx)
 static void test_future_explore_every_waiter_sees_the_result(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 600, .spurious = 1 };
     kit_explore(&options, three_waiters, NULL);
 }
 
@@ -160,7 +160,7 @@ static void cancel_against_start(void *ctx)
 static void test_future_explore_cancel_races_start(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:2:3", .schedules = 150 };
+    kit_explore_t options = { .strategy = "dfs:2 pct:2:3", .schedules = 750 };
     kit_explore(&options, cancel_against_start, NULL);
 }
 
@@ -193,7 +193,7 @@ static void dropped_by_shutdown_now(void *ctx)
 static void test_future_explore_dropped_task_cancels_its_future(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 100 };
+    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 500 };
     kit_explore(&options, dropped_by_shutdown_now, NULL);
 }
 
@@ -245,7 +245,7 @@ static void two_rounds_behind_a_busy_worker(void *ctx)
 static void test_future_explore_wait_behind_a_busy_worker(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:4:3 random:4", .schedules = 100 };
+    kit_explore_t options = { .strategy = "pct:4:3 random:4", .schedules = 500 };
     kit_explore(&options, two_rounds_behind_a_busy_worker, NULL);
 }
 
@@ -934,8 +934,8 @@ static const kit_spec_t future_spec = {
 static void test_future_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 10, .spurious = 1, .timeouts_race = true };
-    kit_scenarios(&future_spec, 100, &options);
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 20, .spurious = 1, .timeouts_race = true };
+    kit_scenarios(&future_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -87,7 +87,7 @@ static void subtasks_failures_and_pills(void *ctx)
 static void test_mw_explore_subtasks_failures_and_poison_pills(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 600 };
     kit_explore(&options, subtasks_failures_and_pills, NULL);
 }
 
@@ -121,7 +121,7 @@ static void consume_under_a_limit(void *ctx)
 static void test_mw_explore_result_limit_holds(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 120, .spurious = 1 };
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 600, .spurious = 1 };
     kit_explore(&options, consume_under_a_limit, NULL);
 }
 
@@ -150,7 +150,7 @@ static void await_before_consuming(void *ctx)
 static void test_mw_explore_deadlock_trap_is_detected(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 100 };
+    kit_explore_t options = { .strategy = "pct:3:3 random:3", .schedules = 500 };
     kit_explore(&options, await_before_consuming, NULL);
 }
 
@@ -216,7 +216,7 @@ static void test_mw_explore_every_waiter_wakes(void **state)
     (void)state;
     bool close_only[] = { false, true };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 120, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:5:3 random:5", .schedules = 600, .spurious = 1 };
         kit_explore(&options, consumers_and_the_end, &close_only[i]);
     }
 }
@@ -1546,9 +1546,9 @@ static const kit_spec_t mw_spec = {
 static void test_mw_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "random:1 random:3", .schedules = 12, .spurious = 1,
+    kit_explore_t options = { .strategy = "random:1 random:3", .schedules = 24, .spurious = 1,
                               .timeouts_race = true };
-    kit_scenarios(&mw_spec, 100, &options);
+    kit_scenarios(&mw_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

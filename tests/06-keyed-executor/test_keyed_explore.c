@@ -127,7 +127,7 @@ static void two_keys_two_submitters(void *ctx)
 static void test_keyed_explore_same_key_serial_in_order(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 120 };
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 600 };
     kit_explore(&options, two_keys_two_submitters, NULL);
 }
 
@@ -170,7 +170,7 @@ static void caller_runs_a_drain(void *ctx)
 static void test_keyed_explore_caller_runs_pool(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:2", .schedules = 100 };
+    kit_explore_t options = { .strategy = "dfs:1 random:2", .schedules = 500 };
     kit_explore(&options, caller_runs_a_drain, NULL);
 }
 
@@ -204,7 +204,7 @@ static void refused_drain_rolls_back(void *ctx)
 static void test_keyed_explore_refused_drain_leaves_no_key(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 100 };
+    kit_explore_t options = { .strategy = "dfs:1 random:3", .schedules = 500 };
     kit_explore(&options, refused_drain_rolls_back, NULL);
 }
 
@@ -258,7 +258,7 @@ static void test_keyed_explore_termination_wakes_every_awaiter(void **state)
     (void)state;
     bool drained_first[] = { true, false };
     for (int i = 0; i < 2; i++) {
-        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 100, .spurious = 1 };
+        kit_explore_t options = { .strategy = "pct:9:3 random:9", .schedules = 500, .spurious = 1 };
         kit_explore(&options, several_await_keyed, &drained_first[i]);
     }
 }
@@ -862,8 +862,8 @@ static const kit_spec_t keyed_spec = {
 static void test_keyed_explore_generated_scenarios(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 15, .spurious = 1, .timeouts_race = true };
-    kit_scenarios(&keyed_spec, 100, &options);
+    kit_explore_t options = { .strategy = "pct:1:3 random:1", .schedules = 30, .spurious = 1, .timeouts_race = true };
+    kit_scenarios(&keyed_spec, 250, &options);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -137,7 +137,7 @@ static void readers_and_writers(void *ctx)
 static void test_rwl_explore_readers_and_writers_exclude_each_other(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 150, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 pct:1:3 random:1", .schedules = 750, .spurious = 1 };
     kit_explore(&options, readers_and_writers, NULL);
 }
 
@@ -172,7 +172,7 @@ static void waiting_writer_against_a_new_reader(void *ctx)
 static void test_rwl_explore_waiting_writer_holds_back_new_readers(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 150, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:2", .schedules = 750, .spurious = 1 };
     kit_explore(&options, waiting_writer_against_a_new_reader, NULL);
 }
 
@@ -201,7 +201,7 @@ static void write_unlock_against_sleeping_readers(void *ctx)
 static void test_rwl_explore_write_unlock_wakes_every_reader(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 150, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:3", .schedules = 750, .spurious = 1 };
     kit_explore(&options, write_unlock_against_sleeping_readers, NULL);
 }
 
@@ -232,7 +232,7 @@ static void last_reader_out_against_a_waiting_writer(void *ctx)
 static void test_rwl_explore_last_reader_out_lets_the_writer_in(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 150, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:4", .schedules = 750, .spurious = 1 };
     kit_explore(&options, last_reader_out_against_a_waiting_writer, NULL);
 }
 
@@ -264,7 +264,7 @@ static void timed_writer_gives_up_against_waiting_readers(void *ctx)
 static void test_rwl_explore_writer_giving_up_lets_readers_in(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 150, .spurious = 1 };
+    kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 750, .spurious = 1 };
     kit_explore(&options, timed_writer_gives_up_against_waiting_readers, NULL);
 }
 
@@ -382,7 +382,7 @@ static void two_readers_upgrade(void *ctx)
 static void test_rwl_explore_upgrade_is_refused_not_hung(void **state)
 {
     (void)state;
-    kit_explore_t options = { .strategy = "dfs:2 random:6", .schedules = 150 };
+    kit_explore_t options = { .strategy = "dfs:2 random:6", .schedules = 750 };
     kit_explore(&options, two_readers_upgrade, NULL);
 }
 

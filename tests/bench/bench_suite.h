@@ -36,4 +36,5 @@ typedef struct bench_options {
 #include "bench_list.h"
 #undef BENCHMARK
 
+
 #endif

@@ -3,16 +3,18 @@
  * @brief Tests of the schedule explorer (grader/explorer/kit_sched*.c): it
  *        finds a lost update, a lost wake-up and a deadlock, replays each
  *        exactly from its token, keeps virtual time, passes correct code,
- *        and runs code it cannot follow on real threads instead.
+ *        runs code it cannot follow on real threads instead, and keeps
+ *        each thread's own state its own.
  *
  * Each buggy body below is small enough that every strategy finds its bug
  * within a few schedules; each search uses a fixed seed, so these tests do
  * the same thing every run.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_setname_np, pthread_getname_np */
 #include "kit_test.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -271,6 +273,82 @@ static void test_explore_runs_code_it_cannot_follow_on_real_threads(void **state
     assert_true(runs > 1); /* the explored attempt, then the runs on real threads */
 }
 
+/* What a thread keeps of its own - its pthread_t, a _Thread_local variable,
+ * a thread-specific value, its name, errno - it keeps across every switch,
+ * though the threads of a schedule share one processor thread; and
+ * pthread_exit runs its cleanup handler and hands its value to the join. */
+static _Thread_local long own_value;
+static pthread_key_t own_key;
+
+struct own_check {
+    int index;
+    pthread_t seen; /* what pthread_self() said on the thread */
+    bool kept;      /* everything was still its own after each switch */
+    bool cleaned;   /* its cleanup handler ran */
+};
+
+static void note_cleanup(void *raw)
+{
+    ((struct own_check *)raw)->cleaned = true;
+}
+
+static bool still_own(struct own_check *c, const char *name)
+{
+    char now[16] = "";
+    pthread_getname_np(pthread_self(), now, sizeof now);
+    return own_value == 100 + c->index && pthread_getspecific(own_key) == c && errno == 1000 + c->index &&
+           strcmp(now, name) == 0 && pthread_equal(pthread_self(), c->seen);
+}
+
+static void *keep_own(void *raw)
+{
+    struct own_check *c = raw;
+    char name[16];
+    snprintf(name, sizeof name, "own-%d", c->index);
+    c->seen = pthread_self();
+    own_value = 100 + c->index;
+    pthread_setspecific(own_key, c);
+    pthread_setname_np(pthread_self(), name);
+    c->kept = true;
+    pthread_cleanup_push(note_cleanup, c);
+    for (int i = 0; i < 3; i++) {
+        errno = 1000 + c->index;
+        sched_yield(); /* a switch point: the other thread may run */
+        c->kept = c->kept && still_own(c, name);
+    }
+    pthread_exit(c);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static void threads_keep_their_own(void *ctx)
+{
+    (void)ctx;
+    struct own_check checks[2] = { { .index = 0 }, { .index = 1 } };
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&threads[i], NULL, keep_own, &checks[i]));
+    for (int i = 0; i < 2; i++) {
+        void *value = NULL;
+        explore_ok(pthread_join(threads[i], &value));
+        kit_explore_check(value == &checks[i], "thread %d's pthread_exit value did not reach its join", i);
+        kit_explore_check(pthread_equal(checks[i].seen, threads[i]), "thread %d is another to pthread_self()", i);
+        kit_explore_check(checks[i].kept, "thread %d lost what is its own at a switch", i);
+        kit_explore_check(checks[i].cleaned, "thread %d's cleanup handler did not run at pthread_exit", i);
+    }
+    kit_explore_check(!pthread_equal(threads[0], threads[1]) && !pthread_equal(threads[0], pthread_self()),
+                      "two threads have the same pthread_t");
+}
+
+static void test_explore_each_thread_keeps_its_own(void **state)
+{
+    (void)state;
+    assert_int_equal(pthread_key_create(&own_key, NULL), 0);
+    kit_explore_t options = { .strategy = "random:4 pct:4:3", .schedules = 100 };
+    kit_explore(&options, threads_keep_their_own, NULL);
+    pthread_key_delete(own_key);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_update),
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_wakeup_at_once),
@@ -278,6 +356,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_explore_timed_wait_ends_on_virtual_time),
     cmocka_unit_test(test_explore_passes_correct_code_everywhere_within_the_bound),
     cmocka_unit_test(test_explore_runs_code_it_cannot_follow_on_real_threads),
+    cmocka_unit_test(test_explore_each_thread_keeps_its_own),
 };
 
 KIT_TEST_MAIN(tests)
