@@ -42,6 +42,7 @@ const char *verdict_text(enum verdict verdict)
     case V_CRASHED: return "CRASHED";
     case V_TIMED_OUT: return "TIMED OUT";
     case V_RACE: return "DATA RACE";
+    case V_THREAD_LEAK: return "THREAD LEAK";
     case V_MEMORY: return "MEMORY ERROR";
     case V_NO_RESULT: return "NO RESULT";
     case V_MISSING: return "MISSING";

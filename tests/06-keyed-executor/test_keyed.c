@@ -142,7 +142,7 @@ static int create_and_destroy(void *pool)
     keyed_t *kx = (keyed_t *)&kx; /* not NULL: create must reset it on failure */
     int err = keyed_create(&kx, pool);
     if (err != 0 && kx != NULL)
-        return EFAULT; /* out must be NULL after a failure */
+        return err == ENOSYS ? ENOSYS : EFAULT; /* out must be NULL after a failure (a stub is told as one) */
     keyed_destroy(kx);
     return err;
 }
