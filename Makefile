@@ -545,7 +545,7 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(CONFINE_NOTE)
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
-	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
+	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --stage $(GRADE_REPORT)/stage --confine $(CONFINE) \
 	  $(if $(wildcard tests/wakeups.tsv),--wakeups tests/wakeups.tsv) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
@@ -658,7 +658,8 @@ EXPLORE_IMPL = $(if $(SUBMISSION),$(GRADE_IMPL),$(IMPL))
 EXPLORE_BIN = $(call out_root,$(EXPLORE_IMPL))$(if $(SAN),/$(SAN))/tests
 EXPLORE_REPORT := build/explore
 # A SUBMISSION is staged, built and run confined, as make grade does.
-explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) --memory 4096 --tasks 256 --
+explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) \
+  --ro-at $(abspath $(EXPLORE_REPORT)/stage) $(abspath $(GRADE_IMPL)) --memory 4096 --tasks 256 --
 .PHONY: explore
 explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name [SCENARIO=N] REPLAY=token]
 	@echo "Exploring $(EXPLORE_IMPL)"

@@ -68,6 +68,8 @@ struct run_options {
     bool diagnose_timeouts;  /* attach gdb to a stuck test */
     const char *confine;     /* kit-confine's path: run each test confined; NULL: unconfined (make test) */
     const char *kit_root;    /* the kit, whose headers the confinement shows */
+    const char *stage, *stage_at; /* the submission's staged files, shown read-only where they were compiled:
+                                     a failed schedule names objects from their lines (kit_sched_report.c) */
     long *log_budget;        /* bytes of logs this grade may still keep (shared by every test) */
     bool race_fails_test;    /* make test, mutants: a data race fails its test (graded: the race-free line) */
 };

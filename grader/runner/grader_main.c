@@ -52,7 +52,7 @@ static void usage(void)
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD'] [--tsan-chapter NAME]... [--tsan-always]]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
             "                 [--confine KIT_CONFINE [--sandbox-uid UID] [--sandbox-cpus N]] [--chaos SEED]\n"
-            "                 [--build 'CMD' [--build-log FILE]] [--gate DIR]\n"
+            "                 [--build 'CMD' [--build-log FILE]] [--gate DIR] [--stage DIR (shown at the implementation)]\n"
             "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n"
             "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n"
             "                 [--race-line (test mode: score each race-free line from the tests' own runs)]\n");
@@ -71,7 +71,8 @@ static const struct text_option text_options[] = {
     TEXT("--implementation", implementation), TEXT("--tsan-bin", tsan_bin_dir), TEXT("--tsan-build", tsan_build),
     TEXT("--tsan-wrapper", tsan_wrapper), TEXT("--wrapper", run.wrapper), TEXT("--source-root", run.source_root),
     TEXT("--debug-args", debug_args), TEXT("--confine", run.confine), TEXT("--gate", gate_dir),
-    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), { NULL, 0 },
+    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), TEXT("--stage", run.stage),
+    { NULL, 0 },
 };
 
 /* Returns whether arg was one of the options with a value; sets it. */
@@ -720,6 +721,10 @@ static void configure(struct config *config)
     if (strlen(kit) > 1 && kit[strlen(kit) - 1] == '/')
         kit[strlen(kit) - 1] = '\0';
     config->run.kit_root = kit;
+    static char stage_at[4200]; /* where the implementation was compiled: its path, from the kit if relative */
+    snprintf(stage_at, sizeof stage_at, "%s%s%s", config->implementation[0] == '/' ? "" : kit,
+             config->implementation[0] == '/' ? "" : "/", config->implementation);
+    config->run.stage_at = stage_at;
     static long log_budget = 64L << 20;
     config->run.log_budget = &log_budget;
     config->run.race_fails_test = !is_mode(config, "grade");

@@ -225,7 +225,8 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
  *     in a teardown after the test's own checks passed), before a function
  *     not written yet (ENOSYS);
  *  2. how it replays: a schedule make debug or make explore replays (an
- *     explored or generated one with its token, or a test's one schedule)
+ *     explored or generated one with its token or scenario number, or a
+ *     test's one schedule)
  *     before a stress test's long schedule, before real threads;
  *  3. how soon it failed: fewer steps on its schedule first (the smallest
  *     scenario);
@@ -257,7 +258,7 @@ static enum failure_kind failure_kind(const struct test_case *test)
 static int replay_class(const struct test_case *test)
 {
     bool scheduled = strstr(test->detail, "its one schedule") || strstr(test->detail, "REPLAY=") ||
-                     strstr(test->detail, " saw a ");
+                     strstr(test->detail, "KIT_SCENARIO=") || strstr(test->detail, " saw a ");
     if (!scheduled)
         return 2;
     return strstr(test->name, "_stress_") ? 1 : 0;
