@@ -545,7 +545,8 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(CONFINE_NOTE)
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
-	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --stage $(GRADE_REPORT)/stage --confine $(CONFINE) \
+	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --stage $(GRADE_REPORT)/stage \
+	  --confine $(CONFINE) \
 	  $(if $(wildcard tests/wakeups.tsv),--wakeups tests/wakeups.tsv) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \

@@ -707,14 +707,17 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
     if (signal >= 0) {
         const struct sched_step *step = &sched.steps[signal];
         where_text(step->where, there, sizeof there);
-        kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke another sleeper, not it%s",
-            sched.threads[step->thread]->name, object, there, signal + 1,
-            nheld > 0 ? "" : ": a signal wakes one sleeper, any one - where more than one may go on, or sleepers "
-                             "wait for different things, it takes a broadcast (or a condition variable for each kind "
-                             "of sleeper)");
+        kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
+            "sleeper, any one - where more than one may go on, or sleepers wait for different things, it takes a "
+            "broadcast (or a condition variable for each kind of sleeper)", sched.threads[step->thread]->name, object,
+            there, signal + 1);
     }
-    if (nheld > 0) {
-        name_holders(x, t, held, nheld, signal >= 0 ? "; after that" : "; since then");
+    if (nheld > 0 && signal >= 0) {
+        name_holders(x, t, held, nheld, "; after that");
+        kit_text_put(x, " and nobody signalled %s again: if that changed what it waits for, it needs a signal or "
+            "broadcast of %s", object, object);
+    } else if (nheld > 0) {
+        name_holders(x, t, held, nheld, "; since then");
         kit_text_put(x, " and nobody signalled %s after it: whatever changed there for it needs a signal or "
             "broadcast of %s", object, object);
     } else if (signal < 0) {

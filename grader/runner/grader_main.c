@@ -52,7 +52,8 @@ static void usage(void)
             "                 [--tsan-bin DIR [--tsan-build 'CMD'] [--tsan-wrapper 'CMD'] [--tsan-chapter NAME]... [--tsan-always]]\n"
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
             "                 [--confine KIT_CONFINE [--sandbox-uid UID] [--sandbox-cpus N]] [--chaos SEED]\n"
-            "                 [--build 'CMD' [--build-log FILE]] [--gate DIR] [--stage DIR (shown at the implementation)]\n"
+            "                 [--build 'CMD' [--build-log FILE]] [--gate DIR]\n"
+            "                 [--stage DIR (the staged submission, shown where the implementation was compiled)]\n"
             "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n"
             "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n"
             "                 [--race-line (test mode: score each race-free line from the tests' own runs)]\n");
