@@ -470,16 +470,20 @@ TSAN_WRAPPER := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo "setarc
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
             --errors-for-leak-kinds=definite,indirect --fair-sched=yes
 
-# With SUBMISSION=dir, make tsan grades it as make grade does - staged,
-# built and run confined - with every chapter's race-free line earned by its
-# own ThreadSanitizer build on real threads, each test's report in the logs.
-tsan: deps ## every test under ThreadSanitizer (a race report fails the test); SUBMISSION=dir: grade it so
-ifneq ($(SUBMISSION),)
+# With SUBMISSION=dir, and in the student kit, make tsan grades as make
+# grade does - staged, built and run confined - with every chapter's
+# race-free line earned by its own ThreadSanitizer build on real threads,
+# each test's report in the logs. Otherwise each test runs under it, a
+# report fails the test (a thread never joined is a THREAD LEAK, not a
+# race), and each chapter's race-free line is scored from those runs
+# (--race-line): the chapter's whole rubric.
+tsan: deps ## every test under ThreadSanitizer (a race report fails the test, the race-free line scored from them); SUBMISSION=dir: grade it so
+ifneq ($(or $(SUBMISSION),$(if $(HAVE_SOLUTIONS),,student)),)
 	@$(MAKE) --no-print-directory grade TSAN_EVERY_CHAPTER=1 GRADE_REPORT=build/grade-tsan
 else
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=tsan tests-bin
 	@$(MAKE) --no-print-directory -s grader
-	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/tsan/tests --report build/test-tsan \
+	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/tsan/tests --report build/test-tsan --race-line \
 	  --wrapper "$(TSAN_WRAPPER)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 endif
 
@@ -530,8 +534,11 @@ UNCONFINED ?=
 # admission (kit-admit stage); a file the submission lacks is the untouched stub.
 # GRADE_IMPL is where those files appear inside the confinement, and what
 # every message names: the student's own paths.
+# EARLIER=mine also stages the earlier chapters the graded ones build on:
+# their objects are then built from the submission's own files.
 stage_files = $(ch$(call number,$(1))_impl) $(notdir $(wildcard exercises/$(1)/*.h))
-STAGE_CHAPTERS = $(foreach c,$(ACTIVE),--chapter $(c) $(call stage_files,$(c)))
+STAGED = $(sort $(ACTIVE) $(if $(filter mine,$(EARLIER)),$(foreach c,$(ACTIVE),$(ch$(call number,$(c))_uses))))
+STAGE_CHAPTERS = $(foreach c,$(STAGED),--chapter $(c) $(call stage_files,$(c)))
 # $(call stage_submission,report folder): stages what is graded there: the
 # exercises/ folder, or the SUBMISSION folder (whose own exercises/ admission
 # takes if it is a real folder; a link there is refused, not followed).
@@ -556,7 +563,8 @@ grade: deps ## score the exercises (or SUBMISSION=dir) against tests/rubric.tsv;
 	@$(CONFINE_NOTE)
 	@$(SKIP_NOTE) SEED=$${SEED:-$(GRADE_SEED)} $(GRADER) --mode grade --bin $(GRADE_OUT)/tests --report $(GRADE_REPORT) --implementation "$(GRADE_IMPL)" \
 	  --build '$(MAKE) --no-print-directory -k -s -j$(JOBS) $(call submission_build,$(GRADE_REPORT)) tests-bin >$(GRADE_REPORT)/build.log 2>&1' \
-	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --confine $(CONFINE) \
+	  --build-log $(GRADE_REPORT)/build.log --gate $(GRADE_REPORT)/gate --stage $(GRADE_REPORT)/stage \
+	  --confine $(CONFINE) \
 	  $(if $(wildcard tests/wakeups.tsv),--wakeups tests/wakeups.tsv) \
 	  --tsan-bin $(GRADE_OUT)/tsan/tests --tsan-wrapper "$(TSAN_WRAPPER)" $(TSAN_CHAPTERS) $(if $(AUTOLAB),--autolab) \
 	  --sandbox-uid $(SANDBOX_UID) --sandbox-cpus $(SANDBOX_CPUS) $(if $(CHAOS),--chaos $(CHAOS)) \
@@ -700,7 +708,8 @@ EXPLORE_IMPL = $(if $(SUBMISSION),$(GRADE_IMPL),$(IMPL))
 EXPLORE_BIN = $(call out_root,$(EXPLORE_IMPL))$(if $(SAN),/$(SAN))/tests
 EXPLORE_REPORT := build/explore
 # A SUBMISSION is staged, built and run confined, as make grade does.
-explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) --memory 4096 --tasks 256 --
+explore_confinement = $(CONFINE) --kit $(CURDIR) --ro $(abspath $(EXPLORE_BIN)) \
+  --ro-at $(abspath $(EXPLORE_REPORT)/stage) $(abspath $(GRADE_IMPL)) --memory 4096 --tasks 256 --
 .PHONY: explore
 explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore CH=NN [SCHEDULES=N] [STRATEGY=pct:SEED:DEPTH] [TEST=name [SCENARIO=N] REPLAY=token]
 	@echo "Exploring $(EXPLORE_IMPL)"
@@ -809,6 +818,8 @@ help-student:
 	@echo "                        crashes or hangs (Ctrl-C), on the line of the test or of your code"
 	@echo "  make explore CH=NN [SCHEDULES=N]   search more interleavings of your code (TEST=name [SCENARIO=N] REPLAY=token"
 	@echo "                        replays one, as a failure prints it)"
+	@echo "  make tsan CH=NN       grade your code with the race-free line earned under ThreadSanitizer, on real"
+	@echo "                        threads: a race it reports shows both accesses"
 	@echo "  make docs             the pages, in build/docs/html/index.html"
 	@echo "  make all              build every program and test of your code"
 	@echo "  make deps             install what grading and the docs need"

@@ -235,6 +235,10 @@ bool kit_sched_take_lock_inversion(void);
 /** Whether the calling thread, on a schedule, last left a wait through a
  *  spurious wake-up: a check can then name a wait that does not loop. */
 bool kit_sched_woken_spuriously(void);
+/** The calling thread's last wait, which timed out at a deadline the
+ *  wrappers set early (kit_wakeups_every), returns 0: its step says it woke
+ *  for nothing, not that it timed out (kit_sched_report.c). */
+void kit_sched_woke_early(void);
 /** On a schedule whose wall clock was set forward (a wait on CLOCK_REALTIME):
  *  a sentence saying when, and for whom, for a failed check's message. */
 bool kit_sched_clock_note(char *out, size_t size);

@@ -9,6 +9,7 @@
 
 #include "kit_test.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -218,17 +219,280 @@ void kit_sched_print_race(void)
                     "makes)\n", race.step);
 }
 
-/* ---- The report ---------------------------------------------------------------------- */
+/* ---- Names of mutexes and condition variables --------------------------------------
+ * A mutex or a condition variable is named by the expression the code passed
+ * for it - `q->not_full`, `q->lock` - read from the source line of the first
+ * steps that used it; where no such line can be read (a file the test
+ * cannot see, code without lines), by its kind and order of first use in the
+ * schedule: M1, C2. The names are the same in every message, step and
+ * drawing of one failed schedule. */
+
+static long first_named(void);
+
+#define NAMED_OBJECTS 512
+#define NAMING_STEPS 3 /* the first steps of an object whose lines are read for its name */
+#define NAME_CHARS 48
+
+static struct {
+    int obj;
+    char name[NAME_CHARS];
+} names[NAMED_OBJECTS];
+static int nnames;
+static long named_steps = -1; /* the schedule the names are of: its steps ... */
+static int64_t named_time;    /* ... and its virtual time at the end */
+
+static const char *known_name(int obj)
+{
+    for (int i = 0; i < nnames; i++)
+        if (names[i].obj == obj)
+            return names[i].name[0] ? names[i].name : NULL;
+    return NULL;
+}
 
 static const char *object_name(int obj, char *out, size_t size)
 {
     if (obj < 0)
         return "";
-    if (sched.objects[obj].kind == 'S')
+    const char *name = known_name(obj);
+    if (name != NULL)
+        snprintf(out, size, "%s", name);
+    else if (sched.objects[obj].kind == 'S')
         snprintf(out, size, "semaphore S%d", sched.objects[obj].serial);
     else
         snprintf(out, size, "%c%d", sched.objects[obj].kind, sched.objects[obj].serial);
     return out;
+}
+
+/* Line @p number of the file at @p path, or false. */
+static bool source_line(const char *path, long number, char *out, size_t size)
+{
+    FILE *in = path[0] ? fopen(path, "r") : NULL;
+    if (in == NULL)
+        return false;
+    long at = 0;
+    while (at < number && fgets(out, (int)size, in))
+        if (strchr(out, '\n') || feof(in))
+            at++;
+    fclose(in);
+    return at == number;
+}
+
+/* The @p index-th argument of the call to @p function on @p line, cleaned
+ * to an expression that names an object ("&q->lock" -> "q->lock"), or false. */
+static bool call_argument(const char *line, const char *function, int index, char *out, size_t size)
+{
+    const char *call = line;
+    size_t length = strlen(function);
+    while ((call = strstr(call, function)) != NULL &&
+           ((call > line && (isalnum((unsigned char)call[-1]) || call[-1] == '_')) || call[length] != '('))
+        call += length;
+    if (call == NULL)
+        return false;
+    const char *arg = call + length + 1;
+    for (int depth = 0, n = 0; *arg && n < index; arg++) { /* skip to the index-th top-level argument */
+        depth += (*arg == '(' || *arg == '[') - (*arg == ')' || *arg == ']');
+        n += depth == 0 && *arg == ',';
+        if (depth < 0)
+            return false;
+    }
+    arg += strspn(arg, " \t&(");
+    size_t end = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.->[]");
+    if (end == 0 || end >= size || strchr(",) \t", arg[end]) == NULL || !isalpha((unsigned char)arg[0]))
+        return false;
+    snprintf(out, size, "%.*s", (int)end, arg);
+    return true;
+}
+
+/* The name a source line gives object @p obj: a condition variable is the
+ * first argument of a wait, signal or broadcast; a mutex the first of a
+ * lock or unlock, or the second of a wait (the steps of a spurious wake-up
+ * are named after the wait's line). */
+static bool name_on_line(int obj, const char *line, char *out, size_t size)
+{
+    static const char *const cond_calls[] = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+                                              "pthread_cond_signal", "pthread_cond_broadcast", NULL };
+    static const char *const mutex_calls[] = { "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock",
+                                               "pthread_mutex_timedlock", NULL };
+    char kind = sched.objects[obj].kind;
+    for (int i = 0; kind == 'M' && mutex_calls[i]; i++)
+        if (call_argument(line, mutex_calls[i], 0, out, size))
+            return true;
+    for (int i = 0; (kind == 'M' || kind == 'C') && cond_calls[i]; i++)
+        if (call_argument(line, cond_calls[i], kind == 'M' ? 1 : 0, out, size))
+            return true;
+    return false;
+}
+
+/* Object @p obj is to be named, once. */
+static void want_name(int obj)
+{
+    if (obj < 0 || obj >= sched.nobjects || nnames == NAMED_OBJECTS)
+        return;
+    for (int i = 0; i < nnames; i++)
+        if (names[i].obj == obj)
+            return;
+    names[nnames].obj = obj;
+    names[nnames++].name[0] = '\0';
+}
+
+/* The objects a step names: its own, and for a wait or a wake the mutex
+ * (the `other` of any other step is a thread or a result, not an object). */
+static void want_step_names(const struct sched_step *step)
+{
+    if (step->op == OP_CREATE || step->op == OP_JOIN)
+        return;
+    want_name(step->obj);
+    if (step->op == OP_WAIT || step->op == OP_WAKE)
+        want_name(step->other);
+}
+
+/* One more place that used object number @p n, kept if it is among its
+ * first NAMING_STEPS distinct ones. */
+static void note_naming_step(long (*at)[NAMING_STEPS], int n, long step)
+{
+    int k = 0;
+    while (k < NAMING_STEPS && at[n][k] >= 0 && sched.steps[at[n][k]].where != sched.steps[step].where)
+        k++;
+    if (k < NAMING_STEPS && at[n][k] < 0) {
+        at[n][k] = step;
+        want_place(sched.steps[step].where);
+    }
+}
+
+/* The first NAMING_STEPS places that used each object to name, in @p at
+ * (-1: none), every one of them wanted for addr2line: one pass over the
+ * steps, an object's entry found by its number. */
+static void naming_places(long (*at)[NAMING_STEPS])
+{
+    static short entry[SCHED_MAX_OBJECTS]; /* an object's entry in names + 1, or 0 */
+    for (int n = 0; n < nnames; n++) {
+        entry[names[n].obj] = (short)(n + 1);
+        for (int k = 0; k < NAMING_STEPS; k++)
+            at[n][k] = -1;
+    }
+    for (long i = 0; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->op == OP_CREATE || step->op == OP_JOIN)
+            continue;
+        if (step->obj >= 0 && step->obj < SCHED_MAX_OBJECTS && entry[step->obj])
+            note_naming_step(at, entry[step->obj] - 1, i);
+        if ((step->op == OP_WAIT || step->op == OP_WAKE) && step->other >= 0 && step->other < SCHED_MAX_OBJECTS &&
+            entry[step->other])
+            note_naming_step(at, entry[step->other] - 1, i);
+    }
+    for (int n = 0; n < nnames; n++)
+        entry[names[n].obj] = 0;
+}
+
+/* An object's name from the lines of its first steps: the first that names
+ * a field ("q->not_full") rather than a bare variable, else the first. */
+static void name_from_lines(int n, const long *at)
+{
+    char line[512], found[NAME_CHARS];
+    for (int k = 0; k < NAMING_STEPS && at[k] >= 0; k++) {
+        const struct place *place = place_of(sched.steps[at[k]].where);
+        const char *colon = place ? strrchr(place->path, ':') : NULL;
+        char path[512];
+        if (colon == NULL || (size_t)(colon - place->path) >= sizeof path)
+            continue;
+        snprintf(path, sizeof path, "%.*s", (int)(colon - place->path), place->path);
+        if (!source_line(path, atol(colon + 1), line, sizeof line) ||
+            !name_on_line(names[n].obj, line, found, sizeof found))
+            continue;
+        if (names[n].name[0] == '\0' || strpbrk(found, ".->["))
+            snprintf(names[n].name, sizeof names[n].name, "%s", found);
+        if (strpbrk(found, ".->["))
+            return;
+    }
+}
+
+/* Two objects of one name ("q->lock" of two queues): each later one says
+ * which of that name it is, "q->lock#2". */
+static void tell_apart(int n)
+{
+    size_t length = strlen(names[n].name);
+    int same = 1;
+    for (int i = 0; i < n && length > 0; i++)
+        same += strcspn(names[i].name, "#") == length && strncmp(names[i].name, names[n].name, length) == 0;
+    if (same > 1 && length + 4 < sizeof names[n].name)
+        snprintf(names[n].name + length, sizeof names[n].name - length, "#%d", same);
+}
+
+/* The object of kind @p kind ('M', 'C') with serial @p serial in this schedule, or -1. */
+static int object_of(char kind, long serial)
+{
+    for (int i = 0; i < sched.nobjects; i++)
+        if (sched.objects[i].kind == kind && sched.objects[i].serial == serial)
+            return i;
+    return -1;
+}
+
+/* The object a word "M1" or "C2" at @p at of @p text stands for (its length
+ * in @p length), or -1 when the word is no such name. */
+static int object_word(const char *text, const char *at, size_t *length)
+{
+    if ((*at != 'M' && *at != 'C') || !isdigit((unsigned char)at[1]))
+        return -1;
+    if (at > text && (isalnum((unsigned char)at[-1]) || at[-1] == '_'))
+        return -1;
+    char *end;
+    long serial = strtol(at + 1, &end, 10);
+    if (isalnum((unsigned char)*end) || *end == '_')
+        return -1;
+    *length = (size_t)(end - at);
+    return object_of(*at, serial);
+}
+
+/* The message the schedule failed with (a misuse the model saw names
+ * "C1" and "M1") says the objects' names. */
+static void rename_in_message(void)
+{
+    static char renamed[sizeof sched.message];
+    kit_text_t out = { renamed, sizeof renamed, 0 };
+    char a[NAME_CHARS];
+    for (const char *at = sched.message; *at;) {
+        size_t length = 0;
+        int obj = object_word(sched.message, at, &length);
+        if (obj >= 0 && known_name(obj)) {
+            kit_text_put(&out, "%s", object_name(obj, a, sizeof a));
+            at += length;
+        } else {
+            kit_text_put(&out, "%c", *at++);
+        }
+    }
+    snprintf(sched.message, sizeof sched.message, "%s", renamed);
+}
+
+/* Names for the objects of the steps from @p first on and of the live
+ * threads, read once for each failed schedule. */
+static void name_objects(long first)
+{
+    if (named_steps == sched.nsteps && named_time == sched.now)
+        return;
+    named_steps = sched.nsteps;
+    named_time = sched.now;
+    nnames = 0;
+    for (long i = first; i < sched.nsteps; i++)
+        want_step_names(&sched.steps[i]);
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        if (t->state == WAITING || t->state == LOCKING || t->state == SEMAPHORE)
+            want_name(t->obj);
+        if (t->state == WAITING)
+            want_name(t->obj2);
+    }
+    for (const char *at = sched.message; *at; at++) {
+        size_t length;
+        want_name(object_word(sched.message, at, &length));
+    }
+    static long at[NAMED_OBJECTS][NAMING_STEPS];
+    nplaces = 0;
+    naming_places(at);
+    resolve_places();
+    for (int n = 0; n < nnames; n++) {
+        name_from_lines(n, at[n]);
+        tell_apart(n);
+    }
 }
 
 /* ---- What a deadlock means ------------------------------------------------------------
@@ -323,9 +587,34 @@ static bool in_lock_cycle(const struct sched_thread *t)
     return false;
 }
 
-/* Steps after `since` where another thread than t locked mutex obj: each
- * could have changed what t waits for. Up to `most` places, each once, the
- * latest first. */
+/* The step that ends the critical section of mutex obj that step `begin`
+ * opened (a lock, or a wake-up that took the mutex back): its owner's next
+ * unlock of it, or wait that lets it go; -1 if it still holds it. */
+static long section_end(long begin, int obj)
+{
+    int thread = sched.steps[begin].thread;
+    for (long i = begin + 1; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->thread == thread && ((step->op == OP_UNLOCK && step->obj == obj) ||
+                                       (step->op == OP_WAIT && step->other == obj)))
+            return i;
+    }
+    return -1;
+}
+
+/* Whether step i opens a critical section of mutex obj. */
+static bool opens_section(const struct sched_step *step, int obj)
+{
+    return (step->op == OP_LOCK && step->obj == obj) || (step->op == OP_WAKE && step->other == obj) ||
+           (step->op == OP_TRYLOCK && step->obj == obj && step->other == 0);
+}
+
+/* Critical sections of mutex obj after `since`, by other threads than t,
+ * that could have changed what t waits for. As a rule, one that ends in a
+ * wait found it could not go on and changed nothing, and one that began
+ * with a wake-up from t's own condition variable took what t waits for
+ * rather than giving it: each listed one begins otherwise and ends in an
+ * unlock. Up to `most`, each place once, the latest first. */
 static int holders_since(const struct sched_thread *t, int obj, long since, long *out, int most)
 {
     int n = 0;
@@ -334,7 +623,9 @@ static int holders_since(const struct sched_thread *t, int obj, long since, long
         bool named = false;
         for (int j = 0; j < n; j++)
             named = named || sched.steps[out[j]].where == step->where;
-        if (step->op == OP_LOCK && step->obj == obj && step->thread != t->id && !named)
+        bool rival = step->op == OP_WAKE && step->obj == t->obj;
+        long end = opens_section(step, obj) && step->thread != t->id && !rival ? section_end(i, obj) : -1;
+        if (end >= 0 && sched.steps[end].op == OP_UNLOCK && !named)
             out[n++] = i;
     }
     return n;
@@ -351,37 +642,90 @@ static long signal_since(int obj, long since)
     return -1;
 }
 
-/* Why sleeper t on object t->obj was not woken: who held its mutex since it
- * slept without a signal, or that nobody did; and the last wake-up before. */
+/* A critical section's lines: "bq.c:183-187 in enqueue", or "bq.c:183 in
+ * enqueue to bq.c:40 in unlock_it" across functions. */
+static void section_text(long begin, char *out, size_t size)
+{
+    const struct sched_step *step = &sched.steps[begin];
+    long end = section_end(begin, step->op == OP_WAKE ? step->other : step->obj);
+    const struct place *from = place_of(step->where), *to = end >= 0 ? place_of(sched.steps[end].where) : NULL;
+    char first[160], last[160];
+    where_text(step->where, first, sizeof first);
+    if (from == NULL || to == NULL || strcmp(to->text, "?") == 0 || strcmp(from->text, to->text) == 0) {
+        snprintf(out, size, "%s", first);
+        return;
+    }
+    size_t file = strcspn(from->text, ":");
+    bool one_function = strcmp(from->function, to->function) == 0 && strncmp(from->text, to->text, file + 1) == 0 &&
+                        strchr(from->text, ' ') == NULL && strchr(to->text, ' ') == NULL;
+    where_text(sched.steps[end].where, last, sizeof last);
+    if (one_function)
+        snprintf(out, size, "%.60s-%.20s in %.70s", from->text, to->text + file + 1, from->function);
+    else
+        snprintf(out, size, "%.75s to %.75s", first, last);
+}
+
+/* "; since then main held q->lock at bq.c:183-187 in enqueue (step 12), ..." */
+static void name_holders(kit_text_t *x, const struct sched_thread *t, const long *held, int nheld, const char *lead)
+{
+    char m[NAME_CHARS], there[160];
+    for (int i = 0; i < nheld; i++) {
+        const struct sched_step *step = &sched.steps[held[i]];
+        section_text(held[i], there, sizeof there);
+        kit_text_put(x, "%s %s held %s at %s (step %ld)", i == 0 ? lead : ",", sched.threads[step->thread]->name,
+            object_name(t->obj2, m, sizeof m), there, held[i] + 1);
+    }
+}
+
+/* A timed wait still asleep long after its timeout: if it woke before
+ * without a signal and waited again, its deadline moves with each wake-up. */
+static void explain_moving_deadline(kit_text_t *x, const struct sched_thread *t)
+{
+    if (t->state != WAITING || t->deadline < 0)
+        return;
+    long woken = 0;
+    for (long i = 0; i < sched.nsteps; i++)
+        woken += sched.steps[i].thread == t->id && sched.steps[i].op == OP_WAKE && sched.steps[i].obj == t->obj &&
+                 sched.steps[i].how != GO;
+    if (woken >= 2)
+        kit_text_put(x, "; it is a timed wait, and it woke %ld times without a signal and waited again: a deadline "
+            "computed anew after each wake-up moves on for ever - compute it once, before the loop", woken);
+}
+
+/* Why sleeper t on object t->obj was not woken, naming the lines to change:
+ * the critical sections of its mutex since the last signal that could have
+ * been for it (or since it slept) - a change there nobody signalled - or
+ * else that signal, which woke another sleeper; and the last wake-up before. */
 static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
 {
-    char a[16], m[16], here[160], there[160];
+    char a[NAME_CHARS], here[160], there[160];
     where_text(t->where, here, sizeof here);
     const char *object = object_name(t->obj, a, sizeof a);
     long since = began_waiting(t);
     kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
-    long held[HOLDERS_NAMED];
-    int nheld = t->state == WAITING ? holders_since(t, t->obj2, since, held, HOLDERS_NAMED) : 0;
-    for (int i = 0; i < nheld; i++) {
-        const struct sched_step *step = &sched.steps[held[i]];
-        where_text(step->where, there, sizeof there);
-        kit_text_put(x, "%s %s held %s at %s (step %ld)", i == 0 ? "; since then" : ",", sched.threads[step->thread]->name,
-            object_name(t->obj2, m, sizeof m), there, held[i] + 1);
-    }
     long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, signal >= 0 ? signal : since, held, HOLDERS_NAMED) : 0;
     if (signal >= 0) {
         const struct sched_step *step = &sched.steps[signal];
         where_text(step->where, there, sizeof there);
-        kit_text_put(x, "%s %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
-            "sleeper, any one - where sleepers wait for different things, it takes a broadcast (or a condition "
-            "variable for each kind of sleeper)", nheld > 0 ? ";" : "; since then", sched.threads[step->thread]->name,
-            object, there, signal + 1);
+        kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
+            "sleeper, any one - where more than one may go on, or sleepers wait for different things, it takes a "
+            "broadcast (or a condition variable for each kind of sleeper)", sched.threads[step->thread]->name, object,
+            there, signal + 1);
+    }
+    if (nheld > 0 && signal >= 0) {
+        name_holders(x, t, held, nheld, "; after that");
+        kit_text_put(x, " and nobody signalled %s again: if that changed what it waits for, it needs a signal or "
+            "broadcast of %s", object, object);
     } else if (nheld > 0) {
-        kit_text_put(x, " and nobody signalled %s: whatever changed there for it needs a signal or broadcast of %s", object,
-            object);
-    } else {
+        name_holders(x, t, held, nheld, "; since then");
+        kit_text_put(x, " and nobody signalled %s after it: whatever changed there for it needs a signal or "
+            "broadcast of %s", object, object);
+    } else if (signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
     }
+    explain_moving_deadline(x, t);
     long wake = last_wake_of(t->obj);
     if (wake < 0 || wake > since)
         return;
@@ -391,9 +735,33 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
         there, wake + 1);
 }
 
+/* The places explaining thread t names (explain_thread), wanted for addr2line. */
+static void want_sleeper_places(const struct sched_thread *t)
+{
+    want_place(t->where);
+    if (t->state != WAITING && t->state != SEMAPHORE)
+        return;
+    long wake = last_wake_of(t->obj);
+    if (wake >= 0)
+        want_place(sched.steps[wake].where);
+    long since = began_waiting(t);
+    long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    if (signal >= 0)
+        want_place(sched.steps[signal].where);
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, signal >= 0 ? signal : since, held, HOLDERS_NAMED) : 0;
+    for (int h = 0; h < nheld; h++) {
+        const struct sched_step *step = &sched.steps[held[h]];
+        long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
+        want_place(step->where);
+        if (end >= 0)
+            want_place(sched.steps[end].where);
+    }
+}
+
 static void explain_thread(kit_text_t *x, const struct sched_thread *t)
 {
-    char a[16], here[160];
+    char a[NAME_CHARS], here[160];
     where_text(t->where, here, sizeof here);
     switch (t->state) {
     case WAITING:
@@ -422,8 +790,29 @@ static void explain_thread(kit_text_t *x, const struct sched_thread *t)
     }
 }
 
+/* The last critical section that changed what sleeper t waits for with no
+ * signal after it (explain_sleeper), or -1. */
+static long latest_unsignalled_change(const struct sched_thread *t)
+{
+    if (t->state != WAITING)
+        return -1;
+    long since = began_waiting(t);
+    long signal = signal_since(t->obj, since);
+    long held[1];
+    return holders_since(t, t->obj2, signal >= 0 ? signal : since, held, 1) > 0 ? held[0] : -1;
+}
+
+/* Of two sleepers, whether t's story says more of the lost wake-up than
+ * u's: the latest change nobody signalled, then the longest asleep. */
+static bool explains_more(const struct sched_thread *t, const struct sched_thread *u)
+{
+    long mine = latest_unsignalled_change(t), theirs = latest_unsignalled_change(u);
+    return mine != theirs ? mine > theirs : began_waiting(t) < began_waiting(u);
+}
+
 /* The thread whose wait explains the others: a sleeper of the code under
- * test first, then a lock cycle, then whoever waits on anything. */
+ * test first (the one whose story says most), then a lock cycle, then
+ * whoever waits on anything. */
 static const struct sched_thread *root_of_deadlock(void)
 {
     const struct sched_thread *best = NULL;
@@ -435,7 +824,7 @@ static const struct sched_thread *root_of_deadlock(void)
                    : t->state == LOCKING                                        ? 2
                    : t->state == WAITING                                        ? 3
                                                                                 : 4;
-        if (rank < best_rank) {
+        if (rank < best_rank || (rank == 0 && best_rank == 0 && explains_more(t, best))) {
             best = t;
             best_rank = rank;
         }
@@ -479,7 +868,7 @@ static void explain_relock(void)
 {
     const struct sched_object *mutex = &sched.objects[sched.relocked];
     const struct sched_thread *t = sched.threads[mutex->owner];
-    char a[16], second[160], first[160];
+    char a[NAME_CHARS], second[160], first[160];
     nplaces = 0;
     want_place(t->where);
     want_place(mutex->locked_at);
@@ -497,6 +886,7 @@ void sched_explain_deadlock(void)
     if (!sched.deadlocked || sched.deadlock_explained)
         return;
     sched.deadlock_explained = true;
+    name_objects(first_named());
     if (sched.relocked >= 0) {
         explain_relock();
         return;
@@ -504,19 +894,8 @@ void sched_explain_deadlock(void)
     if (strncmp(sched.message, "deadlock or lost", 16) != 0)
         return;
     nplaces = 0;
-    for (int i = 0; i < sched.nlive; i++) {
-        const struct sched_thread *t = sched.threads[sched.live[i]];
-        want_place(t->where);
-        if (t->state != WAITING && t->state != SEMAPHORE)
-            continue;
-        long wake = last_wake_of(t->obj);
-        if (wake >= 0)
-            want_place(sched.steps[wake].where);
-        long held[HOLDERS_NAMED];
-        int nheld = t->state == WAITING ? holders_since(t, t->obj2, began_waiting(t), held, HOLDERS_NAMED) : 0;
-        for (int h = 0; h < nheld; h++)
-            want_place(sched.steps[held[h]].where);
-    }
+    for (int i = 0; i < sched.nlive; i++)
+        want_sleeper_places(sched.threads[sched.live[i]]);
     resolve_places();
     char text[1800];
     kit_text_t x = { text, sizeof text, 0 };
@@ -536,9 +915,21 @@ void sched_explain_deadlock(void)
     snprintf(sched.message, sizeof sched.message, "%s", text);
 }
 
+void kit_sched_woke_early(void)
+{
+    if (!kit_sched_active())
+        return;
+    for (long i = sched.nsteps - 1; i >= 0; i--)
+        if (sched.steps[i].thread == sched.current && sched.steps[i].op == OP_WAKE) {
+            if (sched.steps[i].how == TIMEOUT) /* only what the steps say: the model's choices are made */
+                sched.steps[i].how = SPURIOUS;
+            return;
+        }
+}
+
 void sched_describe_step(const struct sched_step *step, char *out, size_t size)
 {
-    char a[16], b[16];
+    char a[NAME_CHARS], b[NAME_CHARS];
     const char *thread = step->other >= 0 && step->other < sched.nthreads ? sched.threads[step->other]->name : "";
     static const char *const how_text[] = { [GO] = "signalled", [TIMEOUT] = "timed out", [SPURIOUS] = "spurious" };
     switch (step->op) {
@@ -578,7 +969,7 @@ void sched_describe_step(const struct sched_step *step, char *out, size_t size)
 
 void sched_describe_thread(const struct sched_thread *t, char *out, size_t size)
 {
-    char a[16], b[16];
+    char a[NAME_CHARS], b[NAME_CHARS];
     switch (t->state) {
     case LOCKING:
         if (sched.objects[t->obj].owner >= 0)
@@ -751,6 +1142,13 @@ static long steps_to_show(void)
 /* The picture draws at most this many of the last steps. */
 #define DRAWN_STEPS 200
 
+/* The first step a report shows or draws: its objects are named. */
+static long first_named(void)
+{
+    long kept = steps_to_show() > DRAWN_STEPS ? steps_to_show() : DRAWN_STEPS;
+    return sched.nsteps > kept ? sched.nsteps - kept : 0;
+}
+
 /* The places (file:line) the report names: every live thread's, every shown step's. */
 static void name_places(long first)
 {
@@ -817,10 +1215,54 @@ static void print_replay(const char *tag, const char *test, bool scheduled)
             scenario, scenario[0] ? " " : "", token, program_invocation_name, test);
 }
 
+/* The code's sleeper whose story explains a hang best (explains_more), or NULL. */
+static const struct sched_thread *stuck_sleeper(void)
+{
+    const struct sched_thread *best = NULL;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        bool sleeper = (t->state == WAITING && !t->harness) || t->state == SEMAPHORE;
+        if (sleeper && (best == NULL || explains_more(t, best)))
+            best = t;
+    }
+    return best;
+}
+
+/* A schedule that failed as a hang the test saw - a thread "still blocked
+ * after" its bound, a scenario's lost wake-up - rather than as the model's
+ * deadlock (whose message says it already): why the code's sleeper was not
+ * woken, naming the lines to change, follows the message's first line; on
+ * a scheduled test, whose message is printed already, as a line of its
+ * own beside it, so the failure's first words hold it too. */
+static void explain_hang(bool scheduled)
+{
+    if (sched.deadlocked || (!strstr(sched.message, "still blocked after") && !strstr(sched.message, "lost wake-up")))
+        return;
+    const struct sched_thread *sleeper = stuck_sleeper();
+    if (sleeper == NULL)
+        return;
+    nplaces = 0;
+    want_sleeper_places(sleeper);
+    resolve_places();
+    char why[1400];
+    kit_text_t x = { why, sizeof why, 0 };
+    kit_text_put(&x, "why: ");
+    explain_sleeper(&x, sleeper);
+    size_t first_line = strcspn(sched.message, "\n");
+    static char rest[sizeof sched.message];
+    snprintf(rest, sizeof rest, "%s", sched.message + first_line);
+    snprintf(sched.message + first_line, sizeof sched.message - first_line, "\n  %s%s", why, rest);
+    if (scheduled)
+        fprintf(stderr, "[  ERROR   ] --- %s\n", why);
+}
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     sched_explain_deadlock();
     bool scheduled = schedule < 0; /* an ordinary test on its one schedule */
+    name_objects(first_named());
+    rename_in_message();
+    explain_hang(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
@@ -841,6 +1283,8 @@ void sched_report(const char *test, const char *strategy, long schedule)
 void sched_end_failed_test(void)
 {
     sched_explain_deadlock();
+    name_objects(first_named());
+    rename_in_message();
     fprintf(stderr, "[  ERROR   ] --- %s\n", sched.message);
     sched_print_stacks(sched.message);
     kit_note_stacks_dumped();

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -137,6 +139,74 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
                       __FILE__, __LINE__)
 /** @brief Assert two strings are equal; a failure shows both texts. */
 #define assert_string_equal(a, b) kit_assert_text((a), (b), #a, __FILE__, __LINE__)
+
+/* ---- Checks in words ---------------------------------------------------------
+ * A check on a value the test computed itself - a worker's recorded result, a
+ * tally, what a helper of the test returned - says what went wrong in words,
+ * never the test's own expression: `assert_int_equal_or_say(seen[v], 1,
+ * "record %ld came out more than once, or never", v)` fails with "record 7
+ * came out more than once, or never: 2, expected 1". The words are a printf
+ * format and its arguments, made only when the check fails; the check itself
+ * is cmocka's (the same condition). */
+/** @brief assert_true(), failing with the words. */
+#define assert_true_or_say(c, ...)                                                                \
+    do {                                                                                          \
+        if (!(c))                                                                                 \
+            kit_fail_at(__FILE__, __LINE__, __VA_ARGS__);                                         \
+    } while (0)
+/** @brief assert_false(), failing with the words. */
+#define assert_false_or_say(c, ...) assert_true_or_say(!(c), __VA_ARGS__)
+/** @brief assert_non_null(), failing with the words. */
+#define assert_non_null_or_say(p, ...) assert_true_or_say((p) != NULL, __VA_ARGS__)
+/** @brief assert_null(), failing with the words. */
+#define assert_null_or_say(p, ...) assert_true_or_say((p) == NULL, __VA_ARGS__)
+/** @brief assert_ptr_equal(), failing with the words. */
+#define assert_ptr_equal_or_say(a, b, ...)                                                        \
+    assert_true_or_say(cast_ptr_to_largest_integral_type(a) == cast_ptr_to_largest_integral_type(b), __VA_ARGS__)
+/** @brief assert_int_equal(), failing with the words and both values: "WORDS: 271, expected 300". */
+#define assert_int_equal_or_say(a, b, ...)                                                        \
+    do {                                                                                          \
+        LargestIntegralType kit_got_ = cast_to_largest_integral_type(a);                         \
+        LargestIntegralType kit_want_ = cast_to_largest_integral_type(b);                        \
+        if (kit_got_ != kit_want_) {                                                              \
+            char kit_words_[600];                                                                 \
+            snprintf(kit_words_, sizeof kit_words_, __VA_ARGS__);                                 \
+            kit_fail_at(__FILE__, __LINE__, "%s: %lld, expected %lld", kit_words_, (long long)kit_got_, \
+                        (long long)kit_want_);                                                    \
+        }                                                                                         \
+    } while (0)
+/** @brief assert_int_not_equal(), failing with the words and the value: "WORDS: 0". */
+#define assert_int_not_equal_or_say(a, b, ...)                                                    \
+    do {                                                                                          \
+        LargestIntegralType kit_got_ = cast_to_largest_integral_type(a);                         \
+        if (kit_got_ == cast_to_largest_integral_type(b)) {                                       \
+            char kit_words_[600];                                                                 \
+            snprintf(kit_words_, sizeof kit_words_, __VA_ARGS__);                                 \
+            kit_fail_at(__FILE__, __LINE__, "%s: %lld", kit_words_, (long long)kit_got_);        \
+        }                                                                                         \
+    } while (0)
+/** @brief assert_string_equal(), failing with the words and both texts: "WORDS: \"a\", expected \"b\"". */
+#define assert_string_equal_or_say(a, b, ...)                                                     \
+    do {                                                                                          \
+        const char *kit_got_ = (a), *kit_want_ = (b);                                             \
+        if (!(kit_got_ && kit_want_ && strcmp(kit_got_, kit_want_) == 0)) {                       \
+            char kit_words_[600];                                                                 \
+            snprintf(kit_words_, sizeof kit_words_, __VA_ARGS__);                                 \
+            kit_fail_at(__FILE__, __LINE__, "%s: \"%s\", expected \"%s\"", kit_words_,          \
+                        kit_got_ ? kit_got_ : "(NULL)", kit_want_ ? kit_want_ : "(NULL)");        \
+        }                                                                                         \
+    } while (0)
+/** @brief assert_int_equal() on an error code a call returned (on a worker, say):
+ *         "WORDS returned EBUSY, expected ECANCELED", with codes by their names. */
+#define assert_code_or_say(got, want, ...)                                                        \
+    do {                                                                                          \
+        int kit_code_ = (got);                                                                    \
+        if (kit_code_ != (want)) {                                                                \
+            char kit_words_[600];                                                                 \
+            snprintf(kit_words_, sizeof kit_words_, __VA_ARGS__);                                 \
+            kit_assert_code(kit_code_, (want), kit_words_, __FILE__, __LINE__);                   \
+        }                                                                                         \
+    } while (0)
 
 void kit_assert_truth(bool value, bool want, const char *expr, const char *file, int line);
 void kit_assert_pointer(bool set, bool want_set, const char *expr, const char *file, int line);

@@ -23,6 +23,7 @@ enum verdict {
     V_CRASHED,      /* killed by a signal */
     V_TIMED_OUT,    /* wall-clock limit: likely deadlock */
     V_RACE,         /* ThreadSanitizer reported (exit status 66) */
+    V_THREAD_LEAK,  /* ... and what it reported is a thread never joined nor detached */
     V_MEMORY,       /* valgrind / sanitizer memory error or leak (exit status 99) */
     V_NO_RESULT,    /* exited 0 without the success token: left the test early */
     V_MISSING,      /* in the rubric, but no test binary has it */
@@ -44,6 +45,7 @@ struct test_case {
     long schedules;        /* schedules it ran on (0: real threads only), its wake-ups in the code */
     long wakeups, futile;  /* under test, and those that found nothing to do (when it passed) */
     char feedback[384];    /* a passed test's note beside the reference, worth no points */
+    long failed_steps;     /* the steps of the schedule it failed on, as its log says (0: none) */
 };
 
 struct limits {
@@ -66,6 +68,8 @@ struct run_options {
     bool diagnose_timeouts;  /* attach gdb to a stuck test */
     const char *confine;     /* kit-confine's path: run each test confined; NULL: unconfined (make test) */
     const char *kit_root;    /* the kit, whose headers the confinement shows */
+    const char *stage, *stage_at; /* the submission's staged files, shown read-only where they were compiled:
+                                     a failed schedule names objects from their lines (kit_sched_report.c) */
     long *log_budget;        /* bytes of logs this grade may still keep (shared by every test) */
     bool race_fails_test;    /* make test, mutants: a data race fails its test (graded: the race-free line) */
 };

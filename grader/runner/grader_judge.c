@@ -198,7 +198,10 @@ static void judge_exit(struct test_case *test, int code, bool token_ok, const ch
         textf(test->detail, sizeof test->detail,
               "the test process exited with status 0 before the test finished (something called exit?)\n");
     } else if (code == 66 && log) {
-        test->verdict = V_RACE;
+        /* ThreadSanitizer's first report says what it found: a thread leak is no race */
+        const char *report = strstr(log, "WARNING: ThreadSanitizer: ");
+        bool leak = report && strncmp(report + 26, "thread leak", 11) == 0;
+        test->verdict = leak ? V_THREAD_LEAK : V_RACE;
         summarise_race(log, options, test->detail, sizeof test->detail);
         if (test->detail[0] == '\0')
             report_lines(log, "WARNING: ThreadSanitizer", options->source_root, test->detail, sizeof test->detail);
@@ -299,6 +302,20 @@ static void read_wakeups(struct test_case *test, const char *log)
     }
 }
 
+/* The steps of the last schedule the log says failed ("... failed after 18
+ * steps"): how far from its start the failure came, for choosing the test
+ * to debug first. The log is the test's: a forged line only reorders the
+ * hints of its own author. */
+static void read_failed_steps(struct test_case *test, const char *log)
+{
+    const char *last = NULL;
+    for (const char *at = log ? strstr(log, " failed after ") : NULL; at; at = strstr(at + 1, " failed after "))
+        last = at;
+    long steps;
+    if (last && sscanf(last, " failed after %ld steps", &steps) == 1 && steps > 0)
+        test->failed_steps = steps;
+}
+
 /* A limit that grew with the machine's load (grader_proc.c) says so. */
 static const char *load_note(const struct process_end *end, const struct run_options *options, char *note,
                              size_t size)
@@ -326,8 +343,10 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
     if (end->timed_out)
         textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s%s",
               options->limits.wall_seconds, load_note(end, options, note, sizeof note), stuck_threads);
-    if (test->verdict != V_PASSED)
+    if (test->verdict != V_PASSED) {
+        read_failed_steps(test, log);
         point_at_logs(test, log, log_path, options);
+    }
     free(log);
 }
 

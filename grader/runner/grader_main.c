@@ -40,6 +40,7 @@ struct config {
     int chapter_count;
     bool autolab, unlimited_memory;
     bool real_threads; /* grade and mutant modes: no test on one schedule */
+    bool race_line_from_tests; /* test mode (make tsan): each chapter's race-free line from its tests' own runs */
     struct run_options run;
 };
 
@@ -52,8 +53,10 @@ static void usage(void)
             "                 [--report DIR] [--implementation LABEL] [--source-root DIR] [--autolab]\n"
             "                 [--confine KIT_CONFINE [--sandbox-uid UID] [--sandbox-cpus N]] [--chaos SEED]\n"
             "                 [--build 'CMD' [--build-log FILE]] [--gate DIR]\n"
+            "                 [--stage DIR (the staged submission, shown where the implementation was compiled)]\n"
             "                 [--debug-args 'WORDS' (name make debug CH=NN TEST=name WORDS for each failure)]\n"
-            "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n");
+            "                 [--real-threads (grade and mutant modes: run no test on one schedule)]\n"
+            "                 [--race-line (test mode: score each race-free line from the tests' own runs)]\n");
     exit(2);
 }
 
@@ -69,7 +72,8 @@ static const struct text_option text_options[] = {
     TEXT("--implementation", implementation), TEXT("--tsan-bin", tsan_bin_dir), TEXT("--tsan-build", tsan_build),
     TEXT("--tsan-wrapper", tsan_wrapper), TEXT("--wrapper", run.wrapper), TEXT("--source-root", run.source_root),
     TEXT("--debug-args", debug_args), TEXT("--confine", run.confine), TEXT("--gate", gate_dir),
-    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), { NULL, 0 },
+    TEXT("--build", build), TEXT("--build-log", build_log), TEXT("--wakeups", wakeups), TEXT("--stage", run.stage),
+    { NULL, 0 },
 };
 
 /* Returns whether arg was one of the options with a value; sets it. */
@@ -95,6 +99,7 @@ static void parse_arguments(int argc, char **argv, struct config *config)
         else if (strcmp(arg, "--autolab") == 0) { config->autolab = true; takes_value = false; }
         else if (strcmp(arg, "--real-threads") == 0) { config->real_threads = true; takes_value = false; }
         else if (strcmp(arg, "--tsan-always") == 0) { config->tsan_always = true; takes_value = false; }
+        else if (strcmp(arg, "--race-line") == 0) { config->race_line_from_tests = true; takes_value = false; }
         else if (strcmp(arg, "--timeout") == 0 && value) config->run.limits.wall_seconds = atof(value);
         else if (strcmp(arg, "--sandbox-uid") == 0 && value) config->run.limits.sandbox_uid = atol(value);
         else if (strcmp(arg, "--sandbox-cpus") == 0 && value) config->run.limits.sandbox_cpus = atol(value);
@@ -268,6 +273,30 @@ static void judge_race_line(const struct config *config, struct test_case *line,
         explain_race_line(config, line, racy, earned, max);
 }
 
+/* make tsan: every test ran under ThreadSanitizer, and a report failed it
+ * (DATA RACE): the race-free line is the same rule, from those verdicts. */
+static void judge_race_line_from_tests(const struct config *config, struct test_case *line,
+                                       const struct test_case *tests, int count)
+{
+    textf(line->description, sizeof line->description,
+          "race-free under ThreadSanitizer: no test met a data race on real threads");
+    int earned, max;
+    other_points(line, tests, count, &earned, &max);
+    const struct test_case *racy = NULL;
+    for (int i = 0; i < count && racy == NULL; i++)
+        if (strcmp(tests[i].chapter, line->chapter) == 0 && tests[i].verdict == V_RACE)
+            racy = &tests[i];
+    if (race_free_line_earned(earned, max, racy != NULL)) {
+        line->verdict = V_PASSED;
+    } else if (racy) {
+        line->verdict = V_RACE;
+        textf(line->detail, sizeof line->detail, "%s met a data race: its line above shows both accesses\n",
+              racy->name);
+    } else {
+        explain_race_line(config, line, NULL, earned, max);
+    }
+}
+
 /* Why the race-freedom line is not run (set in its detail), or false. Even
  * with --tsan-always, which runs it to show each test's report, the line is
  * earned only by the rule. */
@@ -394,6 +423,11 @@ struct totals {
 static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
                        const struct chapter_tests *found, int *max)
 {
+    if (strcmp(test->name, "tsan") == 0 && !is_mode(config, "grade")) {
+        judge_race_line_from_tests(config, test, tests, count);
+        *max += test->points;
+        return;
+    }
     if (strcmp(test->name, "tsan") == 0 && !race_line_by_tsan(config, test->chapter)) {
         judge_race_line(config, test, tests, count);
         *max += test->points;
@@ -464,8 +498,8 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
     for (int i = 0; i < count && !(mutant && totals->killed); i++) {
         struct test_case *test = &tests[i];
         bool tsan = strcmp(test->name, "tsan") == 0;
-        if (strcmp(test->chapter, chapter) != 0 || (!is_mode(config, "grade") && tsan))
-            continue; /* make test and make tsan check races directly */
+        if (strcmp(test->chapter, chapter) != 0 || (!is_mode(config, "grade") && tsan && !config->race_line_from_tests))
+            continue; /* make test checks races directly: each fails its test */
         if (refused)
             max += line_scored(config, test) ? test->points : 0;
         else
@@ -632,6 +666,24 @@ static void remove_test_programs(const char *bin, const char *chapter)
         closedir(folder);
 }
 
+/* A line of the build's log worth showing, shown; false for the others.
+ * make's "not remade because of errors" is left out (the lines that say
+ * why are shown), and a missing rule is the kit's, not the submission's. */
+static bool show_build_line(const char *line)
+{
+    const char *missing = strstr(line, "No rule to make target ");
+    if (missing)
+        printf("  the kit cannot build %.*s: a file or a rule of the kit is missing (not your code)\n",
+               (int)strcspn(missing + 23, ","), missing + 23);
+    else if (strstr(line, "not remade because of errors"))
+        return false;
+    else if (strstr(line, "error") || strstr(line, "undefined reference") || strstr(line, "kit-admit"))
+        printf("  %s\n", line);
+    else
+        return false;
+    return true;
+}
+
 /* The submission's build, confined by make's own rules; what the compiler
  * said of a file that did not compile is shown, and its chapter scores 0.
  * The test programs of an earlier grade of the same folder go first: a
@@ -651,10 +703,7 @@ static void build_submission(const struct config *config, const struct test_case
     char *log = config->build_log ? read_log(config->build_log) : NULL;
     int shown = 0;
     for (char *line = log ? strtok(log, "\n") : NULL; line && shown < 30; line = strtok(NULL, "\n"))
-        if (strstr(line, "error") || strstr(line, "undefined reference") || strstr(line, "kit-admit")) {
-            printf("  %s\n", line);
-            shown++;
-        }
+        shown += show_build_line(line);
     printf("(all of it: %s)\n", config->build_log ? config->build_log : "the build's log");
     free(log);
 }
@@ -673,6 +722,10 @@ static void configure(struct config *config)
     if (strlen(kit) > 1 && kit[strlen(kit) - 1] == '/')
         kit[strlen(kit) - 1] = '\0';
     config->run.kit_root = kit;
+    static char stage_at[4200]; /* where the implementation was compiled: its path, from the kit if relative */
+    snprintf(stage_at, sizeof stage_at, "%s%s%s", config->implementation[0] == '/' ? "" : kit,
+             config->implementation[0] == '/' ? "" : "/", config->implementation);
+    config->run.stage_at = stage_at;
     static long log_budget = 64L << 20;
     config->run.log_budget = &log_budget;
     config->run.race_fails_test = !is_mode(config, "grade");

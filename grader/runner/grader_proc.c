@@ -42,6 +42,7 @@ const char *verdict_text(enum verdict verdict)
     case V_CRASHED: return "CRASHED";
     case V_TIMED_OUT: return "TIMED OUT";
     case V_RACE: return "DATA RACE";
+    case V_THREAD_LEAK: return "THREAD LEAK";
     case V_MEMORY: return "MEMORY ERROR";
     case V_NO_RESULT: return "NO RESULT";
     case V_MISSING: return "MISSING";
@@ -363,7 +364,8 @@ static void add_words(char **argv, int *argc, char *copy)
 }
 
 /* kit-confine's options for one test: the kit's headers, its test
- * binaries read-only, the verdict's descriptors, the limits. It writes
+ * binaries and the submission's staged sources read-only (its own lines,
+ * which the explorer quotes), the verdict's descriptors, the limits. It writes
  * nowhere on the grader's disk but its log (RLIMIT_FSIZE, then cap_log):
  * its scratch space, where the explorer draws its own pictures too, is the
  * confinement's small private /tmp, gone with it. */
@@ -382,6 +384,11 @@ static void add_confinement(char **argv, int *argc, const struct run_options *op
         argv[(*argc)++] = words[i];
     if (limits->address_space_mb == 0)
         argv[(*argc)++] = "--no-address-limit";
+    if (options->stage && options->stage_at) {
+        argv[(*argc)++] = "--ro-at";
+        argv[(*argc)++] = (char *)options->stage;
+        argv[(*argc)++] = (char *)options->stage_at;
+    }
     argv[(*argc)++] = "--";
 }
 

@@ -7,6 +7,7 @@
 #include "grader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,7 @@ static const char *debug_stop(const struct test_case *test)
             return "it runs that search again and prints both places";
         return strstr(test->detail, " saw a ") ? "on the same schedule; the race is printed at its end"
                                                : "gdb stops at the race report";
+    case V_THREAD_LEAK: return "gdb stops at ThreadSanitizer's report, as the test ends";
     default: return "gdb runs it to its end";
     }
 }
@@ -215,23 +217,90 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
     fflush(stdout);
 }
 
-/* The line of a chapter to debug first: its first failing test that failed
- * on a schedule, which make debug replays exactly (a test on real threads
- * may not fail again under gdb, and the race-free line is a ThreadSanitizer
- * run of them all) - else its first line that did not pass. */
+/* ---- The test to debug first ---------------------------------------------
+ * THE RULE: of a chapter's lines that did not pass and name a command that
+ * debugs them, the one closest to the cause, by these facts in turn:
+ *  1. what failed: a check of what the code returned or did, a crash or a
+ *     race, before a hang (a deadlock, a lost wake-up, a time-out - also one
+ *     in a teardown after the test's own checks passed), before a function
+ *     not written yet (ENOSYS);
+ *  2. how it replays: a schedule make debug or make explore replays (an
+ *     explored or generated one with its token or scenario number, or a
+ *     test's one schedule)
+ *     before a stress test's long schedule, before real threads;
+ *  3. how soon it failed: fewer steps on its schedule first (the smallest
+ *     scenario);
+ *  4. the rubric's order.
+ * A chapter that earned nothing and whose first line fails on a function
+ * not written yet is not begun: the standing says so, and which function to
+ * write first, instead of naming a test; one whose failures left are all
+ * functions not written yet names them. */
+
+enum failure_kind { FAILED_CHECK, HANG, UNWRITTEN, NOT_DEBUGGABLE };
+
+static enum failure_kind failure_kind(const struct test_case *test)
+{
+    char command[512], unwritten[64];
+    debug_command(test, "", command, sizeof command);
+    unwritten_function(test->detail, unwritten, sizeof unwritten);
+    if (command[0] == '\0')
+        return NOT_DEBUGGABLE;
+    if (unwritten[0])
+        return UNWRITTEN;
+    bool hang = test->verdict == V_TIMED_OUT ||
+                (test->verdict == V_FAILED &&
+                 (strstr(test->detail, "still blocked after") || strstr(test->detail, "deadlock or lost wake-up") ||
+                  strstr(test->detail, "a lost wake-up") || strstr(test->detail, "still waits")));
+    return hang ? HANG : FAILED_CHECK;
+}
+
+/* 0: replayed exactly, at once; 1: a stress test's long schedule; 2: real threads. */
+static int replay_class(const struct test_case *test)
+{
+    bool scheduled = strstr(test->detail, "its one schedule") || strstr(test->detail, "REPLAY=") ||
+                     strstr(test->detail, "KIT_SCENARIO=") || strstr(test->detail, " saw a ");
+    if (!scheduled)
+        return 2;
+    return strstr(test->name, "_stress_") ? 1 : 0;
+}
+
+/* Whether line a is closer to the cause than line b (THE RULE, 1 to 3). */
+static bool closer_to_cause(const struct test_case *a, const struct test_case *b)
+{
+    if (failure_kind(a) != failure_kind(b))
+        return failure_kind(a) < failure_kind(b);
+    if (replay_class(a) != replay_class(b))
+        return replay_class(a) < replay_class(b);
+    long steps_a = a->failed_steps > 0 ? a->failed_steps : LONG_MAX;
+    long steps_b = b->failed_steps > 0 ? b->failed_steps : LONG_MAX;
+    return steps_a < steps_b;
+}
+
 static const struct test_case *first_to_debug(const struct test_case *first, int count)
 {
-    const struct test_case *failing = NULL;
-    for (int i = 0; i < count; i++) {
-        if (first[i].verdict == V_PASSED)
+    const struct test_case *best = NULL;
+    for (int i = 0; i < count; i++)
+        if (first[i].verdict != V_PASSED && (best == NULL || closer_to_cause(&first[i], best)))
+            best = &first[i];
+    return best;
+}
+
+/* The functions a chapter's failures say are not written yet, in the
+ * rubric's order, each once: "tpool_create, tpool_execute". */
+static void unwritten_functions(const struct test_case *first, int count, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int i = 0, named = 0; i < count && named < 4; i++) {
+        char name[64], quoted[70];
+        unwritten_function(first[i].detail, name, sizeof name);
+        textf(quoted, sizeof quoted, "%s,", name);
+        if (first[i].verdict == V_PASSED || name[0] == '\0' || strstr(out, quoted))
             continue;
-        bool replays = strstr(first[i].detail, "its one schedule") != NULL || strstr(first[i].detail, "REPLAY=") != NULL;
-        if (replays)
-            return &first[i];
-        if (failing == NULL)
-            failing = &first[i];
+        size_t used = strlen(out);
+        textf(out + used, size - used, "%s%s", named++ ? " " : "", quoted);
     }
-    return failing;
+    if (out[0])
+        out[strlen(out) - 1] = '\0'; /* the last comma */
 }
 
 /* One line of the closing table: the chapter, its score, and the line to
@@ -245,14 +314,20 @@ static void print_chapter_standing(const struct test_case *first, int count, con
             score += first[i].points;
     }
     const struct test_case *failing = first_to_debug(first, count);
-    char command[512] = "";
+    char command[512] = "", unwritten[300];
     if (failing != NULL)
         debug_command(failing, debug_args, command, sizeof command);
+    unwritten_functions(first, count, unwritten, sizeof unwritten);
     printf("  %-24s %3d/%-3d  ", first->chapter, score, max);
     if (failing == NULL)
         printf("every test passes\n");
     else if (failing->integrity)
         printf("INTEGRITY: admission refused its files - see the chapter's first line\n");
+    else if (score == 0 && failure_kind(&first[0]) == UNWRITTEN)
+        printf("not begun: its functions return ENOSYS - start with %.*s\n", (int)strcspn(unwritten, ","),
+               unwritten);
+    else if (failure_kind(failing) == UNWRITTEN)
+        printf("left to write (they return ENOSYS): %s\n", unwritten);
     else if (command[0])
         printf("%s\n", command);
     else if (failing->verdict == V_MISSING)

@@ -279,6 +279,9 @@ static void race_heading(const char *line, size_t length, const char *report, ch
     char text[400];
     textf(text, sizeof text, "%.*s", (int)(length < 390 ? length : 390), line);
     remove_addresses(text);
+    char *tid = strstr(text, "(tid=");  /* "(tid=8462, finished)": the kernel's number means nothing here */
+    if (tid && strstr(tid, ", "))
+        remove_text(tid + 1, (size_t)(strstr(tid, ", ") + 2 - (tid + 1)));
     for (char *held; (held = strstr(text, "mutexes: write ")) != NULL;)
         memcpy(held, "holding mutex: ", 15);
     char *thread = strstr(text, "thread T");
@@ -343,7 +346,10 @@ void summarise_race(const char *log, const struct run_options *options, char *de
     const char *stop = strstr(at, "SUMMARY: ");
     struct race_section section = { 0 };
     char text[1024];
-    textf(text, sizeof text, "ThreadSanitizer reports: %.*s", (int)strcspn(at + 26, "(\n") - 1, at + 26);
+    bool leak = strncmp(at + 26, "thread leak", 11) == 0;
+    textf(text, sizeof text, "ThreadSanitizer reports: %.*s%s", (int)strcspn(at + 26, "(\n") - 1, at + 26,
+          leak ? " - a thread that had not been joined (nor detached) when the test ended: every thread made must be "
+                 "joined, or detached, before the call that should end it returns" : "");
     append_text(detail, size, text);
     for (const char *line = strchr(at, '\n'); line && (!stop || line < stop);) {
         line++;
@@ -358,7 +364,8 @@ void summarise_race(const char *log, const struct run_options *options, char *de
             char words[480];
             race_heading(line + 2, length - 2, at, words, sizeof words);
             textf(section.heading, sizeof section.heading, "    %s", words);
-            section.skipped = strncmp(line + 2, "Thread T", 8) == 0;
+            /* a thread's creation stack: skipped, but where the thread leaked */
+            section.skipped = strncmp(line + 2, "Thread T", 8) == 0 && !leak;
         }
         line = end;
     }

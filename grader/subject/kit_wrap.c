@@ -233,6 +233,7 @@ static int wait_with_early_wakeup(pthread_cond_t *cond, pthread_mutex_t *mutex, 
     int err = wait_on(cond, mutex, earlier ? &early : deadline, clock, where);
     if (err == ETIMEDOUT && earlier) {
         atomic_fetch_add(&spurious_total, 1);
+        kit_sched_woke_early();
         return 0;
     }
     return err;

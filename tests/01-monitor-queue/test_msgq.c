@@ -24,7 +24,7 @@ static msgq_t *make_queue(size_t capacity)
 {
     msgq_t *q = NULL;
     assert_ok(msgq_create(&q, capacity));
-    assert_non_null(q);
+    assert_non_null_or_say(q, "msgq_create returned 0 but left *out NULL");
     return q;
 }
 
@@ -78,12 +78,12 @@ static void test_msgq_create_rejects_bad_arguments(void **state)
     msgq_t *q = (msgq_t *)&q; /* not NULL: create must reset it on failure */
     assert_err(msgq_create(NULL, 2), EINVAL);
     assert_err(msgq_create(&q, 0), EINVAL);
-    assert_null(q);
+    assert_null_or_say(q, "msgq_create failed with EINVAL but did not set *out to NULL");
     assert_err(msgq_create(&q, SIZE_MAX), EINVAL);
-    assert_null(q);
+    assert_null_or_say(q, "msgq_create failed with EINVAL but did not set *out to NULL");
     q = (msgq_t *)&q;
     assert_err(msgq_create(&q, SIZE_MAX / sizeof(msg_t) + 1), EINVAL); /* its size in bytes overflows */
-    assert_null(q);
+    assert_null_or_say(q, "msgq_create failed with EINVAL but did not set *out to NULL");
 }
 
 /* A size that fits in a size_t but not in memory is ENOMEM, not EINVAL (msgq.h). */
@@ -124,7 +124,8 @@ static void test_msgq_create_undoes_partial_work_without_memory(void **state)
 {
     (void)state;
     size_t capacity = 16;
-    assert_true(kit_sweep_allocation_failures("msgq_create", create_and_destroy, &capacity) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("msgq_create", create_and_destroy, &capacity) >= 1,
+        "msgq_create allocated nothing: the queue must live in memory it allocates");
 }
 
 static void test_msgq_calls_with_bad_arguments_give_einval(void **state)
@@ -155,7 +156,7 @@ static void test_msgq_take_returns_messages_in_put_order(void **state)
     if (msg.id != 1)
         fail_msg("msgq_take gave message %d; expected message 1: messages come out in the order they were put "
                  "(first in, first out)", msg.id);
-    assert_ptr_equal(msg.body, &body); /* the body travels untouched */
+    assert_ptr_equal_or_say(msg.body, &body, "msgq_take gave message 1 with another body than the one put");
     put_id(q, 4);
     put_id(q, 5); /* wraps around the ring */
     for (int id = 2; id <= 5; id++)
@@ -174,10 +175,10 @@ static void test_msgq_put_blocks_while_full_until_take(void **state)
     static kit_worker_t putter;
     kit_worker_start(&putter, "putter", put_one, &call);
     kit_worker_must_block(&putter, 200, "msgq_put on a full queue");
-    assert_int_equal(take_id(q), 1);
+    assert_int_equal_or_say(take_id(q), 1, "msgq_take gave another message than the first one put");
     kit_worker_must_finish(&putter, "msgq_put after a take made room");
-    assert_int_equal(call.err, 0);
-    assert_int_equal(take_id(q), 2);
+    assert_code_or_say(call.err, 0, "the msgq_put that waited for room");
+    assert_int_equal_or_say(take_id(q), 2, "msgq_take gave another message than the one the waiting put brought");
     msgq_destroy(q);
 }
 
@@ -192,8 +193,8 @@ static void test_msgq_take_blocks_while_empty_until_put(void **state)
     kit_worker_must_block(&taker, 200, "msgq_take on an empty queue");
     put_id(q, 42);
     kit_worker_must_finish(&taker, "msgq_take after a put");
-    assert_int_equal(call.err, 0);
-    assert_int_equal(call.id, 42);
+    assert_code_or_say(call.err, 0, "the msgq_take that waited for a message");
+    assert_int_equal_or_say(call.id, 42, "the waiting msgq_take got another message than the one put");
     msgq_destroy(q);
 }
 
@@ -212,7 +213,7 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     kit_worker_must_block(&taker, 200, "msgq_take on an empty queue woken spuriously");
     put_id(q, 1);
     kit_worker_must_finish(&taker, "msgq_take after a put");
-    assert_int_equal(take_call.id, 1);
+    assert_int_equal_or_say(take_call.id, 1, "the waiting msgq_take got another message than the one put");
 
     put_id(q, 2); /* full again */
     static struct one_call put_call;
@@ -221,10 +222,12 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     kit_worker_start(&putter, "putter", put_one, &put_call);
     kit_worker_must_block(&putter, 200, "msgq_put on a full queue woken spuriously");
     kit_spurious_wakeups(false);
-    assert_true(kit_spurious_count() >= 2);
-    assert_int_equal(take_id(q), 2);
+    assert_true_or_say(kit_spurious_count() >= 2,
+        "fewer than two waits were woken spuriously: msgq_take and msgq_put must wait on the condition variable");
+    assert_int_equal_or_say(take_id(q), 2,
+        "msgq_take gave another message than the one queued: did a spuriously woken msgq_put put?");
     kit_worker_must_finish(&putter, "msgq_put after a take");
-    assert_int_equal(take_id(q), 3);
+    assert_int_equal_or_say(take_id(q), 3, "msgq_take gave another message than the one the waiting put brought");
     msgq_destroy(q);
 }
 
@@ -244,7 +247,7 @@ static void test_msgq_close_wakes_every_blocked_taker(void **state)
     assert_ok(msgq_close(q));
     for (int i = 0; i < BLOCKED; i++) {
         kit_worker_must_finish(&takers[i], "msgq_take blocked when the queue was closed");
-        assert_int_equal(calls[i].err, ECANCELED);
+        assert_code_or_say(calls[i].err, ECANCELED, "the msgq_take blocked when the queue was closed");
     }
     msgq_destroy(q);
 }
@@ -264,9 +267,9 @@ static void test_msgq_close_wakes_every_blocked_putter(void **state)
     assert_ok(msgq_close(q));
     for (int i = 0; i < BLOCKED; i++) {
         kit_worker_must_finish(&putters[i], "msgq_put blocked when the queue was closed");
-        assert_int_equal(calls[i].err, ECANCELED);
+        assert_code_or_say(calls[i].err, ECANCELED, "the msgq_put blocked when the queue was closed");
     }
-    assert_int_equal(take_id(q), 0); /* what was queued before the close is still delivered */
+    assert_int_equal_or_say(take_id(q), 0, "after the close, msgq_take did not give the message queued before it");
     msg_t msg;
     assert_err(msgq_take(q, &msg), ECANCELED);
     msgq_destroy(q);
@@ -293,7 +296,7 @@ static void test_msgq_close_drains_then_cancels(void **state)
     }
     msg_t msg = { .id = -7 };
     assert_err(msgq_take(q, &msg), ECANCELED);
-    assert_int_equal(msg.id, -7); /* out is untouched on error */
+    assert_int_equal_or_say(msg.id, -7, "msgq_take failed with ECANCELED but changed *out");
     msgq_destroy(q);
 }
 
@@ -325,7 +328,7 @@ static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
     msgq_destroy(q);
     for (int i = 0; i < 2; i++) {
         kit_worker_must_finish(&takers[i], "msgq_take asleep when the queue was destroyed");
-        assert_int_equal(takes[i].err, ECANCELED);
+        assert_code_or_say(takes[i].err, ECANCELED, "the msgq_take asleep when the queue was destroyed");
     }
     /* and producers asleep on a full queue: their puts fail, the message stays theirs */
     q = make_queue(1);
@@ -340,7 +343,7 @@ static void test_msgq_destroy_wakes_blocked_threads_first(void **state)
     msgq_destroy(q);
     for (int i = 0; i < 2; i++) {
         kit_worker_must_finish(&putters[i], "msgq_put asleep when the queue was destroyed");
-        assert_int_equal(puts[i].err, ECANCELED);
+        assert_code_or_say(puts[i].err, ECANCELED, "the msgq_put asleep when the queue was destroyed");
     }
 }
 
@@ -410,7 +413,7 @@ static void run_producers_consumers(size_t capacity)
     static struct producer producers[PRODUCERS];
     struct consumer *consumers = calloc(CONSUMERS, sizeof *consumers);
     static kit_worker_t consumer_threads[CONSUMERS];
-    assert_non_null(consumers);
+    assert_non_null_or_say(consumers, "the test could not allocate its consumers");
     for (int i = 0; i < CONSUMERS; i++) {
         consumers[i].q = q;
         consumers[i].seed = seed + (uint64_t)i;
@@ -428,7 +431,7 @@ static void run_producers_consumers(size_t capacity)
 
     int lost = 0, doubled = 0, disorder = 0;
     for (int i = 0; i < PRODUCERS; i++)
-        assert_int_equal(producers[i].failures, 0);
+        assert_int_equal_or_say(producers[i].failures, 0, "producer %d: calls to msgq_put that failed", i);
     for (int id = 0; id < MAX_ID; id++) {
         int total = 0;
         for (int i = 0; i < CONSUMERS; i++)

@@ -43,7 +43,7 @@ static bq_t *make_queue(size_t capacity)
 {
     bq_t *q = NULL;
     assert_ok(bq_create(&q, capacity));
-    assert_non_null(q);
+    assert_non_null_or_say(q, "bq_create returned 0 but left *out NULL");
     return q;
 }
 
@@ -163,10 +163,10 @@ static void test_bq_create_rejects_bad_arguments(void **state)
     bq_t *q = (bq_t *)&q; /* not NULL: create must reset it on failure */
     assert_err(bq_create(NULL, 1), EINVAL);
     assert_err(bq_create(&q, 0), EINVAL);
-    assert_null(q);
+    assert_null_or_say(q, "bq_create failed with EINVAL but did not set *out to NULL");
     q = (bq_t *)&q;
     assert_err(bq_create(&q, SIZE_MAX), EINVAL); /* the ring's size would overflow */
-    assert_null(q);
+    assert_null_or_say(q, "bq_create failed with EINVAL but did not set *out to NULL");
 }
 
 static int create_and_destroy(void *ctx)
@@ -191,7 +191,8 @@ static void test_bq_create_undoes_partial_work_without_memory(void **state)
 {
     (void)state;
     size_t capacity = 8;
-    assert_true(kit_sweep_allocation_failures("bq_create", create_and_destroy, &capacity) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("bq_create", create_and_destroy, &capacity) >= 1,
+        "bq_create allocated nothing: the queue must live in memory it allocates");
 }
 
 static void test_bq_calls_with_bad_arguments_give_einval(void **state)
@@ -224,14 +225,14 @@ static void test_bq_calls_with_bad_arguments_give_einval(void **state)
     assert_int_equal(bq_capacity(NULL), 0);
     bq_destroy(NULL);
 
-    assert_ptr_equal(out, item(-7)); /* out-parameters untouched on error */
+    assert_ptr_equal_or_say(out, item(-7), "a call refused with EINVAL changed its out-parameter");
     assert_int_equal(bq_capacity(q), 2);
     assert_int_equal(bq_size(q), 1); /* nothing slipped in, nothing was taken */
     size_t rejected = stats_of(q).rejected;
     if (rejected != 0)
         fail_msg("bq_stats(...).rejected is %zu after calls refused for bad arguments; expected 0: EINVAL for a "
                  "NULL queue or policy, or a policy whose reject is NULL, is not counted (bq.h)", rejected);
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one put");
     bq_destroy(q);
 }
 
@@ -243,16 +244,17 @@ static void test_bq_fifo_order_across_wrap(void **state)
     bq_t *q = make_queue(3);
     put_all(q, 1, 3);
     assert_int_equal(bq_size(q), 3);
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the oldest (first in, first out)");
     assert_ok(bq_offer(q, item(4), 0)); /* wraps around the ring; room, so 0 ms is enough */
-    assert_int_equal(take_value(q), 2);
+    assert_int_equal_or_say(take_value(q), 2, "bq_take gave another item than the oldest (first in, first out)");
     assert_ok(bq_offer(q, NULL, 0)); /* NULL is an item like any other */
     void *out = item(-1);
     assert_ok(bq_poll(q, &out, 0));
-    assert_ptr_equal(out, item(3));
-    assert_int_equal(take_value(q), 4);
+    assert_ptr_equal_or_say(out, item(3), "bq_poll gave another item than the oldest (first in, first out)");
+    assert_int_equal_or_say(take_value(q), 4,
+        "bq_take gave another item than the oldest, after the ring wrapped around");
     assert_ok(bq_poll(q, &out, 0));
-    assert_null(out);
+    assert_null_or_say(out, "bq_poll took an item other than the NULL that was put");
     assert_int_equal(bq_size(q), 0);
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 5);
@@ -270,10 +272,10 @@ static void test_bq_put_blocks_while_full_until_take(void **state)
     static kit_worker_t putter;
     kit_worker_start(&putter, "putter", call_on_worker, &call);
     kit_worker_must_block(&putter, 200, "bq_put on a full queue");
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one that filled the queue");
     kit_worker_must_finish(&putter, "bq_put after a take made room");
-    assert_ok(call.err);
-    assert_int_equal(take_value(q), 2);
+    assert_code_or_say(call.err, 0, "the bq_put that waited for room");
+    assert_int_equal_or_say(take_value(q), 2, "bq_take gave another item than the one the waiting put brought");
     bq_destroy(q);
 }
 
@@ -288,8 +290,8 @@ static void test_bq_take_blocks_while_empty_until_put(void **state)
     kit_worker_must_block(&taker, 200, "bq_take on an empty queue");
     put_all(q, 42, 42);
     kit_worker_must_finish(&taker, "bq_take after a put");
-    assert_ok(call.err);
-    assert_ptr_equal(call.item, item(42));
+    assert_code_or_say(call.err, 0, "the bq_take that waited for an item");
+    assert_ptr_equal_or_say(call.item, item(42), "the waiting bq_take got another item than the one put");
     bq_destroy(q);
 }
 
@@ -305,7 +307,7 @@ static void test_bq_offer_waits_its_timeout_when_full(void **state)
         fail_msg("bq_offer(200 ms) gave up after %.1f ms", (double)waited / 1e6);
     assert_err(bq_offer(q, item(3), 0), ETIMEDOUT); /* 0 ms: do not wait at all */
     assert_int_equal(bq_size(q), 1);
-    assert_int_equal(take_value(q), 1); /* neither refused item got in */
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one queued: a refused offer got in");
     bq_destroy(q);
 }
 
@@ -323,10 +325,11 @@ static void test_bq_offer_proceeds_as_soon_as_there_is_room(void **state)
     static kit_worker_t offerer;
     kit_worker_start(&offerer, "offerer", call_on_worker, &call);
     kit_worker_must_block(&offerer, 200, "bq_offer on a full queue");
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one that filled the queue");
     kit_worker_must_finish(&offerer, "bq_offer after a take made room");
-    assert_ok(call.err); /* released by the take, long before its deadline */
-    assert_int_equal(take_value(q), 2);
+    assert_code_or_say(call.err, 0,
+        "the bq_offer that waited for room (released by the take, long before its deadline)");
+    assert_int_equal_or_say(take_value(q), 2, "bq_take gave another item than the one the waiting offer brought");
     bq_destroy(q);
 }
 
@@ -341,7 +344,7 @@ static void test_bq_poll_waits_its_timeout_when_empty(void **state)
     if (waited < ns_of_ms(200))
         fail_msg("bq_poll(200 ms) gave up after %.1f ms", (double)waited / 1e6);
     assert_err(bq_poll(q, &out, 0), ETIMEDOUT);
-    assert_ptr_equal(out, item(-7)); /* no item, so out is untouched */
+    assert_ptr_equal_or_say(out, item(-7), "bq_poll gave ETIMEDOUT but changed *out");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.taken, 0);
     bq_destroy(q);
@@ -357,7 +360,7 @@ static void test_bq_poll_proceeds_as_soon_as_an_item_arrives(void **state)
     assert_ok(bq_poll(q, &out, LONG_WAIT_MS)); /* an item is there: no waiting */
     if (kit_elapsed_ms(start) > AT_ONCE_BOUND_MS)
         fail_msg("bq_poll waited %.0f ms although an item was queued", kit_elapsed_ms(start));
-    assert_ptr_equal(out, item(1));
+    assert_ptr_equal_or_say(out, item(1), "bq_poll gave another item than the one queued");
 
     static struct call call;
     call = (struct call){ .q = q, .kind = CALL_POLL, .item = item(-1), .timeout_ms = LONG_WAIT_MS, .err = -1 };
@@ -366,8 +369,8 @@ static void test_bq_poll_proceeds_as_soon_as_an_item_arrives(void **state)
     kit_worker_must_block(&poller, 200, "bq_poll on an empty queue");
     put_all(q, 7, 7);
     kit_worker_must_finish(&poller, "bq_poll after a put");
-    assert_ok(call.err);
-    assert_ptr_equal(call.item, item(7));
+    assert_code_or_say(call.err, 0, "the bq_poll that waited for an item");
+    assert_ptr_equal_or_say(call.item, item(7), "the waiting bq_poll got another item than the one put");
     bq_destroy(q);
 }
 
@@ -386,11 +389,12 @@ static void check_times_out_despite_wakeups(struct call *call, const char *what)
     if (joined != 0)
         fail_msg("%s(300 ms) still waiting after %d ms of early wake-ups: its deadline restarts at every "
                  "wake-up", what, AT_ONCE_BOUND_MS);
-    assert_err(call->err, ETIMEDOUT);
+    assert_code_or_say(call->err, ETIMEDOUT, "%s(300 ms), woken early again and again,", what);
     if (call->elapsed_ns < ns_of_ms(300))
         fail_msg("%s(300 ms) gave up after %.1f ms: an early wake-up ended the wait", what,
                  (double)call->elapsed_ns / 1e6);
-    assert_true(kit_spurious_count() > injected_before); /* it really was woken early */
+    assert_true_or_say(kit_spurious_count() > injected_before,
+        "%s(300 ms) was never woken early: it does not wait on a condition variable", what);
 }
 
 static void test_bq_poll_times_out_despite_stolen_wakeups(void **state)
@@ -400,7 +404,7 @@ static void test_bq_poll_times_out_despite_stolen_wakeups(void **state)
     static struct call call;
     call = (struct call){ .q = q, .kind = CALL_POLL, .item = item(-7), .timeout_ms = 300, .err = -1 };
     check_times_out_despite_wakeups(&call, "bq_poll");
-    assert_ptr_equal(call.item, item(-7));
+    assert_ptr_equal_or_say(call.item, item(-7), "bq_poll gave ETIMEDOUT but changed *out");
     bq_destroy(q);
 }
 
@@ -413,7 +417,8 @@ static void test_bq_offer_times_out_despite_stolen_wakeups(void **state)
     call = (struct call){ .q = q, .kind = CALL_OFFER, .item = item(2), .timeout_ms = 300, .err = -1 };
     check_times_out_despite_wakeups(&call, "bq_offer");
     assert_int_equal(bq_size(q), 1);
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1,
+        "bq_take gave another item than the one queued: the timed-out offer got in");
     bq_destroy(q);
 }
 
@@ -431,8 +436,8 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     kit_worker_must_block(&taker, 200, "bq_take on an empty queue woken spuriously");
     put_all(q, 1, 1);
     kit_worker_must_finish(&taker, "bq_take after a put");
-    assert_ok(take_call.err);
-    assert_ptr_equal(take_call.item, item(1));
+    assert_code_or_say(take_call.err, 0, "the bq_take that waited for an item");
+    assert_ptr_equal_or_say(take_call.item, item(1), "the waiting bq_take got another item than the one put");
 
     put_all(q, 2, 2); /* full again */
     static struct call put_call;
@@ -441,11 +446,13 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     kit_worker_start(&putter, "putter", call_on_worker, &put_call);
     kit_worker_must_block(&putter, 200, "bq_put on a full queue woken spuriously");
     kit_spurious_wakeups(false);
-    assert_true(kit_spurious_count() >= 2);
-    assert_int_equal(take_value(q), 2);
+    assert_true_or_say(kit_spurious_count() >= 2,
+        "fewer than two waits were woken spuriously: bq_take and bq_put must wait on a condition variable");
+    assert_int_equal_or_say(take_value(q), 2,
+        "bq_take gave another item than the one queued: did a spuriously woken bq_put put?");
     kit_worker_must_finish(&putter, "bq_put after a take");
-    assert_ok(put_call.err);
-    assert_int_equal(take_value(q), 3);
+    assert_code_or_say(put_call.err, 0, "the bq_put that waited for room");
+    assert_int_equal_or_say(take_value(q), 3, "bq_take gave another item than the one the waiting put brought");
     bq_destroy(q);
 }
 
@@ -479,17 +486,17 @@ static void test_bq_try_put_enqueues_without_calling_reject_when_there_is_room(v
     policy = (bq_policy_t){ .reject = record_and_refuse, .ctx = &record };
     assert_ok(bq_try_put(q, item(1), &policy));
     assert_ok(bq_try_put(q, item(2), &policy));
-    assert_int_equal(record.calls, 0);
+    assert_int_equal_or_say(record.calls, 0, "bq_try_put called the policy's reject while the queue had room");
     assert_err(bq_try_put(q, item(3), &policy), EAGAIN); /* full: now the policy decides */
-    assert_int_equal(record.calls, 1);
-    assert_ptr_equal(record.queue, q);
-    assert_ptr_equal(record.item, item(3));
-    assert_ptr_equal(record.policy, &policy);
+    assert_int_equal_or_say(record.calls, 1, "bq_try_put on a full queue did not call the policy's reject once");
+    assert_ptr_equal_or_say(record.queue, q, "the policy's reject was not handed the queue");
+    assert_ptr_equal_or_say(record.item, item(3), "the policy's reject was not handed the item that did not fit");
+    assert_ptr_equal_or_say(record.policy, &policy, "the policy's reject was not handed its own policy");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 2);
     assert_int_equal(stats.rejected, 1);
-    assert_int_equal(take_value(q), 1);
-    assert_int_equal(take_value(q), 2);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the oldest: the rejected one got in?");
+    assert_int_equal_or_say(take_value(q), 2, "bq_take gave another item than the oldest: the rejected one got in?");
     bq_destroy(q);
 }
 
@@ -525,10 +532,12 @@ static void test_bq_try_put_calls_reject_without_the_lock(void **state)
     static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_finish(&producer, "bq_try_put whose reject calls bq_size (is the lock still held?)");
-    assert_err(call.err, EAGAIN);
-    assert_int_equal(probe.size_seen, 1);
-    assert_ok(probe.stats_err);
-    assert_int_equal(probe.stats_seen.enqueued, 1);
+    assert_code_or_say(call.err, EAGAIN, "bq_try_put whose reject returns EAGAIN");
+    assert_int_equal_or_say(probe.size_seen, 1,
+        "bq_size called from inside the reject saw another size than the full queue's");
+    assert_code_or_say(probe.stats_err, 0, "bq_stats called from inside the reject");
+    assert_int_equal_or_say(probe.stats_seen.enqueued, 1,
+        "bq_stats called from inside the reject saw another count of items enqueued than 1");
     assert_int_equal(stats_of(q).rejected, 1);
     bq_destroy(q);
 }
@@ -545,10 +554,10 @@ static void test_bq_try_put_block_waits_for_room(void **state)
     static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_block(&producer, 200, "bq_try_put with the block policy on a full queue");
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one that filled the queue");
     kit_worker_must_finish(&producer, "bq_try_put (block) after a take made room");
-    assert_ok(call.err);
-    assert_int_equal(take_value(q), 2);
+    assert_code_or_say(call.err, 0, "bq_try_put with the block policy, released by a take,");
+    assert_int_equal_or_say(take_value(q), 2, "bq_take gave another item than the one the blocked bq_try_put brought");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 2);
     assert_int_equal(stats.rejected, 0);
@@ -576,10 +585,11 @@ static void test_bq_try_put_timeout_gives_up_after_its_timeout(void **state)
     static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_block(&producer, 200, "bq_try_put with the timeout policy on a full queue");
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one that filled the queue");
     kit_worker_must_finish(&producer, "bq_try_put (timeout) after a take made room");
-    assert_ok(call.err);
-    assert_int_equal(take_value(q), 3); /* 2 never got in */
+    assert_code_or_say(call.err, 0, "bq_try_put with the timeout policy, released by a take before its deadline,");
+    assert_int_equal_or_say(take_value(q), 3,
+        "bq_take gave another item than the one the waiting bq_try_put brought (2 was refused)");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 2);
     assert_int_equal(stats.rejected, 1);
@@ -597,7 +607,8 @@ static void test_bq_try_put_discard_gives_the_new_item_away(void **state)
     static bq_policy_t with_callback;
     with_callback = bq_policy_discard(discard_tracked);
     assert_ok(bq_try_put(q, &items[2], &with_callback)); /* handled: on_discard owns it */
-    assert_int_equal(atomic_load(&items[2].discarded), 1);
+    assert_int_equal_or_say(atomic_load(&items[2].discarded), 1,
+        "the discard policy did not hand the new item to on_discard once");
     static bq_policy_t without_callback;
     without_callback = bq_policy_discard(NULL);
     assert_ok(bq_try_put(q, &items[3], &without_callback)); /* dropped, but counted */
@@ -606,9 +617,12 @@ static void test_bq_try_put_discard_gives_the_new_item_away(void **state)
     assert_int_equal(stats.discarded, 2);
     assert_int_equal(stats.enqueued, 2);
     assert_int_equal(stats.rejected, 0);
-    assert_ptr_equal((struct tracked *)(void *)take_value(q), &items[0]); /* the queue kept the old ones */
-    assert_ptr_equal((struct tracked *)(void *)take_value(q), &items[1]);
-    assert_int_equal(atomic_load(&items[0].discarded) + atomic_load(&items[1].discarded), 0);
+    assert_ptr_equal_or_say((struct tracked *)(void *)take_value(q), &items[0],
+        "bq_take gave another item than the oldest: the discard policy changed the queue");
+    assert_ptr_equal_or_say((struct tracked *)(void *)take_value(q), &items[1],
+        "bq_take gave another item than the second oldest: the discard policy changed the queue");
+    assert_int_equal_or_say(atomic_load(&items[0].discarded) + atomic_load(&items[1].discarded), 0,
+        "the discard policy handed a queued item to on_discard (discards of the queued items)");
     bq_destroy(q);
 }
 
@@ -623,7 +637,8 @@ static void test_bq_try_put_discard_oldest_evicts_the_oldest(void **state)
     static bq_policy_t with_callback;
     with_callback = bq_policy_discard_oldest(discard_tracked);
     assert_ok(bq_try_put(q, &items[3], &with_callback));
-    assert_int_equal(atomic_load(&items[0].discarded), 1); /* the evicted item went to on_discard */
+    assert_int_equal_or_say(atomic_load(&items[0].discarded), 1,
+        "discard-oldest did not hand the evicted oldest item to on_discard once");
     static bq_policy_t without_callback;
     without_callback = bq_policy_discard_oldest(NULL);
     assert_ok(bq_try_put(q, &items[4], &without_callback)); /* evicts items[1], counted */
@@ -634,8 +649,10 @@ static void test_bq_try_put_discard_oldest_evicts_the_oldest(void **state)
     assert_int_equal(stats.rejected, 0);
     assert_int_equal(bq_size(q), 3);
     for (int i = 2; i < 5; i++) { /* the new items are queued, in order */
-        assert_ptr_equal((struct tracked *)(void *)take_value(q), &items[i]);
-        assert_int_equal(atomic_load(&items[i].discarded), 0);
+        assert_ptr_equal_or_say((struct tracked *)(void *)take_value(q), &items[i],
+            "bq_take after discard-oldest gave another item than item %d (the newer ones stay, in order)", i);
+        assert_int_equal_or_say(atomic_load(&items[i].discarded), 0,
+            "discard-oldest handed item %d, which stays queued, to on_discard", i);
     }
     bq_destroy(q);
 }
@@ -653,7 +670,8 @@ static void test_bq_try_put_policies_called_after_the_queue_changed(void **state
     assert_ok(bq_put(q, &items[0])); /* room for one more: a take came after the full check */
     static bq_policy_t oldest;
     oldest = bq_policy_discard_oldest(discard_tracked);
-    assert_ok(oldest.reject(q, &items[1], &oldest));
+    assert_code_or_say(oldest.reject(q, &items[1], &oldest), 0,
+        "the discard-oldest policy's reject, called on a full queue,");
     if (atomic_load(&items[0].discarded) != 0)
         fail_msg("discard-oldest evicted the oldest item although the queue had room again: "
                  "it must check under the lock that the queue is still full");
@@ -663,14 +681,17 @@ static void test_bq_try_put_policies_called_after_the_queue_changed(void **state
     assert_int_equal(stats.enqueued, 2);
 
     assert_ok(bq_close(q)); /* a close came after the full check */
-    assert_err(oldest.reject(q, &items[2], &oldest), ECANCELED);
-    assert_int_equal(atomic_load(&items[0].discarded) + atomic_load(&items[2].discarded), 0);
+    assert_code_or_say(oldest.reject(q, &items[2], &oldest), ECANCELED,
+        "the discard-oldest policy's reject, called after a close,");
+    assert_int_equal_or_say(atomic_load(&items[0].discarded) + atomic_load(&items[2].discarded), 0,
+        "discard-oldest on a closed queue handed an item to on_discard (it must refuse and keep both)");
     assert_int_equal(bq_size(q), 2); /* nothing evicted, nothing added: the caller keeps items[2] */
 
     static bq_policy_t discard;
     discard = bq_policy_discard(discard_tracked);
-    assert_ok(discard.reject(q, &items[3], &discard)); /* drops what it is handed, as bq.h says */
-    assert_int_equal(atomic_load(&items[3].discarded), 1);
+    assert_code_or_say(discard.reject(q, &items[3], &discard), 0, "the discard policy's reject, called directly,");
+    assert_int_equal_or_say(atomic_load(&items[3].discarded), 1,
+        "the discard policy's reject did not hand the item it was given to on_discard once");
     assert_int_equal(stats_of(q).discarded, 1);
 
     void *out = NULL;
@@ -712,11 +733,14 @@ static void test_bq_try_put_item_functions_run_without_the_lock(void **state)
         if (kit_worker_join(&producers[i], KIT_HANG_MS, NULL) != 0)
             fail_msg("bq_try_put with the %s policy, whose item function calls bq_size: still blocked after %ld ms "
                      "- the item function was called with the queue's lock held", names[i], KIT_HANG_MS);
-        assert_ok(calls[i].err);
+        assert_code_or_say(calls[i].err, 0, "bq_try_put with the %s policy", names[i]);
     }
-    assert_int_equal(slots[0], 1);   /* the new item, dropped: the queue still held one */
-    assert_true(slots[3] <= 1);      /* the evicted oldest went to on_discard (with the new item queued or not yet) */
-    assert_int_equal(slots[2], 1);   /* run by the caller */
+    assert_int_equal_or_say(slots[0], 1,
+        "the discard policy's on_discard saw another queue size than 1 (the queue still held one)");
+    assert_true_or_say(slots[3] <= 1,
+        "discard-oldest's on_discard saw the queue holding more than one item: %zu", slots[3]);
+    assert_int_equal_or_say(slots[2], 1,
+        "the caller-runs policy's run saw another queue size than 1 (the queue still held one)");
     bq_destroy(q);
 }
 
@@ -730,13 +754,15 @@ static void test_bq_try_put_abort_returns_eagain_and_keeps_the_item(void **state
     static bq_policy_t policy;
     policy = bq_policy_abort();
     assert_err(bq_try_put(q, &items[1], &policy), EAGAIN); /* the caller still owns items[1] */
-    assert_int_equal(atomic_load(&items[1].discarded) + atomic_load(&items[1].ran), 0);
+    assert_int_equal_or_say(atomic_load(&items[1].discarded) + atomic_load(&items[1].ran), 0,
+        "the abort policy discarded or ran the item it refused (times it was discarded or run)");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.rejected, 1);
     assert_int_equal(stats.discarded, 0);
     assert_int_equal(stats.enqueued, 1);
     assert_int_equal(bq_size(q), 1);
-    assert_ptr_equal((struct tracked *)(void *)take_value(q), &items[0]);
+    assert_ptr_equal_or_say((struct tracked *)(void *)take_value(q), &items[0],
+        "bq_take gave another item than the one queued before the abort");
     bq_destroy(q);
 }
 
@@ -754,10 +780,12 @@ static void test_bq_try_put_caller_runs_on_the_calling_thread(void **state)
     static kit_worker_t producer;
     kit_worker_start(&producer, "producer", call_on_worker, &call);
     kit_worker_must_finish(&producer, "bq_try_put with the caller-runs policy");
-    assert_ok(call.err);
-    assert_int_equal(atomic_load(&items[1].ran), 1);
-    assert_true(pthread_equal(items[1].ran_on, call.thread)); /* on the producer's own thread */
-    assert_false(pthread_equal(items[1].ran_on, pthread_self()));
+    assert_code_or_say(call.err, 0, "bq_try_put with the caller-runs policy");
+    assert_int_equal_or_say(atomic_load(&items[1].ran), 1, "the caller-runs policy did not run the item once");
+    assert_true_or_say(pthread_equal(items[1].ran_on, call.thread),
+        "the caller-runs policy ran the item on another thread than the caller of bq_try_put");
+    assert_false_or_say(pthread_equal(items[1].ran_on, pthread_self()),
+        "the caller-runs policy ran the item on the test's thread, not on the caller of bq_try_put");
 
     static bq_policy_t no_run;
     no_run = bq_policy_caller_runs(NULL);
@@ -766,7 +794,8 @@ static void test_bq_try_put_caller_runs_on_the_calling_thread(void **state)
     assert_int_equal(stats.run_by_caller, 1);
     assert_int_equal(stats.rejected, 1);
     assert_int_equal(stats.enqueued, 1);
-    assert_ptr_equal((struct tracked *)(void *)take_value(q), &items[0]);
+    assert_ptr_equal_or_say((struct tracked *)(void *)take_value(q), &items[0],
+        "bq_take gave another item than the one queued before the caller-runs");
     bq_destroy(q);
 }
 
@@ -799,13 +828,16 @@ static void test_bq_try_put_custom_policy_uses_its_context(void **state)
     assert_ok(bq_try_put(q, item(2), &policy)); /* full: spilled */
     assert_ok(bq_try_put(q, item(3), &policy));
     assert_err(bq_try_put(q, item(4), &policy), ENOSPC); /* the policy's own error comes back */
-    assert_int_equal(spill.count, 2);
-    assert_ptr_equal(spill.items[0], item(2));
-    assert_ptr_equal(spill.items[1], item(3));
+    assert_int_equal_or_say(spill.count, 2,
+        "the custom policy's reject was not called once for each item that did not fit");
+    assert_ptr_equal_or_say(spill.items[0], item(2),
+        "the custom policy's reject was handed another item than the first that did not fit");
+    assert_ptr_equal_or_say(spill.items[1], item(3),
+        "the custom policy's reject was handed another item than the second that did not fit");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 1);
     assert_int_equal(stats.rejected, 1);
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "bq_take gave another item than the one queued: a rejected one got in?");
     bq_destroy(q);
 }
 
@@ -829,8 +861,8 @@ static void test_bq_close_wakes_every_blocked_taker(void **state)
     assert_ok(bq_close(q));
     for (int i = 0; i < BLOCKED; i++) {
         kit_worker_must_finish(&takers[i], "a taker blocked when the queue was closed");
-        assert_err(calls[i].err, ECANCELED);
-        assert_ptr_equal(calls[i].item, item(-7));
+        assert_code_or_say(calls[i].err, ECANCELED, "a bq_take blocked when the queue was closed");
+        assert_ptr_equal_or_say(calls[i].item, item(-7), "a bq_take that gave ECANCELED changed *out");
     }
     bq_destroy(q);
 }
@@ -855,8 +887,8 @@ static void test_bq_destroy_wakes_blocked_threads_first(void **state)
     bq_destroy(full);
     kit_worker_must_finish(&taker, "bq_take asleep when the queue was destroyed");
     kit_worker_must_finish(&putter, "bq_put asleep when the queue was destroyed");
-    assert_err(take.err, ECANCELED);
-    assert_err(put.err, ECANCELED);
+    assert_code_or_say(take.err, ECANCELED, "the bq_take asleep when the queue was destroyed");
+    assert_code_or_say(put.err, ECANCELED, "the bq_put asleep when the queue was destroyed");
 }
 
 static void test_bq_close_wakes_every_blocked_putter(void **state)
@@ -878,10 +910,11 @@ static void test_bq_close_wakes_every_blocked_putter(void **state)
     assert_ok(bq_close(q));
     for (int i = 0; i < BLOCKED; i++) {
         kit_worker_must_finish(&putters[i], "a putter blocked when the queue was closed");
-        assert_err(calls[i].err, ECANCELED); /* each caller keeps its item */
+        assert_code_or_say(calls[i].err, ECANCELED,
+            "a put blocked when the queue was closed (each caller keeps its item)");
     }
     assert_int_equal(stats_of(q).rejected, 1); /* the bq_try_put */
-    assert_int_equal(take_value(q), 10);       /* queued before the close: still delivered */
+    assert_int_equal_or_say(take_value(q), 10, "after the close, bq_take did not give the item queued before it");
     void *out = item(-7);
     assert_err(bq_take(q, &out), ECANCELED);
     bq_destroy(q);
@@ -901,17 +934,18 @@ static void test_bq_close_drains_then_cancels(void **state)
     assert_err(bq_put(q, item(3)), ECANCELED);
     assert_err(bq_offer(q, item(3), 0), ECANCELED);
     assert_err(bq_try_put(q, &late, &discard), ECANCELED); /* refused, not discarded: still ours */
-    assert_int_equal(atomic_load(&late.discarded), 0);
+    assert_int_equal_or_say(atomic_load(&late.discarded), 0,
+        "a bq_try_put refused after the close handed its item to on_discard (refused, it is still the caller's)");
 
-    assert_int_equal(take_value(q), 1);
+    assert_int_equal_or_say(take_value(q), 1, "after the close, bq_take did not give the oldest item queued before it");
     void *out = item(-7);
     assert_ok(bq_poll(q, &out, 0));
-    assert_ptr_equal(out, item(2));
+    assert_ptr_equal_or_say(out, item(2), "after the close, bq_poll did not give the next item queued before it");
     out = item(-7);
     assert_err(bq_take(q, &out), ECANCELED);
     assert_err(bq_poll(q, &out, 0), ECANCELED);
     assert_err(bq_poll(q, &out, 100), ECANCELED); /* closed and empty: no point waiting */
-    assert_ptr_equal(out, item(-7));
+    assert_ptr_equal_or_say(out, item(-7), "bq_poll gave ECANCELED but changed *out");
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, 2);
     assert_int_equal(stats.taken, 2);
@@ -927,7 +961,7 @@ static void test_bq_destroy_frees_everything(void **state)
     long before = kit_live_allocations();
     bq_t *q = make_queue(64);
     put_all(q, 0, 9);
-    assert_int_equal(take_value(q), 0);
+    assert_int_equal_or_say(take_value(q), 0, "bq_take gave another item than the oldest (first in, first out)");
     bq_destroy(q); /* nine items still queued: they are the caller's, not freed */
     assert_no_leak_since(before);
 }
@@ -1033,7 +1067,7 @@ static void start_consumers(struct consumer *consumers, kit_worker_t *threads, b
         consumers[i] = (struct consumer){ .q = q, .index = i, .count = count, .blocking_only = blocking_only,
                                           .seed = seed };
         consumers[i].mine = calloc((size_t)(PRODUCERS * count), sizeof(int));
-        assert_non_null(consumers[i].mine);
+        assert_non_null_or_say(consumers[i].mine, "the test could not allocate its tally");
         for (int p = 0; p < PRODUCERS; p++)
             consumers[i].last_seq[p] = -1;
         kit_worker_start(&threads[i], "consumer", consume, &consumers[i]);
@@ -1076,7 +1110,7 @@ static void run_producers_consumers(size_t capacity, bool blocking_only)
     for (int i = 0; i < CONSUMERS; i++)
         kit_worker_must_finish(&consumer_threads[i], "consumer after close");
     for (int i = 0; i < PRODUCERS; i++)
-        assert_int_equal(producers[i].failures, 0);
+        assert_int_equal_or_say(producers[i].failures, 0, "producer %d: calls to bq_put that failed", i);
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, (size_t)(PRODUCERS * count));
     assert_int_equal(stats.taken, (size_t)(PRODUCERS * count));
@@ -1156,7 +1190,8 @@ static void check_every_fate(const struct tracked *items, int total, bq_stats_t 
     assert_int_equal(stats.discarded, discarded);
     assert_int_equal(stats.run_by_caller, ran);
     assert_int_equal(stats.rejected, rejected);
-    assert_int_equal(taken + discarded + ran + rejected, (size_t)total);
+    assert_int_equal_or_say(taken + discarded + ran + rejected, (size_t)total,
+        "taken, discarded, run by the caller and rejected do not add up to the items offered");
 }
 
 static void test_bq_stress_policies_account_for_every_item(void **state)
@@ -1166,7 +1201,7 @@ static void test_bq_stress_policies_account_for_every_item(void **state)
                                         bq_policy_caller_runs(run_tracked), bq_policy_discard(discard_tracked) };
     int count = per_producer() / 2, total = PRODUCERS * count;
     struct tracked *items = calloc((size_t)total, sizeof *items);
-    assert_non_null(items);
+    assert_non_null_or_say(items, "the test could not allocate its items");
     init_tracked(items, total);
     bq_t *q = make_queue(2);
     uint64_t seed = kit_test_seed();

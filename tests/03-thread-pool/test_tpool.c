@@ -50,7 +50,7 @@ static tpool_t *make_pool(size_t core, size_t capacity, long keep_alive_ms, bq_p
     tpool_config_t config = { core, capacity, keep_alive_ms, policy, name };
     tpool_t *p = NULL;
     assert_ok(tpool_create(&p, &config));
-    assert_non_null(p);
+    assert_non_null_or_say(p, "tpool_create returned 0 but left *out NULL");
     return p;
 }
 
@@ -190,7 +190,7 @@ static void test_tpool_create_rejects_bad_config(void **state)
     tpool_t *p = (tpool_t *)&good; /* not NULL: create must reset it on failure */
     assert_err(tpool_create(NULL, &good), EINVAL);
     assert_err(tpool_create(&p, NULL), EINVAL);
-    assert_null(p);
+    assert_null_or_say(p, "tpool_create failed with EINVAL but did not set *out to NULL");
     tpool_config_t bad[] = { good, good, good, good };
     bad[0].core_threads = 0;
     bad[1].queue_capacity = 0;
@@ -199,7 +199,8 @@ static void test_tpool_create_rejects_bad_config(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         p = (tpool_t *)&good;
         assert_err(tpool_create(&p, &bad[i]), EINVAL);
-        assert_null(p);
+        assert_null_or_say(p,
+            "tpool_create failed with EINVAL for bad configuration %zu but did not set *out to NULL", i);
     }
     tpool_config_t long_name = good;
     long_name.name = "a-name-of-24-characters!"; /* one more than TPOOL_NAME_MAX: refused, not cut */
@@ -211,7 +212,7 @@ static void test_tpool_create_rejects_bad_config(void **state)
         fail_msg("tpool_create with a name of %d characters returned %s, expected EINVAL: a name longer than "
                  "TPOOL_NAME_MAX (%d) is refused, never cut (tpool.h)", TPOOL_NAME_MAX + 1, kit_errno_name(err),
                  TPOOL_NAME_MAX);
-    assert_null(p);
+    assert_null_or_say(p, "tpool_create refused a name too long but did not set *out to NULL");
     long_name.name = "a-name-of-23-characters"; /* exactly TPOOL_NAME_MAX: accepted */
     assert_ok(tpool_create(&p, &long_name));
     tpool_destroy(p);
@@ -243,7 +244,8 @@ static void test_tpool_create_undoes_partial_work_without_memory(void **state)
 {
     (void)state;
     tpool_config_t config = { 2, 4, 100, bq_policy_block(), "sweep" };
-    assert_true(kit_sweep_allocation_failures("tpool_create", create_and_destroy, &config) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("tpool_create", create_and_destroy, &config) >= 1,
+        "tpool_create allocated nothing: the pool must live in memory it allocates");
 }
 
 static void test_tpool_calls_with_bad_arguments_give_einval(void **state)
@@ -294,7 +296,7 @@ static void test_tpool_execute_runs_every_task_once(void **state)
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.submitted, EVERY_TASK);
     assert_int_equal(s.completed, EVERY_TASK);
-    assert_true(s.largest <= 3);
+    assert_true_or_say(s.largest <= 3, "tpool_stats: largest is %zu, above the 3 core threads", s.largest);
     assert_conserved(&s);
     tpool_destroy(p);
 }
@@ -332,7 +334,7 @@ static void test_tpool_execute_runs_core_threads_at_once(void **state)
     kit_latch_count_down(&meeting.release); /* first let every task go, then judge */
     finish(p);
     for (int i = 0; i < GATE_CORE; i++)
-        assert_ok(errors[i]);
+        assert_code_or_say(errors[i], 0, "tpool_execute of task %d, below core_threads", i);
     if (all_arrived != 0)
         fail_msg("%d tasks on a pool of %d core threads: after %ld ms they were not all running at once",
                  GATE_CORE, GATE_CORE, KIT_HANG_MS);
@@ -391,8 +393,9 @@ static void test_tpool_stress_never_more_than_core_threads(void **state)
     kit_test_run_group(LIMIT_SUBMITTERS, "submitter", submit_limited, submitters, sizeof submitters[0]);
     finish(limit.p);
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
-        assert_int_equal(submitters[i].errors, 0);
-    assert_int_equal(atomic_load(&limit.ran), LIMIT_SUBMITTERS * per_submitter);
+        assert_int_equal_or_say(submitters[i].errors, 0, "submitter %d: calls to tpool_execute that failed", i);
+    assert_int_equal_or_say(atomic_load(&limit.ran), LIMIT_SUBMITTERS * per_submitter,
+        "tasks that ran, of all those submitted");
     tpool_stats_t s = stats_of(limit.p);
     if (atomic_load(&limit.most) > LIMIT_CORE || s.largest > LIMIT_CORE)
         fail_msg("%d tasks ran at once on up to %zu workers; core_threads is %d", atomic_load(&limit.most), s.largest,
@@ -411,13 +414,13 @@ static void test_tpool_execute_hands_first_tasks_to_new_workers(void **state)
     struct job jobs[CORE + 1];
     for (size_t i = 0; i < CORE; i++) {
         job_init(&jobs[i], &hold);
-        assert_ok(submit(p, &jobs[i]));
+        assert_code_or_say(submit(p, &jobs[i]), 0, "tpool_execute_or_drop of held task %zu", i);
         tpool_stats_t s = stats_of(p);
         assert_int_equal(s.threads, i + 1);
         assert_int_equal(s.queued, 0); /* handed over, not queued */
     }
     job_init(&jobs[CORE], &hold);
-    assert_ok(submit(p, &jobs[CORE])); /* every worker is busy with its first task */
+    assert_code_or_say(submit(p, &jobs[CORE]), 0, "tpool_execute_or_drop of a task while every worker is busy");
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.threads, CORE);
     assert_int_equal(s.queued, 1);
@@ -448,8 +451,8 @@ static void fill_pool(struct full_pool *f, bq_policy_t policy)
     job_init(&f->a, &f->hold);
     job_init(&f->b, NULL);
     job_init(&f->c, NULL);
-    assert_ok(submit(f->p, &f->a));
-    assert_ok(submit(f->p, &f->b));
+    assert_code_or_say(submit(f->p, &f->a), 0, "tpool_execute_or_drop of task a, for the pool's only worker");
+    assert_code_or_say(submit(f->p, &f->b), 0, "tpool_execute_or_drop of task b, for the queue");
     assert_int_equal(stats_of(f->p).queued, 1);
 }
 
@@ -479,7 +482,7 @@ static void test_tpool_policy_block_waits_for_room(void **state)
     kit_worker_must_block(&caller, 200, "tpool_execute with the block policy on a full pool");
     release(&f.hold); /* a ends, the worker takes b, c finds room */
     kit_worker_must_finish(&caller, "tpool_execute once the queue had room");
-    assert_int_equal(call.err, 0);
+    assert_code_or_say(call.err, 0, "tpool_execute that waited for room (the block policy)");
     must_run(&f.c, "the task that waited for room");
     tpool_stats_t s = drain_pool(&f);
     assert_int_equal(s.completed, 3);
@@ -493,13 +496,15 @@ static void test_tpool_policy_timeout_gives_up_after_its_time(void **state)
     static struct full_pool f;
     fill_pool(&f, bq_policy_timeout(TIMEOUT_MS));
     int64_t start = kit_now_ns();
-    assert_err(submit(f.p, &f.c), ETIMEDOUT);
+    assert_code_or_say(submit(f.p, &f.c), ETIMEDOUT,
+        "tpool_execute_or_drop of task c into a full pool (timeout policy)");
     double waited = kit_elapsed_ms(start);
     if (waited < TIMEOUT_MS)
         fail_msg("gave up after %.1f ms, before its %d ms", waited, TIMEOUT_MS);
     assert_int_equal(stats_of(f.p).rejected, 1);
     tpool_stats_t s = drain_pool(&f);
-    assert_int_equal(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0); /* still the caller's */
+    assert_int_equal_or_say(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0,
+        "task c, refused after its timeout, was run or dropped (it is still the caller's)");
     assert_int_equal(s.completed, 2);
 }
 
@@ -508,11 +513,12 @@ static void test_tpool_policy_discard_drops_the_new_task(void **state)
     (void)state;
     static struct full_pool f;
     fill_pool(&f, bq_policy_discard(NULL));
-    assert_ok(submit(f.p, &f.c));
-    assert_int_equal(atomic_load(&f.c.drops), 1); /* its drop function, not its run */
+    assert_code_or_say(submit(f.p, &f.c), 0, "tpool_execute_or_drop of task c into a full pool (discard policy)");
+    assert_int_equal_or_say(atomic_load(&f.c.drops), 1,
+        "the discard policy did not drop task c once (its drop function, not its run)");
     tpool_stats_t s = drain_pool(&f);
-    assert_int_equal(atomic_load(&f.c.runs), 0);
-    assert_int_equal(atomic_load(&f.b.runs), 1);
+    assert_int_equal_or_say(atomic_load(&f.c.runs), 0, "task c, discarded, ran anyway");
+    assert_int_equal_or_say(atomic_load(&f.b.runs), 1, "task b, queued before the discard, did not run once");
     assert_int_equal(s.dropped, 1);
     assert_int_equal(s.completed, 2);
 }
@@ -522,12 +528,13 @@ static void test_tpool_policy_discard_oldest_drops_the_queued_task(void **state)
     (void)state;
     static struct full_pool f;
     fill_pool(&f, bq_policy_discard_oldest(NULL));
-    assert_ok(submit(f.p, &f.c));
-    assert_int_equal(atomic_load(&f.b.drops), 1); /* b was the oldest queued task */
+    assert_code_or_say(submit(f.p, &f.c), 0,
+        "tpool_execute_or_drop of task c into a full pool (discard-oldest policy)");
+    assert_int_equal_or_say(atomic_load(&f.b.drops), 1, "discard-oldest did not drop task b, the oldest queued, once");
     assert_int_equal(stats_of(f.p).queued, 1);
     tpool_stats_t s = drain_pool(&f);
-    assert_int_equal(atomic_load(&f.b.runs), 0);
-    assert_int_equal(atomic_load(&f.c.runs), 1);
+    assert_int_equal_or_say(atomic_load(&f.b.runs), 0, "task b, discarded as the oldest, ran anyway");
+    assert_int_equal_or_say(atomic_load(&f.c.runs), 1, "task c, queued in b's place, did not run once");
     assert_int_equal(s.dropped, 1);
 }
 
@@ -543,16 +550,17 @@ static void test_tpool_task_without_a_drop_function_is_dropped_quietly(void **st
     assert_ok(tpool_execute(f.p, job_run, &f.c)); /* discarded: nothing to call */
     tpool_stats_t s = drain_pool(&f);
     assert_int_equal(s.dropped, 1);
-    assert_int_equal(atomic_load(&f.c.runs), 0);
+    assert_int_equal_or_say(atomic_load(&f.c.runs), 0, "task c, dropped, ran anyway");
 
     fill_pool(&f, bq_policy_discard_oldest(NULL));
     assert_ok(tpool_execute(f.p, job_run, &f.c)); /* b, the oldest, is dropped; c waits in the queue */
     assert_ok(tpool_shutdown_now(f.p));           /* c is dropped, without a drop function */
     s = drain_pool(&f);
     assert_int_equal(s.dropped, 2);
-    assert_int_equal(atomic_load(&f.b.drops), 1);
-    assert_int_equal(atomic_load(&f.c.runs), 0);
-    assert_int_equal(atomic_load(&f.a.runs), 1);
+    assert_int_equal_or_say(atomic_load(&f.b.drops), 1, "task b, the oldest queued, was not dropped once");
+    assert_int_equal_or_say(atomic_load(&f.c.runs), 0, "task c, dropped by tpool_shutdown_now, ran anyway");
+    assert_int_equal_or_say(atomic_load(&f.a.runs), 1,
+        "task a, running during tpool_shutdown_now, did not finish once");
 }
 
 static void test_tpool_policy_abort_rejects_with_eagain(void **state)
@@ -560,10 +568,11 @@ static void test_tpool_policy_abort_rejects_with_eagain(void **state)
     (void)state;
     static struct full_pool f;
     fill_pool(&f, bq_policy_abort());
-    assert_err(submit(f.p, &f.c), EAGAIN);
+    assert_code_or_say(submit(f.p, &f.c), EAGAIN, "tpool_execute_or_drop of task c into a full pool (abort policy)");
     assert_int_equal(stats_of(f.p).rejected, 1);
     tpool_stats_t s = drain_pool(&f);
-    assert_int_equal(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0); /* the caller keeps it */
+    assert_int_equal_or_say(atomic_load(&f.c.runs) + atomic_load(&f.c.drops), 0,
+        "task c, aborted, was run or dropped (the caller keeps it)");
     assert_int_equal(s.completed, 2);
 }
 
@@ -592,9 +601,12 @@ static void test_tpool_policy_caller_runs_on_the_calling_thread(void **state)
         fail_msg("while the caller ran a task by caller-runs, tpool_stats said %zu active; expected 1 (the worker "
                  "on its own task): a task run by the caller is not counted in active (tpool.h)",
                  seen_while_running.active);
-    assert_int_equal(atomic_load(&f.c.runs), 1); /* before execute returned */
-    assert_true(pthread_equal(f.c.thread, pthread_self()));
-    assert_null(f.c.current); /* the caller is not one of the pool's workers */
+    assert_int_equal_or_say(atomic_load(&f.c.runs), 1,
+        "caller-runs had not run task c once when tpool_execute returned");
+    assert_true_or_say(pthread_equal(f.c.thread, pthread_self()),
+        "caller-runs ran task c on another thread than the caller of tpool_execute");
+    assert_null_or_say(f.c.current,
+        "tpool_current() inside a task run by the caller is a pool: the caller is none of its workers");
     tpool_stats_t s = drain_pool(&f);
     assert_int_equal(s.ran_by_caller, 1);
     assert_int_equal(s.completed, 3);
@@ -610,8 +622,8 @@ static void test_tpool_workers_retire_after_keep_alive(void **state)
     static struct job a, b;
     job_init(&a, NULL);
     job_init(&b, NULL);
-    assert_ok(submit(p, &a));
-    assert_ok(submit(p, &b));
+    assert_code_or_say(submit(p, &a), 0, "tpool_execute_or_drop of task a");
+    assert_code_or_say(submit(p, &b), 0, "tpool_execute_or_drop of task b");
     must_run(&a, "first task");
     must_run(&b, "second task");
     int64_t first_end = a.end_ns < b.end_ns ? a.end_ns : b.end_ns;
@@ -638,7 +650,8 @@ static void test_tpool_workers_retire_after_keep_alive(void **state)
     assert_int_equal(s.largest, 2);
     assert_int_equal(s.active, 0);
     /* An idle pool uses no CPU: no thread is left polling or waiting. */
-    assert_int_equal(kit_waiting_threads(), 0);
+    assert_int_equal_or_say(kit_waiting_threads(), 0,
+        "threads asleep in a condition wait once every worker retired (an idle pool keeps none)");
     tpool_destroy(p);
     job_destroy(&a);
     job_destroy(&b);
@@ -655,7 +668,7 @@ static void test_tpool_pool_grows_again_after_retiring(void **state)
         static struct job jobs[CORE];
         for (int i = 0; i < CORE; i++) {
             job_init(&jobs[i], &hold);
-            assert_ok(submit(p, &jobs[i]));
+            assert_code_or_say(submit(p, &jobs[i]), 0, "tpool_execute_or_drop of held task %d", i);
         }
         tpool_stats_t s = stats_of(p);
         assert_int_equal(s.threads, CORE); /* new workers for the new tasks */
@@ -865,11 +878,12 @@ static void test_tpool_task_fail_counts_and_worker_survives(void **state)
     job_init(&bad, NULL);
     job_init(&good, NULL);
     bad.fail = true;
-    assert_ok(submit(p, &bad));
+    assert_code_or_say(submit(p, &bad), 0, "tpool_execute_or_drop of a task that fails");
     must_run(&bad, "a task that fails");
-    assert_ok(submit(p, &good));
+    assert_code_or_say(submit(p, &good), 0, "tpool_execute_or_drop of the task after the failed one");
     must_run(&good, "the task after a failed one");
-    assert_string_equal(good.thread_name, bad.thread_name); /* the same worker carried on */
+    assert_string_equal_or_say(good.thread_name, bad.thread_name,
+        "the task after a failed one ran on another thread than the failed one: the worker did not carry on");
     assert_int_equal(stats_of(p).threads, 1);
     finish(p); /* the counters are final once the pool has terminated */
     tpool_stats_t s = stats_of(p);
@@ -909,12 +923,13 @@ static void test_tpool_task_fail_survives_a_nested_caller_runs_task(void **state
     job_init(&n.inner, NULL);
     assert_ok(kit_latch_init(&n.done, 1));
     assert_ok(tpool_execute(p, fail_then_run_inner, &n));
-    assert_int_equal(kit_latch_wait(&n.done, KIT_HANG_MS), 0);
+    assert_int_equal_or_say(kit_latch_wait(&n.done, KIT_HANG_MS), 0,
+        "the task that ran a nested task by caller-runs did not finish (ETIMEDOUT is 110)");
     must_run(&n.inner, "the inner task");
     must_run(&n.filler, "the queued task");
     finish(p);
-    assert_int_equal(n.filler_err, 0);
-    assert_int_equal(n.inner_err, 0);
+    assert_code_or_say(n.filler_err, 0, "tpool_execute of the task that filled the queue, from inside a task");
+    assert_code_or_say(n.inner_err, 0, "tpool_execute of the nested task run by the caller, from inside a task");
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.ran_by_caller, 1);
     assert_int_equal(s.completed, 3);
@@ -938,8 +953,8 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
     static struct job a, b, c;
     job_init(&a, &hold);
     job_init(&b, &hold);
-    assert_ok(submit(p, &a));
-    assert_ok(submit(p, &b)); /* both held: two workers */
+    assert_code_or_say(submit(p, &a), 0, "tpool_execute_or_drop of held task a");
+    assert_code_or_say(submit(p, &b), 0, "tpool_execute_or_drop of held task b (both held: two workers)");
     release(&hold);
     must_run(&a, "task a");
     must_run(&b, "task b");
@@ -951,9 +966,10 @@ static void test_tpool_workers_are_named_after_the_pool(void **state)
 
     p = make_pool(1, 1, 1000, bq_policy_block(), NULL);
     job_init(&c, NULL);
-    assert_ok(submit(p, &c));
+    assert_code_or_say(submit(p, &c), 0, "tpool_execute_or_drop of task c");
     must_run(&c, "task c");
-    assert_string_equal(c.thread_name, "pool-1"); /* no name: "pool" */
+    assert_string_equal_or_say(c.thread_name,
+        "pool-1", "a pool created without a name ran its task on another thread than pool-1");
     tpool_destroy(p);
     job_destroy(&a);
     job_destroy(&b);
@@ -969,7 +985,7 @@ static void test_tpool_current_is_the_pool_inside_its_tasks(void **state)
     tpool_t *p = make_pool(1, 1, 1000, bq_policy_block(), "own");
     static struct job a; /* static: read by the worker */
     job_init(&a, NULL);
-    assert_ok(submit(p, &a));
+    assert_code_or_say(submit(p, &a), 0, "tpool_execute_or_drop of task a");
     must_run(&a, "task a");
     if (a.current != p)
         fail_msg("tpool_current() inside a task of the pool returned %s, not the pool that runs the task",
@@ -988,10 +1004,10 @@ static void queue_behind_a_busy_task(tpool_t *p, kit_latch_t *hold, struct job *
 {
     assert_ok(kit_latch_init(hold, 1));
     job_init(busy, hold);
-    assert_ok(submit(p, busy));
+    assert_code_or_say(submit(p, busy), 0, "tpool_execute_or_drop of the busy task");
     for (int i = 0; i < count; i++) {
         job_init(&queued[i], NULL);
-        assert_ok(submit(p, &queued[i]));
+        assert_code_or_say(submit(p, &queued[i]), 0, "tpool_execute_or_drop of queued task %d", i);
     }
 }
 
@@ -1006,13 +1022,14 @@ static void test_tpool_shutdown_runs_queued_tasks(void **state)
     assert_ok(tpool_shutdown(p));
     assert_ok(tpool_shutdown(p)); /* twice is harmless */
     job_init(&late, NULL);
-    assert_err(submit(p, &late), ECANCELED);
+    assert_code_or_say(submit(p, &late), ECANCELED, "tpool_execute_or_drop after tpool_shutdown");
     release(&hold);
     assert_ok(tpool_await_termination(p, KIT_HANG_MS));
     must_run(&busy, "the running task");
     for (int i = 0; i < QUEUED; i++)
         must_run(&queued[i], "a task queued before the shutdown");
-    assert_int_equal(atomic_load(&late.runs) + atomic_load(&late.drops), 0);
+    assert_int_equal_or_say(atomic_load(&late.runs) + atomic_load(&late.drops), 0,
+        "a task refused after the shutdown was run or dropped");
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.completed, 1 + QUEUED);
     assert_int_equal(s.dropped, 0);
@@ -1038,8 +1055,8 @@ static void test_tpool_shutdown_wakes_idle_workers(void **state)
     static struct job a, b;
     job_init(&a, &hold);
     job_init(&b, &hold);
-    assert_ok(submit(p, &a));
-    assert_ok(submit(p, &b));
+    assert_code_or_say(submit(p, &a), 0, "tpool_execute_or_drop of held task a");
+    assert_code_or_say(submit(p, &b), 0, "tpool_execute_or_drop of held task b");
     release(&hold);
     must_run(&a, "task a");
     must_run(&b, "task b");
@@ -1067,14 +1084,16 @@ static void test_tpool_shutdown_now_drops_queued_tasks(void **state)
     queue_behind_a_busy_task(p, &hold, &busy, queued, QUEUED);
     assert_ok(tpool_shutdown_now(p));
     for (int i = 0; i < QUEUED; i++)
-        assert_int_equal(atomic_load(&queued[i].drops), 1); /* dropped, and told so, before it returned */
+        assert_int_equal_or_say(atomic_load(&queued[i].drops), 1,
+            "queued task %d was not dropped once, before tpool_shutdown_now returned", i);
     job_init(&late, NULL);
-    assert_err(submit(p, &late), ECANCELED);
+    assert_code_or_say(submit(p, &late), ECANCELED, "tpool_execute_or_drop after tpool_shutdown_now");
     release(&hold); /* the running task is not interrupted */
     assert_ok(tpool_await_termination(p, KIT_HANG_MS));
     must_run(&busy, "the task running during shutdown_now");
     for (int i = 0; i < QUEUED; i++)
-        assert_int_equal(atomic_load(&queued[i].runs), 0);
+        assert_int_equal_or_say(atomic_load(&queued[i].runs), 0,
+            "queued task %d, dropped by tpool_shutdown_now, ran anyway", i);
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.completed, 1);
     assert_int_equal(s.dropped, QUEUED);
@@ -1106,7 +1125,7 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     assert_ok(kit_latch_init(&hold, 1));
     static struct job busy;
     job_init(&busy, &hold);
-    assert_ok(submit(p, &busy));
+    assert_code_or_say(submit(p, &busy), 0, "tpool_execute_or_drop of the held task");
     assert_err(tpool_await_termination(p, 0), ETIMEDOUT); /* not even shut down */
     assert_ok(tpool_shutdown(p));
     int64_t start = kit_now_ns();
@@ -1117,7 +1136,8 @@ static void test_tpool_await_termination_times_out_while_a_task_runs(void **stat
     release(&hold);
     assert_ok(tpool_await_termination(p, KIT_HANG_MS));
     assert_ok(tpool_await_termination(p, 0)); /* and stays terminated */
-    assert_int_equal(self_err, EDEADLK);       /* a task waiting for its own pool would wait forever */
+    assert_code_or_say(self_err, EDEADLK,
+        "tpool_await_termination called by a task of its own pool (it would wait for ever)");
     tpool_destroy(p);
     job_destroy(&busy);
     kit_latch_destroy(&hold);
@@ -1140,7 +1160,8 @@ static void test_tpool_destroy_from_a_task_does_nothing(void **state)
     job_init(&second, NULL);
     assert_ok(tpool_execute(p, destroy_from_task, &first));
     must_run(&first, "a task that called tpool_destroy on its own pool");
-    assert_ok(submit(p, &second));
+    assert_code_or_say(submit(p, &second), 0,
+        "tpool_execute_or_drop after a task called tpool_destroy on its own pool");
     must_run(&second, "a task submitted after a task's tpool_destroy, which must do nothing");
     finish(p);
     tpool_destroy(p);
@@ -1156,9 +1177,10 @@ static void test_tpool_execute_after_shutdown_fails(void **state)
     assert_ok(tpool_await_termination(p, 0)); /* no worker ever started: terminated at once */
     static struct job job;
     job_init(&job, NULL);
-    assert_err(submit(p, &job), ECANCELED);
+    assert_code_or_say(submit(p, &job), ECANCELED, "tpool_execute_or_drop on a pool shut down");
     assert_err(tpool_execute(p, job_run, &job), ECANCELED);
-    assert_int_equal(atomic_load(&job.runs) + atomic_load(&job.drops), 0); /* not even by the caller */
+    assert_int_equal_or_say(atomic_load(&job.runs) + atomic_load(&job.drops), 0,
+        "a task refused by a pool shut down was run or dropped (not even by the caller)");
     tpool_stats_t s = stats_of(p);
     assert_int_equal(s.submitted, 2);
     assert_int_equal(s.rejected, 2);
@@ -1235,7 +1257,8 @@ static void test_tpool_stress_stats_add_up(void **state)
                      i, s.submitted, s.completed, s.dropped, s.rejected, s.active, s.queued,
                      STATS_SUBMITTERS * per_submitter, (long)tally.runs, (long)tally.drops, errors);
         assert_conserved(&s);
-        assert_true(s.largest <= 4);
+        assert_true_or_say(s.largest <= 4,
+            "policy %zu: tpool_stats' largest is %zu, above the pool's 4 threads", i, s.largest);
         assert_int_equal(s.threads, 0);
         tpool_destroy(p);
     }
@@ -1280,7 +1303,7 @@ static void test_tpool_stress_counters_when_tasks_end_together(void **state)
     long rounds = kit_sched_active() ? PAIR_ROUNDS_SCHEDULED
                                      : kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
     struct pair_round *pairs = calloc((size_t)rounds, sizeof *pairs);
-    assert_non_null(pairs);
+    assert_non_null_or_say(pairs, "the test could not allocate its rounds");
     pairs_deadline_ns = kit_now_ns() + PAIR_BUDGET_MS * 1000000LL;
     tpool_t *p = make_pool(2, 8, 1000, bq_policy_block(), "pairs");
     for (long r = 0; r < rounds; r++) {
@@ -1321,10 +1344,12 @@ static void test_tpool_destroy_joins_every_worker(void **state)
     for (int i = 0; i < TASKS; i++)
         assert_ok(tpool_execute(p, slow_task, &tally));
     tpool_destroy(p); /* at once: 2 running, 8 queued */
-    assert_int_equal(atomic_load(&tally.finished), TASKS);
+    assert_int_equal_or_say(atomic_load(&tally.finished), TASKS,
+        "tasks that finished before tpool_destroy returned (it waits for every one)");
     kit_sleep_ms(50);
-    assert_int_equal(atomic_load(&tally.finished), TASKS); /* nothing of the pool runs any more */
-    assert_int_equal(kit_waiting_threads(), 0);
+    assert_int_equal_or_say(atomic_load(&tally.finished), TASKS,
+        "tasks finished after tpool_destroy returned: nothing of the pool runs any more");
+    assert_int_equal_or_say(kit_waiting_threads(), 0, "threads still asleep in a condition wait after tpool_destroy");
     assert_no_leak_since(before);
 }
 
@@ -1342,7 +1367,7 @@ static long execute_with_a_failure(long nth, bool fail_thread, bool busy_worker)
     job_init(&busy, &hold);
     job_init(&job, NULL);
     if (busy_worker)
-        assert_ok(submit(p, &busy)); /* a live worker: a task that gets no new one can queue */
+        assert_code_or_say(submit(p, &busy), 0, "tpool_execute_or_drop of the busy task (a live worker)");
     long calls_before = kit_allocation_calls();
     kit_fail_allocation(nth);
     kit_fail_thread_create(fail_thread ? 1 : 0);
@@ -1424,8 +1449,8 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
     job_init(&f->a, &f->hold);
     job_init(&f->b, NULL);
     job_init(&f->c, NULL);
-    assert_ok(submit(f->p, &f->a));
-    assert_ok(submit(f->p, &f->b));
+    assert_code_or_say(submit(f->p, &f->a), 0, "tpool_execute_or_drop of task a");
+    assert_code_or_say(submit(f->p, &f->b), 0, "tpool_execute_or_drop of task b");
     int err = submit(f->p, &f->c);
     kit_fail_thread_create(0);
     if (stage->err == ETIMEDOUT)
@@ -1434,9 +1459,9 @@ static void stage_a_stranded_task(struct full_pool *f, struct staging *stage)
     if (stage->err != 0)
         fail_msg("tpool_stats returned %s while the test staged a task left without a worker",
                  kit_errno_name(stage->err));
-    assert_ok(err);
+    assert_code_or_say(err, 0, "tpool_execute of task c, left without a worker,");
     must_run(&f->a, "the first task");
-    assert_int_equal(atomic_load(&f->b.drops), 1);
+    assert_int_equal_or_say(atomic_load(&f->b.drops), 1, "task b was not dropped once");
     tpool_stats_t s = stats_of(f->p);
     assert_int_equal(s.threads, 0);
     assert_int_equal(s.queued, 1); /* c, with no worker */
@@ -1528,7 +1553,8 @@ static void test_tpool_shutdown_now_wakes_every_awaiter_when_it_drops_the_last_t
             fail_msg("tpool_await_termination returned %s after tpool_shutdown_now left no task and no worker; "
                      "expected 0", kit_errno_name(waits[i].err));
     }
-    assert_int_equal(atomic_load(&f.c.drops), 1);
+    assert_int_equal_or_say(atomic_load(&f.c.drops), 1,
+        "task c, queued with no worker to run it, was not dropped once");
     tpool_destroy(f.p);
     job_destroy(&f.a);
     job_destroy(&f.b);

@@ -41,7 +41,7 @@ static tpool_t *make_pool_with(size_t threads, size_t capacity, bq_policy_t poli
                               .reject = policy, .name = name };
     tpool_t *p = NULL;
     assert_ok(tpool_create(&p, &config));
-    assert_non_null(p);
+    assert_non_null_or_say(p, "tpool_create returned 0 but left *out NULL");
     return p;
 }
 
@@ -54,7 +54,7 @@ static future_t *submit(tpool_t *p, void *(*fn)(void *), void *arg)
 {
     future_t *f = NULL;
     assert_ok(tpool_submit(p, fn, arg, &f));
-    assert_non_null(f);
+    assert_non_null_or_say(f, "tpool_submit returned 0 but left *out NULL");
     return f;
 }
 
@@ -168,10 +168,10 @@ static void test_tpool_submit_rejects_bad_arguments(void **state)
     int x = 0;
     future_t *f = (future_t *)&f; /* not NULL: submit must reset it on failure */
     assert_err(tpool_submit(NULL, return_arg, &x, &f), EINVAL);
-    assert_null(f);
+    assert_null_or_say(f, "tpool_submit failed with EINVAL but did not set *out to NULL");
     f = (future_t *)&f;
     assert_err(tpool_submit(p, NULL, &x, &f), EINVAL);
-    assert_null(f);
+    assert_null_or_say(f, "tpool_submit failed with EINVAL but did not set *out to NULL");
     assert_err(tpool_submit(p, return_arg, &x, NULL), EINVAL);
     tpool_destroy(p);
 }
@@ -195,7 +195,7 @@ static void test_future_functions_reject_bad_arguments(void **state)
     assert_ok(future_create(&f));
     assert_err(future_get_timed(f, &result, -1), EINVAL);
     assert_err(future_run(f, NULL, NULL), EINVAL);
-    assert_ptr_equal(result, &result); /* untouched by every failed call */
+    assert_ptr_equal_or_say(result, &result, "a call refused with EINVAL changed *result");
     assert_int_equal(future_state(f), FUTURE_PENDING);
     future_release(f);
 }
@@ -261,7 +261,8 @@ static int create_and_release(void *ctx)
 static void test_tpool_submit_undoes_partial_work_without_memory(void **state)
 {
     (void)state;
-    assert_true(kit_sweep_allocation_failures("future_create", create_and_release, NULL) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("future_create", create_and_release, NULL) >= 1,
+        "tpool_submit allocated nothing: each future must live in memory it allocates");
     sweep_pool = make_pool(1, 4);
     tpool_t *warm = sweep_pool;
     future_t *first = submit(warm, count_run, &submitted_runs); /* the worker exists before the sweep */
@@ -282,22 +283,23 @@ static void test_future_get_returns_the_result(void **state)
     future_t *f = submit(p, return_arg, &value);
     void *result = NULL;
     assert_ok(future_get(f, &result));
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "future_get gave another result than the task returned");
     assert_true(future_is_done(f));
     assert_int_equal(future_state(f), FUTURE_DONE);
     result = NULL;
     assert_ok(future_get(f, &result)); /* a finished future answers every time, at once */
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "a second future_get on a finished future gave another result");
     result = NULL;
     assert_ok(future_get_timed(f, &result, 0));
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "future_get_timed(0 ms) on a finished future gave another result");
     assert_ok(future_get(f, NULL)); /* the result may be ignored */
     future_release(f);
 
     future_t *null_result = submit(p, return_arg, NULL);
     result = &value;
     assert_ok(future_get(null_result, &result));
-    assert_null(result); /* NULL is a result like any other */
+    assert_null_or_say(result,
+        "future_get gave a result other than the NULL the task returned (NULL is a result like any other)");
     future_release(null_result);
     tpool_destroy(p);
 }
@@ -327,8 +329,8 @@ static void test_future_get_blocks_until_the_task_finishes(void **state)
     kit_worker_must_block(&getter, 200, "future_get on a running task");
     kit_gate_open(&task.gate);
     kit_worker_must_finish(&getter, "future_get after the task finished");
-    assert_int_equal(call.err, 0);
-    assert_ptr_equal(call.result, &value);
+    assert_code_or_say(call.err, 0, "the future_get that waited for the task");
+    assert_ptr_equal_or_say(call.result, &value, "the waiting future_get got another result than the task returned");
     assert_int_equal(future_state(f), FUTURE_DONE);
     future_release(f);
     tpool_destroy(p);
@@ -350,12 +352,12 @@ static void test_future_get_timed_waits_at_least_its_timeout(void **state)
     double waited = kit_elapsed_ms(start);
     if (waited < 150.0)
         fail_msg("future_get_timed(150 ms) gave up after %.1f ms", waited);
-    assert_ptr_equal(result, &result); /* untouched on ETIMEDOUT */
+    assert_ptr_equal_or_say(result, &result, "future_get_timed gave ETIMEDOUT but changed *result");
     assert_int_equal(future_state(f), FUTURE_RUNNING); /* a timeout changes nothing */
 
     kit_gate_open(&task.gate);
     assert_ok(future_get_timed(f, &result, KIT_HANG_MS));
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "future_get_timed gave another result than the task returned");
     future_release(f);
     tpool_destroy(p);
     kit_gate_destroy(&task.gate);
@@ -379,10 +381,11 @@ static void test_future_get_timed_times_out_when_woken_repeatedly(void **state)
     kit_worker_must_finish(&getter, "future_get_timed(200 ms) woken every 20 ms");
     double waited = kit_elapsed_ms(start);
     kit_wakeups_every(0);
-    assert_int_equal(call.err, ETIMEDOUT);
+    assert_code_or_say(call.err, ETIMEDOUT, "future_get_timed(200 ms), woken early again and again,");
     if (waited < 200.0)
         fail_msg("future_get_timed(200 ms) gave up after %.1f ms", waited);
-    assert_true(kit_spurious_count() > woken_before); /* the wait really was interrupted */
+    assert_true_or_say(kit_spurious_count() > woken_before,
+        "future_get_timed was never woken early: it does not wait on a condition variable");
 
     kit_gate_open(&task.gate);
     assert_ok(future_get(f, NULL));
@@ -410,15 +413,18 @@ static void test_future_get_spurious_wakeups_do_not_release_waiters(void **state
     kit_worker_must_block(&plain_getter, 200, "future_get woken spuriously");
     kit_worker_must_block(&timed_getter, 0, "future_get_timed woken spuriously");
     kit_spurious_wakeups(false);
-    assert_true(kit_spurious_count() >= woken_before + 2);
+    assert_true_or_say(kit_spurious_count() >= woken_before + 2,
+        "fewer than two waits were woken spuriously: future_get and future_get_timed must wait on a condvar");
 
     kit_gate_open(&task.gate);
     kit_worker_must_finish(&plain_getter, "future_get after the task finished");
     kit_worker_must_finish(&timed_getter, "future_get_timed after the task finished");
-    assert_int_equal(plain.err, 0);
-    assert_int_equal(timed.err, 0);
-    assert_ptr_equal(plain.result, &value);
-    assert_ptr_equal(timed.result, &value);
+    assert_code_or_say(plain.err, 0, "the future_get woken spuriously, once the task finished,");
+    assert_code_or_say(timed.err, 0, "the future_get_timed woken spuriously, once the task finished,");
+    assert_ptr_equal_or_say(plain.result, &value,
+        "the future_get woken spuriously got another result than the task returned");
+    assert_ptr_equal_or_say(timed.result, &value,
+        "the future_get_timed woken spuriously got another result than the task returned");
     future_release(f);
     tpool_destroy(p);
     kit_gate_destroy(&task.gate);
@@ -443,8 +449,8 @@ static void test_future_get_releases_every_waiter(void **state)
     kit_gate_open(&task.gate);
     for (int i = 0; i < WAITERS; i++) {
         kit_worker_must_finish(&getters[i], "a waiter when the future finished");
-        assert_int_equal(calls[i].err, 0);
-        assert_ptr_equal(calls[i].result, &value);
+        assert_code_or_say(calls[i].err, 0, "waiter %d's future_get", i);
+        assert_ptr_equal_or_say(calls[i].result, &value, "waiter %d got another result than the task returned", i);
     }
     future_release(f);
     tpool_destroy(p);
@@ -511,18 +517,18 @@ static void test_future_cancel_before_start_prevents_running(void **state)
     kit_worker_must_block(&getter, 100, "future_get on a queued task");
     assert_ok(future_cancel(queued));
     kit_worker_must_finish(&getter, "future_get when its future was cancelled");
-    assert_int_equal(call.err, ECANCELED);
+    assert_code_or_say(call.err, ECANCELED, "the future_get waiting when its future was cancelled");
     assert_ok(future_cancel(queued)); /* already cancelled: still 0 */
     assert_int_equal(future_state(queued), FUTURE_CANCELLED);
     assert_true(future_is_done(queued));
     void *result = &result;
     assert_err(future_get(queued, &result), ECANCELED);
-    assert_ptr_equal(result, &result);
+    assert_ptr_equal_or_say(result, &result, "future_get gave ECANCELED but changed *result");
 
     kit_gate_open(&busy.gate);
     assert_ok(future_get(first, NULL));
     tpool_destroy(p); /* every queued task has had its turn */
-    assert_int_equal(atomic_load(&runs), 0);
+    assert_int_equal_or_say(atomic_load(&runs), 0, "the cancelled task ran anyway: runs of it");
     future_release(queued);
     future_release(first);
     kit_gate_destroy(&busy.gate);
@@ -540,10 +546,11 @@ static void test_future_cancel_after_start_fails(void **state)
     kit_gate_open(&task.gate);
     void *result = NULL;
     assert_ok(future_get(f, &result)); /* the result still arrives */
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value,
+        "future_get after a refused cancel gave another result than the task returned");
     assert_err(future_cancel(f), EBUSY); /* finished: too late as well */
     assert_int_equal(future_state(f), FUTURE_DONE);
-    assert_int_equal(atomic_load(&task.runs), 1);
+    assert_int_equal_or_say(atomic_load(&task.runs), 1, "the task whose cancel came too late did not run once");
     future_release(f);
     tpool_destroy(p);
     kit_gate_destroy(&task.gate);
@@ -564,7 +571,7 @@ static void test_future_stress_cancel_races_task_start(void **state)
     (void)state;
     long n = rounds(400, 60);
     struct cancel_round *round = calloc((size_t)n, sizeof *round);
-    assert_non_null(round);
+    assert_non_null_or_say(round, "the test could not allocate its rounds");
     tpool_t *p = make_pool(1, 4);
     kit_rng_t rng;
     kit_rng_seed(&rng, kit_test_seed(), 1);
@@ -610,7 +617,8 @@ static void test_future_fail_propagates_the_error(void **state)
     future_t *f = submit(p, fail_with_eproto, &value);
     void *result = &result;
     assert_err(future_get(f, &result), EPROTO);
-    assert_ptr_equal(result, &result); /* no result from a failed task */
+    assert_ptr_equal_or_say(result, &result,
+        "future_get of a failed task changed *result (a failed task has no result)");
     assert_int_equal(future_state(f), FUTURE_FAILED);
     assert_true(future_is_done(f));
     assert_err(future_get_timed(f, &result, 0), EPROTO);
@@ -623,7 +631,7 @@ static void test_future_fail_propagates_the_error(void **state)
 
     future_t *after = submit(p, return_arg, &value); /* the worker carries on */
     assert_ok(future_get(after, &result));
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "the task after a failed one gave another result");
     assert_int_equal(future_state(after), FUTURE_DONE); /* one task's failure is not the next one's */
     future_release(after);
     tpool_destroy(p);
@@ -653,7 +661,7 @@ static void test_future_release_in_any_order_frees_everything(void **state)
     future_release(shared);
     void *result = NULL;
     assert_ok(future_get(shared, &result)); /* still alive: one reference left */
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "future_get through the reference left gave another result");
     future_release(shared);
 
     long n = rounds(200, 40); /* racing the finish: release at once or after a get */
@@ -686,7 +694,7 @@ static void shutdown_now_cancels_queued_futures(void)
     kit_await_waiting_threads(1, "a thread waiting for a queued task");
     assert_ok(tpool_shutdown_now(p)); /* drops both queued tasks */
     kit_worker_must_finish(&getter, "a waiter whose task the pool dropped");
-    assert_int_equal(call.err, ECANCELED);
+    assert_code_or_say(call.err, ECANCELED, "the future_get waiting for a task the pool dropped");
     assert_err(future_get(queued[1], NULL), ECANCELED);
     assert_int_equal(future_state(queued[1]), FUTURE_CANCELLED);
     kit_gate_open(&busy.gate);
@@ -695,7 +703,7 @@ static void shutdown_now_cancels_queued_futures(void)
     assert_ok(tpool_stats(p, &stats));
     assert_int_equal(stats.dropped, 2);
     tpool_destroy(p);
-    assert_int_equal(atomic_load(&runs), 0);
+    assert_int_equal_or_say(atomic_load(&runs), 0, "the tasks tpool_shutdown_now dropped ran anyway: runs of them");
     for (int i = 0; i < 2; i++)
         future_release(queued[i]);
     future_release(running);
@@ -719,7 +727,7 @@ static void discard_policy_cancels_the_dropped_future(void)
     kit_gate_open(&busy.gate);
     assert_ok(future_get(waiting, NULL));
     tpool_destroy(p);
-    assert_int_equal(atomic_load(&runs), 1);
+    assert_int_equal_or_say(atomic_load(&runs), 1, "runs of the tasks: only the one waited for runs");
     future_release(discarded);
     future_release(waiting);
     future_release(running);
@@ -747,15 +755,15 @@ static void test_tpool_submit_rejected_task_gives_no_future(void **state)
     future_t *queued = submit(p, count_run, &runs);
     future_t *f = (future_t *)&f;
     assert_err(tpool_submit(p, count_run, &runs, &f), EAGAIN); /* queue full: abort */
-    assert_null(f);
+    assert_null_or_say(f, "tpool_submit refused with EAGAIN but did not set *out to NULL");
     kit_gate_open(&busy.gate);
     assert_ok(future_get(queued, NULL));
     assert_ok(tpool_shutdown(p));
     f = (future_t *)&f;
     assert_err(tpool_submit(p, count_run, &runs, &f), ECANCELED);
-    assert_null(f);
+    assert_null_or_say(f, "tpool_submit refused with ECANCELED but did not set *out to NULL");
     tpool_destroy(p);
-    assert_int_equal(atomic_load(&runs), 1); /* the rejected tasks never ran */
+    assert_int_equal_or_say(atomic_load(&runs), 1, "runs of the tasks: a refused task ran");
     future_release(queued);
     future_release(running);
     kit_gate_destroy(&busy.gate);
@@ -825,8 +833,8 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
                      r, kit_errno_name(early), kit_errno_name(order.err));
         kit_gate_open(&busy.gate);
         assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
-        assert_int_equal(order.err, 0);
-        assert_ptr_equal(order.served, dishes[r]);
+        assert_code_or_say(order.err, 0, "round %d: the waiting worker's future_get", r);
+        assert_ptr_equal_or_say(order.served, dishes[r], "round %d: the order was served another dish", r);
         assert_ok(future_get(running, NULL));
         future_release(waiter);
         future_release(running);
@@ -942,7 +950,7 @@ static void test_future_get_counts_a_wait_for_a_task_running_on_another_worker(v
                  "waited for a task queued in the same pool: that second future_get returned %s after %ld ms, "
                  "expected EDEADLK at once - the first wait must count as a blocked worker too (future.h)",
                  kit_errno_name(chain.b_err), chain.b_waited_ms);
-    assert_ok(chain.a_err);
+    assert_code_or_say(chain.a_err, 0, "task A's future_get on task B, which runs on the other worker,");
     future_release(a);
     future_release(chain.b);
     tpool_destroy(chain.p);
@@ -993,8 +1001,9 @@ static void test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool(void
     assert_ok(future_get_timed(first, NULL, 2 * KIT_HANG_MS));
     if (arrived != 0)
         fail_msg("the first task's tpool_block_begin did not return within %ld ms", KIT_HANG_MS);
-    assert_ok(growth.first_err);
-    assert_ok(second_done);
+    assert_code_or_say(growth.first_err, 0, "the first task's tpool_block_begin");
+    assert_code_or_say(second_done, 0,
+        "the wait for the second task, which needs the worker the first one's block added,");
     if (growth.second_err != EDEADLK)
         fail_msg("tpool_block_begin on a second worker, the first one blocked: returned %s, expected EDEADLK - "
                  "a block_begin that starts a worker must still count its caller as blocked (tpool.h)",
@@ -1023,8 +1032,8 @@ static void test_future_split_pools_serve_every_order(void **state)
     for (int i = 0; i < ORDERS; i++) {
         if (future_get_timed(taken[i], NULL, KIT_HANG_MS) != 0)
             fail_msg("order %d was not served within %ld ms", i, KIT_HANG_MS);
-        assert_int_equal(orders[i].err, 0);
-        assert_ptr_equal(orders[i].served, dishes[i % 4]);
+        assert_code_or_say(orders[i].err, 0, "order %d's future_get on the cook pool", i);
+        assert_ptr_equal_or_say(orders[i].served, dishes[i % 4], "order %d was served another dish", i);
         future_release(taken[i]);
     }
     tpool_destroy(waiters);
@@ -1053,7 +1062,7 @@ static void test_future_get_in_its_own_lane_gives_edeadlk(void **state)
     assert_ok(future_run(f, return_arg, &value));
     void *result = NULL;
     assert_ok(future_get(f, &result));
-    assert_ptr_equal(result, &value);
+    assert_ptr_equal_or_say(result, &value, "future_get gave another result than the task returned");
     assert_ptr_equal(future_retain(f), f);
     future_release(f);
     future_release(f);

@@ -40,7 +40,7 @@ static keyed_t *make_executor(tpool_t *pool)
 {
     keyed_t *kx = NULL;
     assert_ok(keyed_create(&kx, pool));
-    assert_non_null(kx);
+    assert_non_null_or_say(kx, "keyed_create returned 0 but left *out NULL");
     return kx;
 }
 
@@ -53,7 +53,7 @@ static void shut_down(keyed_t *kx)
     if (err == ETIMEDOUT)
         fail_msg("keyed_await_termination: still not drained after %ld ms (%zu keys in the map)", KIT_HANG_MS,
                  keyed_active_keys(kx));
-    assert_ok(err);
+    assert_code_or_say(err, 0, "keyed_await_termination after keyed_close");
     keyed_destroy(kx);
 }
 
@@ -63,7 +63,7 @@ static void *must_get(future_t *f, const char *what)
     int err = future_get_timed(f, &result, KIT_HANG_MS);
     if (err == ETIMEDOUT)
         fail_msg("%s: not finished after %ld ms - a task stranded with no drain to run it?", what, KIT_HANG_MS);
-    assert_ok(err);
+    assert_code_or_say(err, 0, "future_get_timed on %s", what);
     return result;
 }
 
@@ -84,7 +84,7 @@ static future_t *submit(keyed_t *kx, const char *key, void *(*fn)(void *), void 
 {
     future_t *f = NULL;
     assert_ok(keyed_submit(kx, key, fn, arg, &f));
-    assert_non_null(f);
+    assert_non_null_or_say(f, "keyed_submit returned 0 but left *out NULL");
     return f;
 }
 
@@ -133,7 +133,7 @@ static void test_keyed_create_rejects_bad_arguments(void **state)
     keyed_t *kx = (keyed_t *)&kx; /* not NULL: create must reset it on failure */
     assert_err(keyed_create(NULL, pool), EINVAL);
     assert_err(keyed_create(&kx, NULL), EINVAL);
-    assert_null(kx);
+    assert_null_or_say(kx, "keyed_create failed with EINVAL but did not set *out to NULL");
     tpool_destroy(pool);
 }
 
@@ -142,7 +142,7 @@ static int create_and_destroy(void *pool)
     keyed_t *kx = (keyed_t *)&kx; /* not NULL: create must reset it on failure */
     int err = keyed_create(&kx, pool);
     if (err != 0 && kx != NULL)
-        return EFAULT; /* out must be NULL after a failure */
+        return err == ENOSYS ? ENOSYS : EFAULT; /* out must be NULL after a failure (a stub is told as one) */
     keyed_destroy(kx);
     return err;
 }
@@ -153,7 +153,8 @@ static void test_keyed_create_out_of_memory_leaks_nothing(void **state)
 {
     (void)state;
     tpool_t *pool = make_pool(1, 4, bq_policy_abort(), 100);
-    assert_true(kit_sweep_allocation_failures("keyed_create", create_and_destroy, pool) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("keyed_create", create_and_destroy, pool) >= 1,
+        "keyed_create allocated nothing: the executor must live in memory it allocates");
     tpool_destroy(pool);
 }
 
@@ -164,13 +165,13 @@ static void test_keyed_calls_with_bad_arguments_give_einval(void **state)
     keyed_t *kx = make_executor(pool);
     future_t *f = (future_t *)&f;
     assert_err(keyed_submit(NULL, "k", plus_one, NULL, &f), EINVAL);
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit failed with EINVAL but did not set *out to NULL");
     f = (future_t *)&f;
     assert_err(keyed_submit(kx, NULL, plus_one, NULL, &f), EINVAL);
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit failed with EINVAL but did not set *out to NULL");
     f = (future_t *)&f;
     assert_err(keyed_submit(kx, "k", NULL, NULL, &f), EINVAL);
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit failed with EINVAL but did not set *out to NULL");
     assert_err(keyed_submit(kx, "k", plus_one, NULL, NULL), EINVAL);
     assert_int_equal(keyed_active_keys(kx), 0); /* nothing was queued */
     assert_err(keyed_close(NULL), EINVAL);
@@ -191,8 +192,10 @@ static void test_keyed_submit_returns_the_task_result(void **state)
     future_t *f = submit(kx, key, plus_one, (void *)41);
     key[0] = 'X'; /* the executor keeps its own copy of the key */
     future_t *g = submit(kx, "", plus_one, (void *)1); /* "" is a key like any other */
-    assert_int_equal((intptr_t)must_get(f, "the task of acct-1"), 42);
-    assert_int_equal((intptr_t)must_get(g, "the task of the empty key"), 2);
+    assert_int_equal_or_say((intptr_t)must_get(f,
+        "the task of acct-1"), 42, "the task of acct-1 returned another result");
+    assert_int_equal_or_say((intptr_t)must_get(g,
+        "the task of the empty key"), 2, "the task of the key \"\" returned another result");
     assert_int_equal(future_state(f), FUTURE_DONE);
     future_release(f);
     future_release(g);
@@ -244,9 +247,11 @@ static void test_keyed_submit_same_key_runs_in_submission_order(void **state)
     for (int key = 0; key < 2; key++) {
         must_get(last[key], "the last task of a key");
         future_release(last[key]);
-        assert_int_equal(atomic_load(&log.per_key[key]), ORDER_TASKS); /* the last one ran last */
+        assert_int_equal_or_say(atomic_load(&log.per_key[key]), ORDER_TASKS,
+            "tasks of key %d that ran before its last one (the last one must run last)", key);
         for (long n = 0; n < ORDER_TASKS; n++)
-            assert_int_equal(log.entries[key][n], n);
+            assert_int_equal_or_say(log.entries[key][n], n,
+                "key %d: the task that ran %ld-th is not the one submitted %ld-th", key, n, n);
     }
     shut_down(kx);
     tpool_destroy(pool);
@@ -323,7 +328,8 @@ static void test_keyed_submit_same_key_waits_for_the_previous_task(void **state)
         fail_msg("the second task of a key started before the first: one key's tasks run in submission order");
     if (meeting.waited[0] != ETIMEDOUT)
         fail_msg("the second task of a key started while the first was still running");
-    assert_true(meeting.started_ns[1] >= meeting.ended_ns[0]); /* strictly one after the other */
+    assert_true_or_say(meeting.started_ns[1] >= meeting.ended_ns[0],
+        "the second task of a key started before the first one ended: one key runs one task at a time");
     future_release(first);
     future_release(second);
     shut_down(kx);
@@ -353,8 +359,9 @@ static void test_keyed_submit_failed_task_does_not_stop_the_key(void **state)
     must_get(before, "the task before the failing one");
     assert_err(future_get_timed(failing, NULL, KIT_HANG_MS), ERANGE);
     assert_int_equal(future_state(failing), FUTURE_FAILED);
-    assert_int_equal((intptr_t)must_get(after, "the task after the failing one"), 7);
-    assert_int_equal(atomic_load(&ran), 2);
+    assert_int_equal_or_say((intptr_t)must_get(after,
+        "the task after the failing one"), 7, "the task after the failing one returned another result");
+    assert_int_equal_or_say(atomic_load(&ran), 2, "tasks of the key that ran (the failing one and the next)");
     future_release(before);
     future_release(failing);
     future_release(after);
@@ -379,8 +386,8 @@ static void test_keyed_submit_cancelled_task_is_skipped(void **state)
     kit_latch_count_down(&release);
     must_get(later, "the task after the cancelled one");
     assert_err(future_get_timed(cancelled, NULL, KIT_HANG_MS), ECANCELED);
-    assert_int_equal(atomic_load(&cancelled_ran), 0); /* skipped, never run */
-    assert_int_equal(atomic_load(&later_ran), 1);
+    assert_int_equal_or_say(atomic_load(&cancelled_ran), 0, "the cancelled task ran anyway (it must be skipped)");
+    assert_int_equal_or_say(atomic_load(&later_ran), 1, "the task after the cancelled one did not run once");
     must_get(holding, "the holding task");
     future_release(holding);
     future_release(cancelled);
@@ -408,7 +415,7 @@ static void test_keyed_submit_rolls_back_when_the_pool_rejects(void **state)
     assert_int_equal(keyed_active_keys(kx), 1);
     future_t *f = (future_t *)&f;
     assert_err(keyed_submit(kx, "a", count_up, &ran, &f), EAGAIN);
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit refused with EAGAIN but did not set *out to NULL");
     assert_int_equal(keyed_active_keys(kx), 1); /* "a" is not left in the map */
     future_t *x2 = submit(kx, "x", count_up, &ran); /* x has a drain: appending needs no pool slot */
     kit_latch_count_down(&release);
@@ -416,7 +423,7 @@ static void test_keyed_submit_rolls_back_when_the_pool_rejects(void **state)
     must_get(x2, "second task of x");
     future_t *a = submit(kx, "a", count_up, &ran); /* room again: "a" works now */
     must_get(a, "the task of a, submitted after the rejection");
-    assert_int_equal(atomic_load(&ran), 3);
+    assert_int_equal_or_say(atomic_load(&ran), 3, "tasks that ran, of the three accepted");
     future_release(x1);
     future_release(x2);
     future_release(a);
@@ -482,13 +489,14 @@ static void test_keyed_submit_on_caller_runs_pool_runs_on_the_caller(void **stat
     static kit_worker_t caller;
     kit_worker_start(&caller, "caller", submit_as_caller, &job);
     kit_worker_must_finish(&caller, "keyed_submit on a full caller-runs pool (self-deadlock?)");
-    assert_ok(job.first_err);
-    assert_ok(job.second_err);
-    assert_true(job.first_on_caller && job.second_on_caller);
-    assert_true(job.both_done_on_return); /* caller-runs: the work is done before submit returns */
-    assert_int_equal(job.first_order, 1);
-    assert_int_equal(job.second_order, 2);
-    assert_int_equal(job.active_on_return, 0);
+    assert_code_or_say(job.first_err, 0, "the first keyed_submit on a full caller-runs pool");
+    assert_code_or_say(job.second_err, 0, "the second keyed_submit on a full caller-runs pool");
+    assert_true_or_say(job.first_on_caller && job.second_on_caller,
+        "a full caller-runs pool ran a drain on another thread than the submitting one");
+    assert_true_or_say(job.both_done_on_return, "caller-runs: a task was not done when its keyed_submit returned");
+    assert_int_equal_or_say(job.first_order, 1, "the order the key's first task ran in");
+    assert_int_equal_or_say(job.second_order, 2, "the order the key's second task ran in");
+    assert_int_equal_or_say(job.active_on_return, 0, "keyed_active_keys once both caller-run drains returned");
     kit_latch_count_down(&release);
     future_release(job.first);
     future_release(job.second);
@@ -519,7 +527,7 @@ static void test_keyed_submit_dropped_drain_cancels_its_tasks(void **state)
     assert_ok(kit_latch_wait(&queue_empty, KIT_HANG_MS)); /* the queue's task is running: room again */
     future_t *again = submit(kx, "a", count_up, &ran);
     must_get(again, "a task of the key whose drain was dropped");
-    assert_int_equal(atomic_load(&ran), 1);
+    assert_int_equal_or_say(atomic_load(&ran), 1, "tasks that ran: only the one submitted after the dropped drain");
     future_release(dropped);
     future_release(again);
     shut_down(kx);
@@ -542,12 +550,12 @@ static void submit_until_memory_suffices(keyed_t *kx, const char *key, atomic_lo
         err = keyed_submit(kx, key, count_up, ran, &f);
         kit_fail_allocation(0);
         if (err == ENOMEM) {
-            assert_null(f);
+            assert_null_or_say(f, "keyed_submit failed with ENOMEM but did not set *out to NULL");
             assert_int_equal(keyed_active_keys(kx), active);
             assert_no_leak_since(before);
         }
     }
-    assert_ok(err);
+    assert_code_or_say(err, 0, "keyed_submit with every allocation succeeding");
     future_release(f);
 }
 
@@ -587,7 +595,8 @@ static void test_keyed_submit_out_of_memory_changes_nothing(void **state)
     kit_latch_count_down(&holder.release);
     assert_ok(keyed_close(kx));
     assert_ok(keyed_await_termination(kx, KIT_HANG_MS));
-    assert_int_equal(atomic_load(&ran), 3); /* warm-up, fresh, busy's second task: each once */
+    assert_int_equal_or_say(atomic_load(&ran), 3,
+        "tasks that ran: the warm-up, the fresh key's, the busy key's second, each once");
     shut_down(kx);
     tpool_destroy(pool);
     kit_latch_destroy(&holder.started);
@@ -629,11 +638,12 @@ static void test_keyed_submit_same_key_wait_returns_edeadlk(void **state)
     job = (struct self_wait){ .kx = kx, .same_key_err = -1, .other_key_err = -1, .await_err = -1 };
     future_t *task = submit(kx, "acct", wait_inside, &job);
     must_get(task, "a task that waited on a later task of its own key (it hung?)");
-    assert_err(job.same_key_err, EDEADLK);
-    assert_ok(job.other_key_err); /* another key's task is not blocked by us */
-    assert_int_equal((intptr_t)job.other_result, 10);
-    assert_err(job.await_err, EDEADLK);
-    assert_int_equal((intptr_t)must_get(job.later, "the later task, after its key was free"), 2);
+    assert_code_or_say(job.same_key_err, EDEADLK, "future_get by a task on a later task of its own key");
+    assert_code_or_say(job.other_key_err, 0, "future_get by a task on another key's task (not blocked by us)");
+    assert_int_equal_or_say((intptr_t)job.other_result, 10, "the other key's task returned another result");
+    assert_code_or_say(job.await_err, EDEADLK, "keyed_await_termination called by a task of the executor");
+    assert_int_equal_or_say((intptr_t)must_get(job.later,
+        "the later task, after its key was free"), 2, "the later task of the key returned another result");
     future_release(job.later);
     future_release(task);
     shut_down(kx);
@@ -722,13 +732,13 @@ static void test_keyed_close_rejects_new_and_drains_accepted(void **state)
     if (err != ECANCELED)
         fail_msg("keyed_submit after keyed_close, to a key whose drain is still running, returned %s; expected "
                  "ECANCELED: a closed executor refuses every new task, for busy keys too", kit_errno_name(err));
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit refused after keyed_close but did not set *out to NULL");
     assert_err(keyed_submit(kx, "c", count_up, &ran, &f), ECANCELED); /* a new key */
-    assert_null(f);
+    assert_null_or_say(f, "keyed_submit refused after keyed_close but did not set *out to NULL");
     assert_err(keyed_await_termination(kx, 0), ETIMEDOUT); /* accepted tasks still wait */
     kit_latch_count_down(&release);
     assert_ok(keyed_await_termination(kx, KIT_HANG_MS));
-    assert_int_equal(atomic_load(&ran), 5); /* everything accepted before close ran */
+    assert_int_equal_or_say(atomic_load(&ran), 5, "tasks that ran, of the five accepted before the close");
     assert_int_equal(keyed_active_keys(kx), 0);
     future_release(held[0]);
     future_release(held[1]);
@@ -777,7 +787,8 @@ static void test_keyed_await_termination_sleeps_until_drained(void **state)
     assert_ok(keyed_close(kx));
     kit_worker_must_block(&waiter, 200, "keyed_await_termination while a task still runs");
     kit_latch_count_down(&release);
-    assert_int_equal((intptr_t)kit_worker_must_finish(&waiter, "keyed_await_termination once drained"), 0);
+    assert_int_equal_or_say((intptr_t)kit_worker_must_finish(&waiter,
+        "keyed_await_termination once drained"), 0, "keyed_await_termination once drained returned an error");
     kit_spurious_wakeups(false);
     future_release(held);
     shut_down(kx);
@@ -806,10 +817,11 @@ static void test_keyed_submit_after_pool_shutdown(void **state)
                  "expected 0: the running drain takes the task", kit_errno_name(err));
     future_t *refused = (future_t *)&refused;
     assert_err(keyed_submit(kx, "b", plus_one, (void *)1, &refused), ECANCELED);
-    assert_null(refused);
+    assert_null_or_say(refused, "keyed_submit refused after the pool's shutdown but did not set *out to NULL");
     assert_int_equal(keyed_active_keys(kx), 1); /* "b" is not left in the map */
     kit_latch_count_down(&holder.release);
-    assert_int_equal((intptr_t)must_get(late, "a task appended to a running drain after the pool's shutdown"), 5);
+    assert_int_equal_or_say((intptr_t)must_get(late, "a task appended to a running drain after the pool's shutdown"), 5,
+        "a task appended to a running drain after the pool's shutdown returned another result");
     must_get(held, "the holding task");
     future_release(held);
     future_release(late);
@@ -840,8 +852,9 @@ static void test_keyed_await_termination_wakes_every_waiter(void **state)
     kit_await_waiting_threads(WAITERS, "two threads in keyed_await_termination"); /* the task waits in a test latch */
     kit_latch_count_down(&release);
     for (int i = 0; i < WAITERS; i++)
-        assert_int_equal((intptr_t)kit_worker_must_finish(&waiters[i], "one of two threads waiting in "
-                                                          "keyed_await_termination when the last key drained"), 0);
+        assert_int_equal_or_say((intptr_t)kit_worker_must_finish(&waiters[i], "one of two threads waiting in "
+                                                                 "keyed_await_termination when the last key drained"),
+                                0, "waiter %d's keyed_await_termination, once the last key drained, failed", i);
     future_release(held);
     shut_down(kx);
     tpool_destroy(pool);
@@ -930,9 +943,11 @@ static void test_keyed_destroy_frees_everything(void **state)
     }
     future_t *kept = submit(kx, "key-0", plus_one, (void *)0);
     keyed_destroy(kx);
-    assert_int_equal(atomic_load(&ran), 60);
+    assert_int_equal_or_say(atomic_load(&ran), 60,
+        "tasks that had run when keyed_destroy returned (it waits for every accepted one)");
     assert_true(future_is_done(kept));
-    assert_int_equal((intptr_t)must_get(kept, "a future kept past destroy"), 1);
+    assert_int_equal_or_say((intptr_t)must_get(kept,
+        "a future kept past destroy"), 1, "a future kept past destroy returned another result");
     future_release(kept);
     tpool_destroy(pool);
     assert_no_leak_since(before);
@@ -1028,10 +1043,10 @@ static void run_stress(struct stress *run)
     run->kx = make_executor(pool);
     run->seed = kit_test_seed();
     run->jobs = calloc((size_t)total, sizeof *run->jobs);
-    assert_non_null(run->jobs);
+    assert_non_null_or_say(run->jobs, "the test could not allocate its jobs");
     for (int k = 0; k < run->keys; k++) {
         run->logs[k].entries = calloc((size_t)total, sizeof(long));
-        assert_non_null(run->logs[k].entries);
+        assert_non_null_or_say(run->logs[k].entries, "the test could not allocate its log");
     }
     static struct submitter submitters[MAX_SUBMITTERS]; /* static: outlives a failed join */
     for (int i = 0; i < run->submitters; i++)
@@ -1042,7 +1057,7 @@ static void run_stress(struct stress *run)
     assert_int_equal(keyed_active_keys(run->kx), 0);
     keyed_destroy(run->kx);
     tpool_destroy(pool);
-    assert_int_equal(atomic_load(&run->rejected), 0);
+    assert_int_equal_or_say(atomic_load(&run->rejected), 0, "submits that were refused");
     long lost = total - atomic_load(&run->ran);
     if (lost != 0)
         fail_msg("%ld of %ld tasks never ran (stranded in a queue whose drain had left)", lost, total);

@@ -268,11 +268,11 @@ static void test_dmw_calls_with_bad_arguments_give_einval(void **state)
     assert_err(dmw_worker_run(&config, &good, NULL), EINVAL);
     long returned = 5, dead = 5;
     assert_err(dmw_reap(NULL, &returned, &dead), EINVAL);
-    assert_int_equal(returned + dead, 0);
+    assert_int_equal_or_say(returned + dead, 0, "dmw_reap refused with EINVAL but counted tasks returned or buried");
 
     dmw_master_t *master = (dmw_master_t *)&master; /* not NULL: create must reset it */
     assert_err(dmw_master_create(&master, NULL), EINVAL);
-    assert_null(master);
+    assert_null_or_say(master, "dmw_master_create failed with EINVAL but did not set *out to NULL");
     assert_err(dmw_submit(NULL, 1, "x"), EINVAL);
     assert_err(dmw_submit(fx->master, -1, "x"), EINVAL);
     char long_payload[DMW_PAYLOAD_MAX + 1];
@@ -291,9 +291,11 @@ static int closed_port(void)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t length = sizeof address;
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof address), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &length), 0);
+    assert_true_or_say(fd >= 0, "the test could not open a socket");
+    assert_int_equal_or_say(bind(fd, (struct sockaddr *)&address, sizeof address), 0,
+        "the test could not bind a socket");
+    assert_int_equal_or_say(getsockname(fd, (struct sockaddr *)&address, &length), 0,
+        "the test could not read its socket's port");
     close(fd);
     return ntohs(address.sin_port);
 }
@@ -320,7 +322,7 @@ static void test_dmw_unreachable_server_is_reported(void **state)
     assert_connect_error(w.rc, "dmw_worker_run with no server to reach");
     dmw_master_t *master = NULL;
     assert_connect_error(dmw_master_create(&master, &nowhere), "dmw_master_create with no server to reach");
-    assert_null(master);
+    assert_null_or_say(master, "dmw_master_create failed to connect but did not set *out to NULL");
     if (!fixture_owns_server(fx))
         return; /* $REDIS_URL's server is not ours to stop */
 
@@ -351,10 +353,13 @@ static void test_dmw_one_worker_completes_every_task(void **state)
         dmw_outcome_t outcome = outcome_of(fx, id);
         char expected[64];
         snprintf(expected, sizeof expected, "result %ld, call 1", id);
-        assert_int_equal(outcome.kind, DMW_DONE);
-        assert_int_equal(outcome.attempts, 1);
-        assert_string_equal(outcome.worker, "solo");
-        assert_string_equal(outcome.text, expected);
+        assert_int_equal_or_say(outcome.kind, DMW_DONE,
+            "task %ld did not end done (kinds: done 0, failed 1, dead 2)", id);
+        assert_int_equal_or_say(outcome.attempts, 1,
+            "task %ld's outcome counts another number of attempts than its one", id);
+        assert_string_equal_or_say(outcome.worker,
+            "solo", "task %ld's outcome names another worker than the only one", id);
+        assert_string_equal_or_say(outcome.text, expected, "task %ld's outcome holds another text than its result", id);
     }
     assert_int_equal(w.stats.taken, FEW);
     assert_int_equal(w.stats.completed, FEW);
@@ -420,15 +425,21 @@ static void test_dmw_always_failing_task_is_dead_lettered(void **state)
     start_thread_worker(&w, &fx->config, "doomed", 0);
     await_all(fx);
     dmw_outcome_t dead = outcome_of(fx, 5), failed = outcome_of(fx, 6);
-    assert_int_equal(dead.kind, DMW_DEAD);
-    assert_int_equal(dead.attempts, fx->config.max_attempts);
-    assert_string_equal(dead.text, "still not ready"); /* its last error */
-    assert_int_equal(atomic_load(&calls[5]), fx->config.max_attempts);
-    assert_int_equal(failed.kind, DMW_FAILED); /* a permanent failure is not retried */
-    assert_int_equal(failed.attempts, 1);
-    assert_string_equal(failed.text, "bad input");
-    assert_int_equal(atomic_load(&calls[6]), 1);
-    assert_int_equal(list_length(fx, dmw_redis_keys(fx->redis)->dead), 1);
+    assert_int_equal_or_say(dead.kind, DMW_DEAD,
+        "the task that always fails with EAGAIN was not dead-lettered (kinds: done 0, failed 1, dead 2)");
+    assert_int_equal_or_say(dead.attempts, fx->config.max_attempts,
+        "the dead-lettered task's outcome counts another number of attempts than max_attempts");
+    assert_string_equal_or_say(dead.text,
+        "still not ready", "the dead-lettered task's outcome holds another text than its last error");
+    assert_int_equal_or_say(atomic_load(&calls[5]), fx->config.max_attempts,
+        "the always-failing task ran another number of times than max_attempts");
+    assert_int_equal_or_say(failed.kind, DMW_FAILED,
+        "the task that failed for good did not end failed (kinds: done 0, failed 1, dead 2)");
+    assert_int_equal_or_say(failed.attempts, 1, "the task that failed for good was retried: its attempts");
+    assert_string_equal_or_say(failed.text, "bad input", "the failed task's outcome holds another text than its error");
+    assert_int_equal_or_say(atomic_load(&calls[6]), 1,
+        "the task that failed for good ran another number of times than once");
+    assert_int_equal_or_say(list_length(fx, dmw_redis_keys(fx->redis)->dead), 1, "tasks in the dead-letter list");
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
     dmw_stats_t stats = assert_conserved(fx, 7);
@@ -458,12 +469,14 @@ static void test_dmw_duplicate_delivery_writes_one_result(void **state)
     start_thread_worker(&w, &fx->config, "twice", 2);
     kit_worker_must_finish(&w.thread, "a worker with two deliveries to make");
     assert_worker_ok(&w);
-    assert_int_equal(atomic_load(&calls[ID]), 2);
+    assert_int_equal_or_say(atomic_load(&calls[ID]), 2,
+        "the task delivered twice was processed another number of times than twice");
     assert_int_equal(w.stats.taken, 2);
     assert_int_equal(w.stats.completed, 1);
     assert_int_equal(w.stats.duplicates, 1);
     dmw_outcome_t outcome = outcome_of(fx, ID);
-    assert_string_equal(outcome.text, "result 7, call 1"); /* the first delivery's, not overwritten */
+    assert_string_equal_or_say(outcome.text,
+        "result 7, call 1", "the task delivered twice has another outcome than its first delivery's");
     assert_conserved(fx, 1);
 }
 
@@ -531,19 +544,24 @@ static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
 
     long returned = -1, dead = -1;
     assert_ok(dmw_reap(fx->redis, &returned, &dead));
-    assert_int_equal(returned, 1);
-    assert_int_equal(dead, 1);
+    assert_int_equal_or_say(returned, 1, "tasks dmw_reap returned to the queue, of the silent worker's");
+    assert_int_equal_or_say(dead, 1, "tasks dmw_reap buried (out of attempts)");
     assert_list_holds(fx, k->queue, 1, 1, "x"); /* back, with the attempt counted */
     assert_list_holds(fx, k->dead, 2, max, "x");
     dmw_outcome_t outcome = outcome_of(fx, 2);
-    assert_int_equal(outcome.kind, DMW_DEAD);
-    assert_int_equal(outcome.attempts, max);
-    assert_int_equal(processing_length(fx, "ghost"), 0);
-    assert_int_equal(processing_length(fx, "live"), 1); /* a live worker is never touched */
+    assert_int_equal_or_say(outcome.kind, DMW_DEAD,
+        "the reaped task out of attempts was not dead-lettered (kinds: done 0, failed 1, dead 2)");
+    assert_int_equal_or_say(outcome.attempts, max,
+        "the buried task's outcome counts another number of attempts than max_attempts");
+    assert_int_equal_or_say(processing_length(fx,
+        "ghost"), 0, "tasks left in the silent worker's processing list after dmw_reap");
+    assert_int_equal_or_say(processing_length(fx,
+        "live"), 1, "tasks left in the live worker's processing list (a live worker is never touched)");
     assert_list_holds(fx, live, 3, 0, "x");
     assert_ok(dmw_reap(fx->redis, &returned, &dead));
-    assert_int_equal(returned + dead, 0); /* nothing is returned twice */
-    assert_int_equal(list_length(fx, k->queue), 1);
+    assert_int_equal_or_say(returned + dead, 0,
+        "tasks a second dmw_reap returned or buried (nothing is returned twice)");
+    assert_int_equal_or_say(list_length(fx, k->queue), 1, "tasks in the queue after the reaps");
 }
 
 /* Several silent workers, tasks at every attempt count: each goes back with
@@ -577,8 +595,10 @@ static void test_dmw_reap_buries_only_after_the_last_attempt(void **state)
     assert_list_holds(fx, k->dead, 4, max, "x");
     dmw_outcome_t outcome;
     assert_err(dmw_outcome(fx->master, 1, &outcome), ENOENT); /* returned, not ended */
-    assert_int_equal(outcome_of(fx, 4).attempts, max);
-    assert_int_equal(processing_length(fx, "ghost-a") + processing_length(fx, "ghost-b"), 0);
+    assert_int_equal_or_say(outcome_of(fx, 4).attempts, max,
+        "the buried task's outcome counts another number of attempts than max_attempts");
+    assert_int_equal_or_say(processing_length(fx, "ghost-a") + processing_length(fx, "ghost-b"), 0,
+        "tasks left in the silent workers' processing lists after dmw_reap");
     redisReply *reply = NULL;
     assert_ok(dmw_redis_call(fx->redis, &reply, "SCARD %s", k->workers));
     long workers = reply->integer;
@@ -684,14 +704,18 @@ static void test_dmw_worker_adopts_the_task_of_a_lost_reply(void **state)
                  "lost); the worker is alive, so no reaper returns it");
     assert_await_ok(err);
     dmw_outcome_t outcome = outcome_of(fx, 0);
-    assert_int_equal(outcome.kind, DMW_DONE);
-    assert_string_equal(outcome.worker, "adopter");
-    assert_int_equal(outcome.attempts, 1);
+    assert_int_equal_or_say(outcome.kind, DMW_DONE,
+        "the adopted task did not end done (kinds: done 0, failed 1, dead 2)");
+    assert_string_equal_or_say(outcome.worker,
+        "adopter", "the adopted task's outcome names another worker than the one that adopted it");
+    assert_int_equal_or_say(outcome.attempts, 1,
+        "the adopted task's outcome counts another number of attempts than its one");
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
     assert_worker_ok(&w);
     assert_int_equal(w.stats.adopted, 1);
-    assert_true(w.stats.reconnects >= 1);
+    assert_true_or_say(w.stats.reconnects >= 1,
+        "the worker whose reply was lost did not reconnect: %ld reconnects", (long)w.stats.reconnects);
     assert_conserved(fx, 1);
 }
 
@@ -708,8 +732,8 @@ static void test_dmw_error_without_text_is_named(void **state)
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
     dmw_outcome_t failed = outcome_of(fx, 0), dead = outcome_of(fx, 1);
-    assert_int_equal(failed.kind, DMW_FAILED);
-    assert_int_equal(dead.kind, DMW_DEAD);
+    assert_int_equal_or_say(failed.kind, DMW_FAILED, "task 0 did not end failed (kinds: done 0, failed 1, dead 2)");
+    assert_int_equal_or_say(dead.kind, DMW_DEAD, "task 1 was not dead-lettered (kinds: done 0, failed 1, dead 2)");
     if (strcmp(failed.text, dmw_errno_name(EPERM)) != 0 || strcmp(dead.text, dmw_errno_name(EAGAIN)) != 0)
         fail_msg("outcome texts '%s' and '%s' for a task failing with EPERM and one retried with EAGAIN, both "
                  "leaving the text empty; expected '%s' and '%s': an empty text is replaced by the error code's "
@@ -730,8 +754,10 @@ static void test_dmw_live_slow_worker_is_not_reaped(void **state)
     await_all(fx);
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_int_equal(atomic_load(&calls[0]), 1);
-    assert_int_equal(outcome_of(fx, 0).attempts, 1);
+    assert_int_equal_or_say(atomic_load(&calls[0]), 1,
+        "the task submitted just before the shutdown ran another number of times than once");
+    assert_int_equal_or_say(outcome_of(fx, 0).attempts, 1,
+        "the task submitted just before the shutdown counts another number of attempts than one");
     dmw_stats_t stats = assert_conserved(fx, 1);
     assert_int_equal(stats.retries, 0);
 }
@@ -747,13 +773,15 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
     fixture_await_taken(fx, "victim");
     kit_sleep_ms(100); /* well into its minute of work: past any step right after the take */
     fixture_signal(fx, victim, SIGKILL);
-    assert_ok(fixture_join(fx, victim, AWAIT_MS));
+    assert_code_or_say(fixture_join(fx, victim, AWAIT_MS), 0, "the wait for the worker killed by SIGKILL");
     int heir = spawn_worker(fx, "heir", 0);
     await_all(fx);
     dmw_outcome_t outcome = outcome_of(fx, 0);
-    assert_int_equal(outcome.kind, DMW_DONE);
-    assert_string_equal(outcome.worker, "heir");
-    assert_int_equal(outcome.attempts, 2);
+    assert_int_equal_or_say(outcome.kind, DMW_DONE,
+        "the killed worker's task did not end done (kinds: done 0, failed 1, dead 2)");
+    assert_string_equal_or_say(outcome.worker,
+        "heir", "the killed worker's task was finished by another worker than the heir");
+    assert_int_equal_or_say(outcome.attempts, 2, "the killed worker's task counts another number of attempts than two");
     finish_processes(fx);
     assert_int_equal(report_of(fx, heir)->stats.completed, 1);
     dmw_stats_t stats = assert_conserved(fx, 1);
@@ -789,7 +817,7 @@ static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
     int first = spawn_worker(fx, "first", 0);
     assert_ok(dmw_submit(fx->master, 0, "crash-after-outcome"));
     assert_ok(dmw_submit(fx->master, 1, "ok"));
-    assert_ok(fixture_join(fx, first, AWAIT_MS)); /* it crashed */
+    assert_code_or_say(fixture_join(fx, first, AWAIT_MS), 0, "the wait for the worker that crashed");
     if (fx->children[first].reported && fx->children[first].report.rc == ENOSYS)
         fail_msg("dmw_worker_run returned ENOSYS: %s", not_written);
     if (fx->children[first].reported)
@@ -830,17 +858,20 @@ static void test_dmw_paused_worker_coming_back_changes_nothing(void **state)
     spawn_worker(fx, "other", 0);
     await_all(fx);
     dmw_outcome_t outcome = outcome_of(fx, 0);
-    assert_string_equal(outcome.worker, "other");
-    assert_int_equal(outcome.attempts, 2);
+    assert_string_equal_or_say(outcome.worker,
+        "other", "the frozen worker's task was finished by another worker than the one that took it over");
+    assert_int_equal_or_say(outcome.attempts, 2, "the frozen worker's task counts another number of attempts than two");
     fixture_signal(fx, frozen, SIGCONT);
-    assert_ok(fixture_join(fx, frozen, AWAIT_MS)); /* it finishes its one task and leaves */
+    assert_code_or_say(fixture_join(fx, frozen, AWAIT_MS), 0, "the wait for the frozen worker, once it came back");
     const fixture_report_t *late = report_of(fx, frozen);
     assert_int_equal(late->stats.taken, 1);
     assert_int_equal(late->stats.duplicates, 1);
     assert_int_equal(late->stats.completed, 0);
     outcome = outcome_of(fx, 0);
-    assert_string_equal(outcome.worker, "other"); /* the first outcome stands */
-    assert_int_equal(processing_length(fx, "frozen"), 0);
+    assert_string_equal_or_say(outcome.worker,
+        "other", "the frozen worker, back late, overwrote the outcome (the first outcome stands)");
+    assert_int_equal_or_say(processing_length(fx,
+        "frozen"), 0, "tasks left in the frozen worker's processing list once it left");
     finish_processes(fx);
     assert_conserved(fx, 1);
 }
@@ -1105,8 +1136,9 @@ static void test_dmw_worker_reconnects_after_server_restart(void **state)
         reconnects += report_of(fx, workers[i])->stats.reconnects;
         completed += report_of(fx, workers[i])->stats.completed;
     }
-    assert_true(reconnects >= WORKERS);
-    assert_int_equal(completed, TASKS); /* once each, none lost across the restart */
+    assert_true_or_say(reconnects >= WORKERS,
+        "the workers reconnected %ld times in all after the server restarted: each must", reconnects);
+    assert_int_equal_or_say(completed, TASKS, "tasks the workers completed across the restart (once each, none lost)");
     dmw_stats_t stats = assert_conserved(fx, TASKS);
     assert_int_equal(stats.completed, TASKS);
 }
@@ -1137,8 +1169,10 @@ static void test_dmw_stress_every_task_once_across_processes(void **state)
     for (int i = 0; i < PROCESSES; i++)
         completed += report_of(fx, i)->stats.completed;
     for (long id = 0; id < MANY; id++)
-        assert_int_equal(outcome_of(fx, id).kind, DMW_DONE);
-    assert_int_equal(completed, MANY); /* each outcome written by exactly one worker */
+        assert_int_equal_or_say(outcome_of(fx, id).kind, DMW_DONE,
+            "task %ld did not end done (kinds: done 0, failed 1, dead 2)", id);
+    assert_int_equal_or_say(completed, MANY,
+        "tasks the workers completed (each outcome written by exactly one worker)");
     assert_int_equal(assert_conserved(fx, MANY).completed, MANY);
 }
 
@@ -1172,8 +1206,10 @@ static void test_dmw_stress_failures_and_a_crash_conserve_tasks(void **state)
     dmw_stats_t stats = assert_conserved(fx, MANY / 2 + 1);
     assert_int_equal(stats.dead_lettered, expected_dead);
     assert_int_equal(stats.failed, expected_failed);
-    assert_int_equal(list_length(fx, dmw_redis_keys(fx->redis)->dead), expected_dead);
-    assert_int_equal(outcome_of(fx, 0).attempts, 2); /* the victim's task, finished by another */
+    assert_int_equal_or_say(list_length(fx, dmw_redis_keys(fx->redis)->dead), expected_dead,
+        "tasks in the dead-letter list, of those dead-lettered");
+    assert_int_equal_or_say(outcome_of(fx, 0).attempts, 2,
+        "the killed worker's task, finished by another, counts another number of attempts than two");
 }
 
 /* Each test starts with fresh call counts (all tests share one process when

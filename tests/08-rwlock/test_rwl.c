@@ -42,7 +42,7 @@ static rwl_t *make_lock(void)
 {
     rwl_t *l = NULL;
     assert_ok(rwl_create(&l));
-    assert_non_null(l);
+    assert_non_null_or_say(l, "rwl_create returned 0 but left *out NULL");
     return l;
 }
 
@@ -124,8 +124,10 @@ static void call_and_join(kit_worker_t *worker, struct call *call, const char *w
 /* A lock call that was granted, and released again by its own thread. */
 static void assert_granted(const struct call *call)
 {
-    assert_ok(call->err);
-    assert_ok(call->unlock_err);
+    assert_code_or_say(call->err, 0,
+        "the lock call (%s) that should have been granted", is_read(call->kind) ? "read" : "write");
+    assert_code_or_say(call->unlock_err, 0,
+        "the unlock by the thread that held the lock (%s)", is_read(call->kind) ? "read" : "write");
 }
 
 /* ---- Arguments, creation, destruction --------------------------------------- */
@@ -178,7 +180,8 @@ static int create_use_and_destroy(void *ctx)
 static void test_rwl_create_undoes_partial_work_without_memory(void **state)
 {
     (void)state;
-    assert_true(kit_sweep_allocation_failures("rwl_create", create_use_and_destroy, NULL) >= 1);
+    assert_true_or_say(kit_sweep_allocation_failures("rwl_create", create_use_and_destroy, NULL) >= 1,
+        "rwl_create allocated nothing: the lock must live in memory it allocates");
 }
 
 /* Readers that hold the lock together, until the test lets them go. */
@@ -223,8 +226,8 @@ static void test_rwl_destroy_frees_everything(void **state)
     kit_gate_open(&leave);
     for (int i = 0; i < CROWD; i++) {
         kit_worker_must_finish(&workers[i], "a reader leaving the lock");
-        assert_ok(readers[i].err);
-        assert_ok(readers[i].unlock_err);
+        assert_code_or_say(readers[i].err, 0, "reader %d's rwl_read_lock", i);
+        assert_code_or_say(readers[i].unlock_err, 0, "reader %d's rwl_read_unlock", i);
     }
     kit_gate_destroy(&leave);
     rwl_destroy(l);
@@ -275,10 +278,10 @@ static void test_rwl_writer_excludes_readers_and_writers(void **state)
     static kit_worker_t reader, writer, try_reader, try_writer;
     try_read = call_of(l, READ_TIMED, 0);
     call_and_join(&try_reader, &try_read, "rwl_read_lock_timed(0) while a writer holds the lock");
-    assert_err(try_read.err, ETIMEDOUT);
+    assert_code_or_say(try_read.err, ETIMEDOUT, "rwl_read_lock_timed(0) while a writer holds the lock");
     try_write = call_of(l, WRITE_TIMED, 0);
     call_and_join(&try_writer, &try_write, "rwl_write_lock_timed(0) while a writer holds the lock");
-    assert_err(try_write.err, ETIMEDOUT);
+    assert_code_or_say(try_write.err, ETIMEDOUT, "rwl_write_lock_timed(0) while a writer holds the lock");
     read = call_of(l, READ, 0);
     write = call_of(l, WRITE, 0);
     kit_worker_start(&reader, "reader", call_on_worker, &read);
@@ -448,9 +451,9 @@ static void test_rwl_writer_is_not_starved_by_a_stream_of_readers(void **state)
     for (int i = 0; i < STREAM_READERS; i++)
         kit_worker_must_finish(&readers[i], "a reader of the stream");
     rwl_destroy(stream.l);
-    assert_ok(record.err);
-    assert_int_equal(atomic_load(&stream.failures), 0);
-    assert_int_equal(atomic_load(&stream.overlaps), 0);
+    assert_code_or_say(record.err, 0, "the writer's rwl_write_lock against the stream of readers");
+    assert_int_equal_or_say(atomic_load(&stream.failures), 0, "lock calls of the stream that returned an error");
+    assert_int_equal_or_say(atomic_load(&stream.overlaps), 0, "times a writer was inside together with someone else");
     if (!record.while_streaming)
         fail_msg("the writer got the lock only after the readers had streamed for %ld ms and stopped (%ld reads "
                  "after it asked): once a writer waits, new readers must wait behind it", stream_ms(),
@@ -490,15 +493,16 @@ static void test_rwl_upgrade_gives_edeadlk_instead_of_hanging(void **state)
     calls = (struct self_calls){ .l = l };
     kit_worker_start(&worker, "upgrader", try_to_deadlock_oneself, &calls);
     kit_worker_must_finish(&worker, "a reader asking for the write lock (the upgrade deadlock)");
-    assert_ok(calls.read);
-    assert_err(calls.upgrade, EDEADLK);
-    assert_err(calls.upgrade_timed, EDEADLK); /* refused at once, not timed out */
-    assert_ok(calls.read_unlock);
-    assert_ok(calls.write);
-    assert_err(calls.write_again, EDEADLK);
-    assert_err(calls.read_as_writer, EDEADLK);
-    assert_err(calls.read_as_writer_timed, EDEADLK);
-    assert_ok(calls.write_unlock);
+    assert_code_or_say(calls.read, 0, "rwl_read_lock on a free lock");
+    assert_code_or_say(calls.upgrade, EDEADLK, "rwl_write_lock by a thread that reads (the upgrade deadlock)");
+    assert_code_or_say(calls.upgrade_timed, EDEADLK,
+        "rwl_write_lock_timed by a thread that reads (refused at once, not timed out)");
+    assert_code_or_say(calls.read_unlock, 0, "rwl_read_unlock after the refused upgrades");
+    assert_code_or_say(calls.write, 0, "rwl_write_lock on a free lock");
+    assert_code_or_say(calls.write_again, EDEADLK, "rwl_write_lock by the thread that writes");
+    assert_code_or_say(calls.read_as_writer, EDEADLK, "rwl_read_lock by the thread that writes");
+    assert_code_or_say(calls.read_as_writer_timed, EDEADLK, "rwl_read_lock_timed by the thread that writes");
+    assert_code_or_say(calls.write_unlock, 0, "rwl_write_unlock after the refused calls");
     assert_ok(rwl_write_lock_timed(l, 0)); /* nothing was left held */
     assert_ok(rwl_write_unlock(l));
     rwl_destroy(l);
@@ -517,7 +521,7 @@ static void test_rwl_unlock_by_a_thread_that_does_not_hold_it_gives_eperm(void *
     assert_err(rwl_write_unlock(l), EPERM); /* it holds the read lock, not the write lock */
     stray_read = call_of(l, UNLOCK_READ, 0);
     call_and_join(&other_reader, &stray_read, "rwl_read_unlock by a thread that holds nothing");
-    assert_err(stray_read.err, EPERM);
+    assert_code_or_say(stray_read.err, EPERM, "rwl_read_unlock by a thread that holds nothing");
     assert_ok(rwl_read_unlock(l)); /* the test's own hold was not taken away */
     assert_err(rwl_read_unlock(l), EPERM);
 
@@ -525,7 +529,7 @@ static void test_rwl_unlock_by_a_thread_that_does_not_hold_it_gives_eperm(void *
     assert_err(rwl_read_unlock(l), EPERM);
     stray_write = call_of(l, UNLOCK_WRITE, 0);
     call_and_join(&other_writer, &stray_write, "rwl_write_unlock by a thread that holds nothing");
-    assert_err(stray_write.err, EPERM);
+    assert_code_or_say(stray_write.err, EPERM, "rwl_write_unlock by a thread that holds nothing");
     assert_ok(rwl_write_unlock(l));
     assert_err(rwl_write_unlock(l), EPERM);
     rwl_destroy(l);
@@ -535,7 +539,7 @@ static void test_rwl_unlock_by_a_thread_that_does_not_hold_it_gives_eperm(void *
 
 static void check_waited_its_timeout(const struct call *call, long timeout_ms, const char *what)
 {
-    assert_err(call->err, ETIMEDOUT);
+    assert_code_or_say(call->err, ETIMEDOUT, "%s(%ld ms)", what, timeout_ms);
     if (call->elapsed_ns < ns_of_ms(timeout_ms))
         fail_msg("%s(%ld ms) gave up after %.1f ms", what, timeout_ms, (double)call->elapsed_ns / 1e6);
 }
@@ -552,7 +556,7 @@ static void test_rwl_read_lock_timed_waits_its_timeout_while_a_writer_holds(void
     check_waited_its_timeout(&read, 200, "rwl_read_lock_timed");
     try_read = call_of(l, READ_TIMED, 0);
     call_and_join(&try_reader, &try_read, "rwl_read_lock_timed(0) while a writer holds the lock");
-    assert_err(try_read.err, ETIMEDOUT);
+    assert_code_or_say(try_read.err, ETIMEDOUT, "rwl_read_lock_timed(0) while a writer holds the lock");
     assert_ok(rwl_write_unlock(l));
     assert_ok(rwl_write_lock_timed(l, 0)); /* the timed-out readers hold nothing */
     assert_ok(rwl_write_unlock(l));
@@ -571,7 +575,7 @@ static void test_rwl_write_lock_timed_waits_its_timeout_while_a_reader_holds(voi
     check_waited_its_timeout(&write, 200, "rwl_write_lock_timed");
     try_write = call_of(l, WRITE_TIMED, 0);
     call_and_join(&try_writer, &try_write, "rwl_write_lock_timed(0) while a reader holds the lock");
-    assert_err(try_write.err, ETIMEDOUT);
+    assert_code_or_say(try_write.err, ETIMEDOUT, "rwl_write_lock_timed(0) while a reader holds the lock");
     /* the writers that gave up hold nothing back: a new reader comes in at once */
     assert_ok(rwl_read_unlock(l));
     assert_ok(rwl_read_lock_timed(l, 0));
@@ -622,7 +626,8 @@ static void check_times_out_despite_wakeups(struct call *call, const char *what)
         fail_msg("%s(300 ms) still waiting after %d ms of early wake-ups: its deadline restarts at every "
                  "wake-up", what, AT_ONCE_BOUND_MS);
     check_waited_its_timeout(call, 300, what);
-    assert_true(kit_spurious_count() > injected_before); /* it really was woken early */
+    assert_true_or_say(kit_spurious_count() > injected_before,
+        "%s(300 ms) was never woken early: it does not wait on a condition variable", what);
 }
 
 static void test_rwl_timed_locks_time_out_despite_stolen_wakeups(void **state)
@@ -659,7 +664,7 @@ static void test_rwl_writer_that_times_out_lets_the_waiting_readers_in(void **st
         kit_worker_start(&readers[i], "reader", call_on_worker, &reads[i]);
     }
     kit_worker_must_finish(&writer, "rwl_write_lock_timed(300 ms) while a reader holds the lock");
-    assert_err(write.err, ETIMEDOUT);
+    assert_code_or_say(write.err, ETIMEDOUT, "rwl_write_lock_timed(300 ms) while a reader holds the lock");
     for (int i = 0; i < 2; i++) {
         kit_worker_must_finish(&readers[i],
                                "a reader held back by a writer that then gave up (the lock is read-held only)");
@@ -713,7 +718,8 @@ static void test_rwl_spurious_wakeups_do_not_let_waiters_in(void **state)
         fail_msg("rwl_write_lock woken spuriously returned while another writer held the lock: it should still "
                  "be waiting");
     kit_spurious_wakeups(false);
-    assert_true(kit_spurious_count() >= 2);
+    assert_true_or_say(kit_spurious_count() >= 2,
+        "fewer than two waits were woken spuriously: readers and writers must wait on a condition variable");
     assert_ok(rwl_write_unlock(l));
     kit_worker_must_finish(&reader, "rwl_read_lock after the writer left");
     kit_worker_must_finish(&writer, "rwl_write_lock after the writer left");

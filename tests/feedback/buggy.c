@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "buggy.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <stdbool.h>
@@ -131,4 +132,81 @@ long counter_share(counter_t *c, long total)
     long each = total / c->value; /* BUG: the value may still be 0 */
     pthread_mutex_unlock(&c->lock);
     return each;
+}
+
+void counter_set_ready_quietly(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->ready = true; /* BUG: nobody is woken to see it */
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_wait_value(counter_t *c, long value)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->value < value)
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_add_signalling_one(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value += n;
+    pthread_cond_signal(&c->changed); /* BUG: every waiter may now go on */
+    pthread_mutex_unlock(&c->lock);
+}
+
+int counter_wait_ready_for(counter_t *c, long ms)
+{
+    pthread_mutex_lock(&c->lock);
+    int err = 0;
+    while (!c->ready && err == 0) {
+        struct timespec deadline; /* BUG: a new deadline after every wake-up */
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += ms / 1000;
+        deadline.tv_nsec += (ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_nsec -= 1000000000L;
+            deadline.tv_sec++;
+        }
+        err = pthread_cond_timedwait(&c->changed, &c->lock, &deadline);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+long counter_add_and_read(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    long value = c->value; /* BUG: read before the add */
+    c->value += n;
+    pthread_mutex_unlock(&c->lock);
+    return value;
+}
+
+void counter_destroy_when_ready(counter_t *c)
+{
+    counter_wait_ready(c); /* BUG: nothing ever makes it ready */
+    counter_destroy(c);
+}
+
+int counter_reset(counter_t *c)
+{
+    (void)c;
+    return ENOSYS;
+}
+
+static void *add_one(void *raw)
+{
+    counter_add_signalling_one(raw, 1);
+    return NULL;
+}
+
+void counter_add_on_a_thread_left_behind(counter_t *c)
+{
+    pthread_t helper;
+    if (pthread_create(&helper, NULL, add_one, c) == 0) /* BUG: never joined, nor detached */
+        return;
+    counter_add(c, 1);
 }

@@ -34,4 +34,25 @@ void counter_add(counter_t *c, long n);
 /** @brief @p total shared out by the value - which divides by zero while the value is 0: a crash. */
 long counter_share(counter_t *c, long total);
 
+/** @brief Sets the counter ready under the lock - and wakes nobody: a lost wake-up at that line. */
+void counter_set_ready_quietly(counter_t *c);
+/** @brief Waits until the value reaches @p value. */
+void counter_wait_value(counter_t *c, long value);
+/** @brief Adds @p n and signals once - where two threads may wait for the value: a broadcast is due. */
+void counter_add_signalling_one(counter_t *c, long n);
+/**
+ * @brief Waits until the counter is ready or @p ms have passed, @return 0 or
+ *        ETIMEDOUT - but computes a new deadline after every wake-up, so a
+ *        stream of early wake-ups keeps it waiting for ever.
+ */
+int counter_wait_ready_for(counter_t *c, long ms);
+/** @brief Adds @p n and @return the value - the one before the add: a wrong result. */
+long counter_add_and_read(counter_t *c, long n);
+/** @brief Destroys the counter once it is ready - which nothing makes it: a hang in a teardown. */
+void counter_destroy_when_ready(counter_t *c);
+/** @brief Sets the value back to 0: not written yet, @return ENOSYS. */
+int counter_reset(counter_t *c);
+/** @brief Adds one on a thread of its own - which it never joins: a thread leak. */
+void counter_add_on_a_thread_left_behind(counter_t *c);
+
 #endif

@@ -9,6 +9,7 @@
 #include "kit_test.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,6 +83,131 @@ static void test_feedback_race_shows_both_accesses(void **state)
     counter_t *c = make_counter();
     counter_t *args[2] = { c, c };
     kit_test_run_group(2, "adder", add_many, args, sizeof args[0]);
+    counter_destroy(c);
+}
+
+/* ---- A lost wake-up names the line that changed the state ------------------------ */
+
+static void test_feedback_lost_wakeup_names_the_change(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait_ready, c);
+    kit_await_waiting_threads(1, "the waiter");
+    counter_set_ready_quietly(c);
+    kit_worker_must_finish(&worker, "counter_wait_ready");
+    counter_destroy(c);
+}
+
+static void *wait_for_one(void *raw)
+{
+    counter_wait_value(raw, 1);
+    return NULL;
+}
+
+static void test_feedback_signal_to_the_wrong_sleeper_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_worker_t first, second;
+    kit_worker_start(&first, "first", wait_for_one, c);
+    kit_worker_start(&second, "second", wait_for_one, c);
+    kit_await_waiting_threads(2, "both waiters");
+    counter_add_signalling_one(c, 1);
+    kit_worker_must_finish(&first, "the first counter_wait_value");
+    kit_worker_must_finish(&second, "the second counter_wait_value");
+    counter_destroy(c);
+}
+
+static void *wait_ready_for_100_ms(void *raw)
+{
+    return (void *)(intptr_t)counter_wait_ready_for(raw, 100);
+}
+
+static void test_feedback_early_wakeup_is_drawn_as_one(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_wakeups_every(20);
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait_ready_for_100_ms, c);
+    kit_worker_must_finish(&worker, "counter_wait_ready_for(c, 100)");
+    kit_wakeups_every(0);
+    counter_destroy(c);
+}
+
+/* ---- The test to debug first (tests/feedback/debug-first.tsv) --------------------- */
+
+static void test_feedback_check_names_the_value(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_add_and_read(c, 2), 2);
+    counter_destroy(c);
+}
+
+static void test_feedback_check_fails_after_many_steps(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    for (int i = 0; i < 40; i++)
+        counter_add(c, 1);
+    assert_int_equal(counter_add_and_read(c, 1), 41);
+    counter_destroy(c);
+}
+
+static void *add_thirty(void *raw)
+{
+    for (int i = 0; i < 30; i++)
+        counter_add(*(counter_t **)raw, 1);
+    return NULL;
+}
+
+static void test_feedback_stress_check_fails_on_a_long_schedule(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_t *args[2] = { c, c };
+    kit_test_run_group(2, "adder", add_thirty, args, sizeof args[0]);
+    assert_int_equal(counter_add_and_read(c, 1), 61);
+    counter_destroy(c);
+}
+
+static void test_feedback_teardown_hangs_after_the_checks_passed(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_add(c, 1);
+    assert_int_equal(counter_read(c), 1);
+    counter_destroy_when_ready(c);
+}
+
+static void test_feedback_unwritten_function_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_ok(counter_reset(c));
+    counter_destroy(c);
+}
+
+static void test_feedback_correct_code_passes(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_add(c, 2);
+    assert_int_equal(counter_read(c), 2);
+    counter_destroy(c);
+}
+
+/* ---- ThreadSanitizer: a thread never joined is a leak, not a race ----------------- */
+
+static void test_feedback_thread_leak_is_not_a_race(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_add_on_a_thread_left_behind(c);
+    counter_wait_value(c, 1);
     counter_destroy(c);
 }
 
@@ -180,6 +306,16 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_pipe_handover_runs_on_real_threads),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
     cmocka_unit_test(test_feedback_scenario_crash_names_the_scenario),
+    cmocka_unit_test(test_feedback_lost_wakeup_names_the_change),
+    cmocka_unit_test(test_feedback_signal_to_the_wrong_sleeper_is_named),
+    cmocka_unit_test(test_feedback_early_wakeup_is_drawn_as_one),
+    cmocka_unit_test(test_feedback_check_names_the_value),
+    cmocka_unit_test(test_feedback_check_fails_after_many_steps),
+    cmocka_unit_test(test_feedback_stress_check_fails_on_a_long_schedule),
+    cmocka_unit_test(test_feedback_teardown_hangs_after_the_checks_passed),
+    cmocka_unit_test(test_feedback_unwritten_function_is_named),
+    cmocka_unit_test(test_feedback_correct_code_passes),
+    cmocka_unit_test(test_feedback_thread_leak_is_not_a_race),
 };
 
 KIT_TEST_MAIN(tests)
