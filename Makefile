@@ -245,7 +245,7 @@ $(COMMON)/%.o: %.c $(FLAGS_STAMP)
 TEST_CFLAGS := -fno-optimize-sibling-calls
 # The grading engine's headers that tests are written against: the harness
 # (kit_test.h) and the explorer (kit_sched.h, kit_scenario.h).
-HARNESS_INCLUDES := -Igrader/harness -Igrader/explorer -Igrader/subject
+HARNESS_INCLUDES := -Igrader/harness -Igrader/explorer -Igrader/subject -Igrader/judge
 $(COMMON)/tests/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
@@ -314,6 +314,49 @@ $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(T
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
 
+# ---- Judged chapters (chNN_judged := yes) -------------------------------------------
+# A judged chapter's test is two programs (docs/grading.md, "The judge and
+# the subject"): the judge - the test, the harness and the proxies of the
+# chapter's API generated from chapters/NN-name/judged.tsv - which links no
+# object of the submission and alone gives the verdict; and NAME.subject -
+# the submission, the explorer, the wrappers and the server that answers the
+# judge. `make debug` (SAN=debug) still links one program, as before: the
+# proxies and the API have the same names.
+is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
+JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
+              grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c
+SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c
+JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario.c)
+SUBJECT_SUPPORT_OBJS = $(filter-out %/kit_test.o %/kit_scenario.o,$(SUPPORT_OBJS)) \
+                       $(patsubst %.c,$(COMMON)/%.o,$(SERVE_SRCS) grader/judge/kit_wire.c)
+JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthread_detach pthread_mutex_lock \
+                pthread_mutex_trylock pthread_mutex_unlock pthread_mutex_destroy pthread_cond_init pthread_cond_wait \
+                pthread_cond_timedwait pthread_cond_clockwait pthread_cond_signal pthread_cond_broadcast \
+                pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime \
+                _fail _assert_in_range print_error)
+SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WRAPS))
+$(COMMON)/judged/%/proxies.c: chapters/%/judged.tsv grader/judge/kit-proxies
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) judge $@
+$(COMMON)/judged/%/serve.c: chapters/%/judged.tsv grader/judge/kit-proxies
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) subject $@
+$(COMMON)/judged/%.o: $(COMMON)/judged/%.c $(FLAGS_STAMP)
+	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(JUDGE_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
+JUDGE_INCLUDES := -Igrader/judge
+# (The generated sources are kept: they are read when a judge's message is.)
+.SECONDARY: $(foreach c,$(CHAPTER_DIRS),$(COMMON)/judged/$(c)/proxies.c $(COMMON)/judged/$(c)/serve.c)
+
+# $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
+define judged_test
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(JUDGE_OBJS) $(KITLIB) $(OUT)/tests/$(1)/$(3).subject
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $$(JUDGE_WRAPS) $$(CMOCKA_LIBS) $$(LDLIBS)
+$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB)
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+endef
+
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
@@ -333,7 +376,7 @@ endef
 $(foreach t,$(CHAPTER_FAULT_TESTS),$(if $(call fault_test_chapter,$(t)),$(eval $(call chapter_fault_test,$(t),$(call fault_test_chapter,$(t)),$(call number,$(call fault_test_chapter,$(t))))),$(error tests/$(t).c: no chapter has the number it ends with)))
 
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
-$(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call chapter_test,$(c),$(call number,$(c)),$(t)))))
+$(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call $(if $(call is_judged,$(c)),judged_test,chapter_test),$(c),$(call number,$(c)),$(t)))))
 
 # The runner, the confinement and admission are tools, not code under test:
 # always built plainly, once.

@@ -8,3 +8,8 @@ ch00_smoke   := --items 20000 --quiet # a short run for `make test`
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch00_defines := results_*
+# Its tests are judged: the verdict is given by a program that links none of
+# the submission's code, which runs in a process of its own and answers the
+# calls of results.h listed in judged.tsv (docs/grading.md).
+ch00_judged  := yes
+ch00_api     := results.h

@@ -33,6 +33,13 @@ void sched_make_args(char *out, size_t size);
 
 static long schedules_run;
 static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
+
+/* The last failed schedule, in words, for a judge that reports it (kit_serve.c). */
+const char *kit_sched_failed_schedule(void);
+const char *kit_sched_failed_schedule(void)
+{
+    return failed_schedule;
+}
 static long steps_run; /* over every schedule of this search */
 /* Wake-ups in the code under test over every schedule this process ran (its
  * searches and its one scheduled test), and those that found nothing to do. */

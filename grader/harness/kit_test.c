@@ -188,6 +188,16 @@ static _Noreturn void run_again_without_race_points(const char *test, const char
     run_again(test);
 }
 
+/* A judged test whose schedule the subject gave up on (kit_judge.c): run
+ * again, as a test of one process does. */
+_Noreturn void kit_test_run_again(const char *reason, bool saw_race)
+{
+    const char *test = test_argv && test_argv[1] && test_argv[2] ? test_argv[2] : "the test";
+    if (saw_race && getenv("KIT_NO_RACE_POINTS") == NULL)
+        run_again_without_race_points(test, reason);
+    run_again_on_real_threads(test, reason);
+}
+
 /* Each test runs through this trampoline, which arms the crash report
  * first (cmocka installs its own signal handlers just before each test, and
  * they would only print the signal's number). Tests run in order, one after

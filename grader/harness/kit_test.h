@@ -80,6 +80,9 @@ void kit_verdict_end(bool passed);
  * the model saw: no pass token; the race token still, if no race was seen
  * (a hang is no race). */
 void kit_verdict_stopped(void);
+/* A judged test whose one schedule could not run: this process runs it
+ * again, without its race points when it raced, else on real threads. */
+_Noreturn void kit_test_run_again(const char *reason, bool saw_race);
 
 /**
  * @brief A test that needs real threads in grading too, in a test table:

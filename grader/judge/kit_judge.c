@@ -1,0 +1,367 @@
+/**
+ * @file kit_judge.c
+ * @brief The judge's engine: starting the subject, the channels, sending a
+ *        call and checking its answer, the handles (kit_judge.h).
+ */
+#define _GNU_SOURCE /* program_invocation_name, sched_setaffinity */
+#include "kit_judge.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kit_test.h"
+
+int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
+
+/* ---- the subject and the channels ---------------------------------------------- */
+
+static pid_t subject = -1;
+static int ends[KIT_WIRE_CHANNELS] = { -1 }; /* the judge's end of each channel */
+static bool taken[KIT_WIRE_CHANNELS];         /* guarded by channels_lock */
+static pthread_mutex_t channels_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool gone; /* the subject's end was reported */
+
+static _Thread_local int my_channel = -1;
+static _Thread_local bool my_schedule;
+static _Thread_local kit_wire_t *my_message; /* this thread's one message buffer */
+
+bool judge_in_body;
+
+int judge_channel(void)
+{
+    return my_channel;
+}
+
+void judge_set_thread(int channel, bool on_schedule)
+{
+    my_channel = channel;
+    my_schedule = on_schedule;
+}
+
+bool kit_judge_on_schedule(void)
+{
+    return my_schedule;
+}
+
+bool kit_judge_subject_gone(void)
+{
+    return gone;
+}
+
+int judge_take_channel(void)
+{
+    __real_pthread_mutex_lock(&channels_lock);
+    int found = -1;
+    for (int c = 1; c < KIT_WIRE_CHANNELS && found < 0; c++)
+        if (!taken[c])
+            found = c;
+    if (found > 0)
+        taken[found] = true;
+    __real_pthread_mutex_unlock(&channels_lock);
+    return found;
+}
+
+void judge_release_channel(int channel)
+{
+    __real_pthread_mutex_lock(&channels_lock);
+    taken[channel] = false;
+    __real_pthread_mutex_unlock(&channels_lock);
+}
+
+/* In the child, before exec: its channels at KIT_WIRE_FD.., and no other
+ * descriptor of the judge's above stderr - not the verdict's. */
+static _Noreturn void exec_subject(int *theirs, const char *path)
+{
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        theirs[c] = fcntl(theirs[c], F_DUPFD, 1000 + c);
+    for (int fd = 3; fd < 1000; fd++)
+        close(fd);
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++) {
+        dup2(theirs[c], KIT_WIRE_FD + c);
+        close(theirs[c]);
+    }
+    char *argv[40];
+    int argc = 0;
+    char *wrapper = getenv("KIT_SUBJECT_WRAPPER") ? strdup(getenv("KIT_SUBJECT_WRAPPER")) : NULL;
+    for (char *save = NULL, *word = wrapper ? strtok_r(wrapper, " ", &save) : NULL; word && argc < 36;
+         word = strtok_r(NULL, " ", &save))
+        argv[argc++] = word;
+    argv[argc++] = (char *)path;
+    argv[argc++] = "--serve";
+    argv[argc] = NULL;
+    execvp(argv[0], argv);
+    fprintf(stderr, "[  ERROR   ] --- the judge could not start the code under test (%s): %s\n", path, strerror(errno));
+    _exit(127);
+}
+
+static void open_channels(int *theirs)
+{
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++) {
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+            fprintf(stderr, "[  ERROR   ] --- the judge could not open its channels: %s\n", strerror(errno));
+            kit_verdict_end(false);
+            _exit(1);
+        }
+        ends[c] = pair[0];
+        theirs[c] = pair[1];
+    }
+}
+
+/* On a schedule, or exploring, one thread of the two processes runs at a
+ * time, handing over to the other at every message: on one CPU that hand-over
+ * costs half what it costs between two. The judge keeps to the CPU it is on,
+ * and the subject, started from it, keeps to it too. */
+static void keep_to_one_cpu(const char *test, bool scheduled)
+{
+#if defined(__linux__)
+    if (!scheduled && strstr(test, "_explore_") == NULL)
+        return; /* real threads: they must really run at once */
+    int cpu = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu >= 0 ? cpu : 0, &one);
+    sched_setaffinity(0, sizeof one, &one);
+#else
+    (void)test, (void)scheduled;
+#endif
+}
+
+/* The test this process runs (`--run NAME`), for a start the test did not ask for. */
+static void running_test(char *out, size_t size)
+{
+    char words[4096];
+    FILE *in = fopen("/proc/self/cmdline", "r");
+    size_t n = in ? fread(words, 1, sizeof words - 1, in) : 0;
+    if (in)
+        fclose(in);
+    words[n] = '\0';
+    out[0] = '\0';
+    for (size_t at = 0; at < n; at += strlen(words + at) + 1)
+        if (strcmp(words + at, "--run") == 0 && at + 6 < n)
+            snprintf(out, size, "%s", words + at + 6);
+}
+
+/* The subject: this program's name with ".subject", on its own channels. */
+static void spawn_subject(void)
+{
+    int theirs[KIT_WIRE_CHANNELS];
+    char path[4096];
+    snprintf(path, sizeof path, "%s.subject", program_invocation_name);
+    open_channels(theirs);
+    fflush(stdout);
+    fflush(stderr);
+    /* Nothing of the same user may read or write this process's memory. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    subject = fork();
+    if (subject == 0)
+        exec_subject(theirs, path);
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        close(theirs[c]);
+    taken[0] = true;
+}
+
+void judge_start_subject(const char *test, bool scheduled, uint64_t seed)
+{
+    if (subject > 0)
+        return;
+    char name[256];
+    running_test(name, sizeof name);
+    keep_to_one_cpu(test[0] ? test : name, scheduled);
+    spawn_subject();
+    my_channel = 0;
+    kit_wire_t *m = kit_judge_begin(WIRE_START, 0);
+    kit_judge_word(m, scheduled);
+    kit_judge_word(m, seed);
+    kit_judge_bytes(m, test, strlen(test) + 1, "the test's name");
+    kit_judge_post(m);
+}
+
+/* ---- the subject's end ------------------------------------------------------------ */
+
+/* The subject ended while the test waited for it: fail the test as the
+ * subject ended - a crash as a crash (the judge dies of the same signal),
+ * a stop of the harness's (a deadlock it reported, a failed hang check) with
+ * its status. What it printed is in the log above. */
+static _Noreturn void subject_ended(void)
+{
+    static atomic_flag ending = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&ending))
+        for (;;)
+            pause(); /* another thread of the test reports it, and ends the process */
+    gone = true;
+    int status = 0;
+    while (waitpid(subject, &status, 0) < 0 && errno == EINTR)
+        ;
+    fflush(stdout);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "[  FAILED  ] the code under test's process was killed by signal %d (%s)\n", WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+        kit_verdict_end(false);
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+    } else {
+        fprintf(stderr, "[  FAILED  ] the code under test's process ended (status %d) before the test did\n",
+                WEXITSTATUS(status));
+        kit_verdict_end(false);
+    }
+    fflush(stderr);
+    _exit(WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1);
+}
+
+void kit_judge_violation(const char *format, ...)
+{
+    char text[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    gone = true;
+    if (subject > 0)
+        kill(subject, SIGKILL);
+    fprintf(stderr, "[ integrity ] the code under test's process broke the judge's protocol: %s\n"
+                    "[  FAILED  ] the test cannot trust its answers: it fails\n", text);
+    kit_verdict_end(false);
+    fflush(stderr);
+    _exit(1);
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+/* This thread's message buffer, made on first use (a thread's first wait may come before its first message). */
+static kit_wire_t *buffer(void)
+{
+    if (my_message == NULL && (my_message = malloc(sizeof *my_message)) == NULL) {
+        fprintf(stderr, "[  ERROR   ] --- the judge is out of memory\n");
+        kit_verdict_end(false);
+        _exit(1);
+    }
+    return my_message;
+}
+
+kit_wire_t *kit_judge_begin(uint32_t kind, uint32_t op)
+{
+    buffer();
+    if (my_channel < 0) /* the main thread, first call: the subject runs off a schedule */
+        judge_start_subject("", false, 0);
+    kit_wire_begin(my_message, kind, op);
+    return my_message;
+}
+
+void kit_judge_word(kit_wire_t *m, uint64_t word)
+{
+    if (!kit_wire_word(m, word))
+        kit_fail_at(__FILE__, __LINE__, "the judge's table of the chapter's calls gives a call too many arguments");
+}
+
+void kit_judge_bytes(kit_wire_t *m, const void *bytes, size_t size, const char *what)
+{
+    if (!kit_wire_bytes(m, bytes, size))
+        kit_fail_at(__FILE__, __LINE__, "%s: %zu bytes, more than the %d the judge's channel carries in one call", what,
+                    size, KIT_WIRE_BLOB);
+}
+
+void kit_judge_post(kit_wire_t *m)
+{
+    if (gone)
+        return;
+    if (kit_wire_send(ends[my_channel], m) != 0)
+        subject_ended();
+}
+
+const kit_wire_t *kit_judge_wait(uint32_t kind)
+{
+    return kit_judge_wait_either(kind, kind);
+}
+
+const kit_wire_t *kit_judge_wait_either(uint32_t kind, uint32_t or_kind)
+{
+    kit_wire_t *m = buffer();
+    for (;;) {
+        int err = kit_wire_recv(ends[my_channel], m);
+        if (err == EPROTO)
+            kit_judge_violation("a message that is not one (its lengths do not add up)");
+        if (err != 0)
+            subject_ended();
+        if (m->kind == kind || m->kind == or_kind)
+            return m;
+        if (my_channel == 0 && m->kind == WIRE_RESULT && judge_in_body)
+            judge_explore_ended(m);
+        if (my_channel == 0 && m->kind == WIRE_RERUN) {
+            char reason[512];
+            snprintf(reason, sizeof reason, "%.*s", (int)(m->nbytes < 511 ? m->nbytes : 511), (const char *)m->blob);
+            kill(subject, SIGKILL);
+            kit_test_run_again(reason, m->nargs > 0 && m->arg[0] != 0);
+        }
+        kit_judge_violation("a message of kind %u where a reply of kind %u was due", m->kind, kind);
+    }
+}
+
+const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes)
+{
+    if (gone)
+        subject_ended();
+    kit_judge_post(m);
+    const kit_wire_t *reply = kit_judge_wait(WIRE_REPLY);
+    if (reply->nargs != words || reply->nbytes != bytes)
+        kit_judge_violation("a reply of %u words and %u bytes where %u and %u were due", reply->nargs, reply->nbytes,
+                            words, bytes);
+    return reply;
+}
+
+/* ---- handles --------------------------------------------------------------------------
+ * The test never holds a pointer of the subject's: each object the subject
+ * makes is a handle here, one byte of the judge's own memory. */
+
+struct handle {
+    uint64_t value; /* the subject's pointer */
+    char *token;    /* what the test holds */
+};
+static struct handle *handles; /* guarded by channels_lock */
+static size_t nhandles, handles_room;
+
+uint64_t kit_judge_handle_out(const void *handle)
+{
+    if (handle == NULL)
+        return 0;
+    uint64_t value = (uint64_t)(uintptr_t)handle;
+    __real_pthread_mutex_lock(&channels_lock);
+    for (size_t i = 0; i < nhandles; i++)
+        if (handles[i].token == handle)
+            value = handles[i].value;
+    __real_pthread_mutex_unlock(&channels_lock);
+    return value;
+}
+
+void *kit_judge_handle_in(uint64_t value)
+{
+    if (value == 0)
+        return NULL;
+    void *token = NULL;
+    __real_pthread_mutex_lock(&channels_lock);
+    for (size_t i = 0; i < nhandles && token == NULL; i++)
+        if (handles[i].value == value)
+            token = handles[i].token;
+    if (token == NULL && nhandles == handles_room) {
+        handles_room = handles_room ? 2 * handles_room : 64;
+        handles = realloc(handles, handles_room * sizeof *handles);
+    }
+    if (token == NULL && handles != NULL && (token = malloc(1)) != NULL)
+        handles[nhandles++] = (struct handle){ value, token };
+    __real_pthread_mutex_unlock(&channels_lock);
+    if (token == NULL)
+        kit_judge_violation("a handle the judge had no memory to stand for");
+    return token;
+}

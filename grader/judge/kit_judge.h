@@ -1,0 +1,70 @@
+/**
+ * @file kit_judge.h
+ * @brief The judge's engine, as the generated proxies and the judge's own
+ *        files see it: the test's calls into the chapter's API go out as
+ *        messages to the subject, and each answer is read, bounded and
+ *        checked here before the test sees it.
+ *
+ * DESIGN: the judge is the test program a grade runs: the test's sources,
+ * the harness, the generated proxies of the chapter's API and this engine.
+ * It links no object of a submission. It starts the subject - the
+ * submission's code, the explorer, the wrappers and a server loop - as a
+ * process of its own, gives it one SOCK_SEQPACKET channel per thread of
+ * the test and nothing else (not the verdict's descriptors), and alone
+ * moves the verdict's tokens. Every thread of the test has a stand-in in
+ * the subject that makes its calls; on a schedule, exactly one of the two
+ * runs at a time, so the test follows the subject's schedule step by step.
+ */
+#ifndef KIT_JUDGE_H
+#define KIT_JUDGE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kit_wire.h"
+
+/** This thread's message, begun as @p kind / @p op (its channel is taken,
+ *  and the subject started, on first use). */
+kit_wire_t *kit_judge_begin(uint32_t kind, uint32_t op);
+/** Add a word; the test fails if the message is full (the kit's table is wrong). */
+void kit_judge_word(kit_wire_t *m, uint64_t word);
+/** Add @p size bytes of @p what; the test fails, saying so, if they do not fit. */
+void kit_judge_bytes(kit_wire_t *m, const void *bytes, size_t size, const char *what);
+/** Send @p m and wait for its reply, which must hold exactly @p words words
+ *  and @p bytes bytes: anything else is a protocol violation. */
+const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes);
+/** The subject's pointer a handle the judge handed out stands for (0 for
+ *  NULL; a pointer the judge never handed out goes as it is). */
+uint64_t kit_judge_handle_out(const void *handle);
+/** The handle that stands for the subject's pointer @p value (NULL for 0). */
+void *kit_judge_handle_in(uint64_t value);
+/** Fail the test for a message the subject should never have sent, and
+ *  flag it: "[ integrity ]" in the log. */
+_Noreturn void kit_judge_violation(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/** Whether this thread of the test runs on a schedule (its pthread calls go to the subject). */
+bool kit_judge_on_schedule(void);
+/** Whether the subject is gone (its end was reported): hooks answer with defaults. */
+bool kit_judge_subject_gone(void);
+/** Send one message that needs no reply (the test's end, a thread's exit). */
+void kit_judge_post(kit_wire_t *m);
+/** Wait on this thread's channel for a message of @p kind (handling what the
+ *  subject may send first: an exploration's end, a re-run). */
+const kit_wire_t *kit_judge_wait(uint32_t kind);
+/** kit_judge_wait() for either of two kinds. */
+const kit_wire_t *kit_judge_wait_either(uint32_t kind, uint32_t or_kind);
+
+/* ---- between the judge's own files ---------------------------------------------- */
+/** This thread's channel, -1 if it has none yet. */
+int judge_channel(void);
+void judge_set_thread(int channel, bool on_schedule);
+int judge_take_channel(void);
+void judge_release_channel(int channel);
+/** The subject started with @p scheduled (on first use of the channel, scheduled is false). */
+void judge_start_subject(const char *test, bool scheduled, uint64_t seed);
+/** An exploration's end arrived on channel 0 while its body ran: jump out. */
+void judge_explore_ended(const kit_wire_t *result);
+/** Set by the exploration proxy while its body runs. */
+extern bool judge_in_body;
+
+#endif

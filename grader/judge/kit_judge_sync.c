@@ -1,0 +1,375 @@
+/**
+ * @file kit_judge_sync.c
+ * @brief The test's threads and their pthread calls in the judge, and the
+ *        test's schedules: the one a graded test runs on, and the ones an
+ *        exploration searches.
+ *
+ * Every thread of the test has a stand-in in the subject, started by
+ * pthread_create here and ended by its join. Off a schedule both run on real
+ * threads, and the test's mutexes, conditions, clocks and sleeps are the
+ * judge's own. On a schedule they are the subject's: each such call goes
+ * to the thread's stand-in, which makes it on an object of its own under
+ * the scheduler, while this thread waits for the answer - so exactly one
+ * thread of the test or of the subject runs at a time, in the order of the
+ * subject's schedule. The judge still takes its own mutex after the
+ * subject's: a subject that let two threads in at once would only stall the
+ * test, never run two critical sections of it together.
+ */
+#define _GNU_SOURCE
+#include "kit_judge.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kit_sched.h"
+#include "kit_test.h"
+
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int __real_pthread_join(pthread_t thread, void **result);
+int __real_pthread_detach(pthread_t thread);
+int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_trylock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_destroy(pthread_mutex_t *mutex);
+int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+int __real_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at);
+int __real_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *at);
+int __real_pthread_cond_signal(pthread_cond_t *cond);
+int __real_pthread_cond_broadcast(pthread_cond_t *cond);
+int __real_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr);
+int __real_pthread_cond_destroy(pthread_cond_t *cond);
+int __real_sched_yield(void);
+int __real_nanosleep(const struct timespec *request, struct timespec *left);
+int __real_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left);
+int __real_usleep(useconds_t us);
+int __real_clock_gettime(clockid_t clock, struct timespec *now);
+
+/* ---- one call of the test's own to the subject -------------------------------------- */
+
+static uint64_t sync_call(enum kit_sync op, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+{
+    kit_wire_t *m = kit_judge_begin(WIRE_SYNC, op);
+    uint64_t words[] = { a, b, c, d, e };
+    for (int i = 0; i < 5; i++)
+        kit_judge_word(m, words[i]);
+    return kit_judge_call(m, 3, 0)->arg[0];
+}
+
+static uint64_t address(const void *object)
+{
+    return (uint64_t)(uintptr_t)object;
+}
+
+/* An answer that must be one of pthread's: 0, or one of @p allowed. */
+static int checked(uint64_t code, int allowed)
+{
+    if (code != 0 && code != (uint64_t)allowed)
+        kit_judge_violation("a pthread call answered %llu", (unsigned long long)code);
+    return (int)code;
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+struct slot {
+    pthread_t thread;
+    bool live, ended, detached; /* guarded by slots_lock */
+};
+static struct slot slots[KIT_WIRE_CHANNELS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static int alive; /* threads of the test not yet ended; guarded by slots_lock */
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    int channel;
+    bool on_schedule;
+};
+
+/* The thread is over for the judge: its channel goes back once it is both
+ * ended and joined (or detached). */
+static void slot_done(int channel, bool ended, bool let_go)
+{
+    __real_pthread_mutex_lock(&slots_lock);
+    struct slot *slot = &slots[channel];
+    slot->ended |= ended;
+    slot->detached |= let_go;
+    if (ended)
+        alive--;
+    bool free_it = slot->ended && slot->detached;
+    if (free_it)
+        slot->live = false;
+    __real_pthread_mutex_unlock(&slots_lock);
+    if (free_it)
+        judge_release_channel(channel);
+}
+
+static void *thread_main(void *raw)
+{
+    struct start start = *(struct start *)raw;
+    free(raw);
+    judge_set_thread(start.channel, start.on_schedule);
+    kit_judge_wait(WIRE_GO); /* its stand-in runs: so may it */
+    void *result = start.fn(start.arg);
+    kit_wire_t *m = kit_judge_begin(WIRE_EXIT, 0);
+    kit_judge_post(m);
+    slot_done(start.channel, true, false);
+    return result;
+}
+
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    kit_judge_begin(WIRE_SYNC, 0); /* the subject runs before any thread is made */
+    int channel = judge_take_channel();
+    struct start *start = malloc(sizeof *start);
+    if (channel < 0 || start == NULL) {
+        free(start);
+        return EAGAIN;
+    }
+    *start = (struct start){ fn, arg, channel, kit_judge_on_schedule() };
+    __real_pthread_mutex_lock(&slots_lock);
+    slots[channel] = (struct slot){ .live = true };
+    alive++;
+    __real_pthread_mutex_unlock(&slots_lock);
+    int err = __real_pthread_create(thread, attr, thread_main, start);
+    if (err != 0) {
+        free(start);
+        slot_done(channel, true, true);
+        return err;
+    }
+    slots[channel].thread = *thread;
+    if (sync_call(SYNC_CREATE, (uint64_t)channel, 0, 0, 0, 0) != 0)
+        kit_fail_at(__FILE__, __LINE__, "the code under test's process could not start a thread for the test");
+    return 0;
+}
+
+static int channel_of(pthread_t thread)
+{
+    int found = -1;
+    __real_pthread_mutex_lock(&slots_lock);
+    for (int c = 1; c < KIT_WIRE_CHANNELS && found < 0; c++)
+        if (slots[c].live && pthread_equal(slots[c].thread, thread))
+            found = c;
+    __real_pthread_mutex_unlock(&slots_lock);
+    return found;
+}
+
+int __wrap_pthread_join(pthread_t thread, void **result);
+int __wrap_pthread_join(pthread_t thread, void **result)
+{
+    int channel = channel_of(thread);
+    if (channel > 0)
+        checked(sync_call(SYNC_JOIN, (uint64_t)channel, 0, 0, 0, 0), ESRCH);
+    int err = __real_pthread_join(thread, result);
+    if (channel > 0)
+        slot_done(channel, false, true);
+    return err;
+}
+
+int __wrap_pthread_detach(pthread_t thread);
+int __wrap_pthread_detach(pthread_t thread)
+{
+    int channel = channel_of(thread);
+    if (channel > 0)
+        sync_call(SYNC_DETACH, (uint64_t)channel, 0, 0, 0, 0);
+    int err = __real_pthread_detach(thread);
+    if (channel > 0)
+        slot_done(channel, false, true);
+    return err;
+}
+
+int kit_threads_alive(void)
+{
+    __real_pthread_mutex_lock(&slots_lock);
+    int n = alive;
+    __real_pthread_mutex_unlock(&slots_lock);
+    return n;
+}
+
+/* ---- mutexes and conditions ------------------------------------------------------------ */
+
+int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+    if (kit_judge_on_schedule())
+        checked(sync_call(SYNC_MUTEX_LOCK, address(mutex), 0, 0, 0, 0), 0);
+    return __real_pthread_mutex_lock(mutex);
+}
+
+int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex)
+{
+    if (kit_judge_on_schedule() && checked(sync_call(SYNC_MUTEX_TRYLOCK, address(mutex), 0, 0, 0, 0), EBUSY) != 0)
+        return EBUSY;
+    return kit_judge_on_schedule() ? __real_pthread_mutex_lock(mutex) : __real_pthread_mutex_trylock(mutex);
+}
+
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
+{
+    int err = __real_pthread_mutex_unlock(mutex);
+    if (kit_judge_on_schedule())
+        checked(sync_call(SYNC_MUTEX_UNLOCK, address(mutex), 0, 0, 0, 0), 0);
+    return err;
+}
+
+int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex);
+int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex)
+{
+    if (kit_judge_on_schedule())
+        sync_call(SYNC_FORGET, address(mutex), 0, 0, 0, 0);
+    return __real_pthread_mutex_destroy(mutex);
+}
+
+/* The clock each condition of the test times its waits by (its attribute's). */
+enum { CLOCKED = 256 };
+static struct {
+    const void *cond;
+    clockid_t clock;
+} clocked[CLOCKED]; /* guarded by slots_lock */
+
+int __wrap_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr);
+int __wrap_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr)
+{
+    clockid_t clock = CLOCK_REALTIME;
+    if (attr)
+        pthread_condattr_getclock(attr, &clock);
+    __real_pthread_mutex_lock(&slots_lock);
+    int free_at = -1;
+    for (int i = 0; i < CLOCKED; i++) {
+        if (clocked[i].cond == cond)
+            clocked[i].cond = NULL;
+        if (clocked[i].cond == NULL && free_at < 0)
+            free_at = i;
+    }
+    if (free_at >= 0 && clock != CLOCK_REALTIME)
+        clocked[free_at].cond = cond, clocked[free_at].clock = clock;
+    __real_pthread_mutex_unlock(&slots_lock);
+    return __real_pthread_cond_init(cond, attr);
+}
+
+static clockid_t clock_of(const pthread_cond_t *cond)
+{
+    clockid_t clock = CLOCK_REALTIME;
+    __real_pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < CLOCKED; i++)
+        if (clocked[i].cond == cond)
+            clock = clocked[i].clock;
+    __real_pthread_mutex_unlock(&slots_lock);
+    return clock;
+}
+
+/* On a schedule: the subject's condition; the judge's mutex is let go
+ * around it and taken again after, as a wait does. */
+static int scheduled_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *at)
+{
+    __real_pthread_mutex_unlock(mutex);
+    uint64_t code = sync_call(SYNC_COND_WAIT, address(cond), address(mutex), at != NULL, at ? (uint64_t)clock : 0,
+                              at ? (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec : 0);
+    __real_pthread_mutex_lock(mutex);
+    return checked(code, ETIMEDOUT);
+}
+
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
+{
+    if (kit_judge_on_schedule())
+        return scheduled_wait(cond, mutex, CLOCK_REALTIME, NULL);
+    return __real_pthread_cond_wait(cond, mutex);
+}
+
+int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at);
+int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at)
+{
+    if (kit_judge_on_schedule())
+        return scheduled_wait(cond, mutex, clock_of(cond), at);
+    return __real_pthread_cond_timedwait(cond, mutex, at);
+}
+
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *at);
+int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                  const struct timespec *at)
+{
+    if (kit_judge_on_schedule())
+        return scheduled_wait(cond, mutex, clock, at);
+    return __real_pthread_cond_clockwait(cond, mutex, clock, at);
+}
+
+int __wrap_pthread_cond_signal(pthread_cond_t *cond);
+int __wrap_pthread_cond_signal(pthread_cond_t *cond)
+{
+    if (kit_judge_on_schedule())
+        return checked(sync_call(SYNC_COND_SIGNAL, address(cond), 0, 0, 0, 0), 0);
+    return __real_pthread_cond_signal(cond);
+}
+
+int __wrap_pthread_cond_broadcast(pthread_cond_t *cond);
+int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
+{
+    if (kit_judge_on_schedule())
+        return checked(sync_call(SYNC_COND_BROADCAST, address(cond), 0, 0, 0, 0), 0);
+    return __real_pthread_cond_broadcast(cond);
+}
+
+int __wrap_pthread_cond_destroy(pthread_cond_t *cond);
+int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
+{
+    if (kit_judge_on_schedule())
+        sync_call(SYNC_FORGET, address(cond), 0, 0, 0, 0);
+    return __real_pthread_cond_destroy(cond);
+}
+
+/* ---- time: on a schedule, the subject's virtual time ----------------------------------- */
+
+int __wrap_sched_yield(void);
+int __wrap_sched_yield(void)
+{
+    if (kit_judge_on_schedule())
+        return (int)sync_call(SYNC_YIELD, 0, 0, 0, 0, 0);
+    return __real_sched_yield();
+}
+
+int __wrap_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left);
+int __wrap_clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *left)
+{
+    if (!kit_judge_on_schedule())
+        return __real_clock_nanosleep(clock, flags, request, left);
+    sync_call(SYNC_SLEEP, (uint64_t)clock, (uint64_t)flags, (uint64_t)request->tv_sec, (uint64_t)request->tv_nsec, 0);
+    return 0;
+}
+
+int __wrap_nanosleep(const struct timespec *request, struct timespec *left);
+int __wrap_nanosleep(const struct timespec *request, struct timespec *left)
+{
+    return __wrap_clock_nanosleep(CLOCK_MONOTONIC, 0, request, left);
+}
+
+int __wrap_usleep(useconds_t us);
+int __wrap_usleep(useconds_t us)
+{
+    struct timespec request = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    return __wrap_clock_nanosleep(CLOCK_MONOTONIC, 0, &request, NULL);
+}
+
+int __wrap_clock_gettime(clockid_t clock, struct timespec *now);
+int __wrap_clock_gettime(clockid_t clock, struct timespec *now)
+{
+    if (!kit_judge_on_schedule())
+        return __real_clock_gettime(clock, now);
+    kit_wire_t *m = kit_judge_begin(WIRE_SYNC, SYNC_CLOCK);
+    kit_judge_word(m, (uint64_t)clock);
+    const kit_wire_t *reply = kit_judge_call(m, 3, 0);
+    if (reply->arg[2] >= 1000000000ULL)
+        kit_judge_violation("a clock reading of %llu nanoseconds past the second", (unsigned long long)reply->arg[2]);
+    now->tv_sec = (time_t)reply->arg[1];
+    now->tv_nsec = (long)reply->arg[2];
+    return 0;
+}

@@ -1,0 +1,80 @@
+/**
+ * @file kit_wire.c
+ * @brief Sending and receiving the judge's and the subject's messages (kit_wire.h).
+ */
+#define _GNU_SOURCE
+#include "kit_wire.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+enum { HEAD = offsetof(kit_wire_t, blob) };
+
+void kit_wire_begin(kit_wire_t *m, uint32_t kind, uint32_t op)
+{
+    m->kind = kind;
+    m->op = op;
+    m->nargs = 0;
+    m->nbytes = 0;
+}
+
+bool kit_wire_word(kit_wire_t *m, uint64_t word)
+{
+    if (m->nargs >= KIT_WIRE_ARGS)
+        return false;
+    m->arg[m->nargs++] = word;
+    return true;
+}
+
+bool kit_wire_bytes(kit_wire_t *m, const void *bytes, size_t size)
+{
+    if (size > KIT_WIRE_BLOB - m->nbytes)
+        return false;
+    if (size > 0)
+        memcpy(m->blob + m->nbytes, bytes, size);
+    m->nbytes += (uint32_t)size;
+    return true;
+}
+
+int kit_wire_send(int fd, const kit_wire_t *m)
+{
+    size_t size = HEAD + m->nbytes;
+    for (;;) {
+        ssize_t sent = send(fd, m, size, MSG_NOSIGNAL);
+        if (sent == (ssize_t)size)
+            return 0;
+        if (sent < 0 && errno == EINTR)
+            continue; /* a signal came first: send it again, whole */
+        return sent < 0 ? errno : EPROTO;
+    }
+}
+
+int kit_wire_recv(int fd, kit_wire_t *m)
+{
+    struct iovec part = { m, sizeof *m };
+    struct msghdr header = { .msg_iov = &part, .msg_iovlen = 1 };
+    ssize_t got;
+    do
+        got = recvmsg(fd, &header, 0);
+    while (got < 0 && errno == EINTR); /* a signal came first: the packet is still there */
+    if (got == 0)
+        return EPIPE;
+    if (got < 0)
+        return errno == ECONNRESET ? EPIPE : errno;
+    if ((header.msg_flags & MSG_TRUNC) || got < (ssize_t)HEAD)
+        return EPROTO;
+    if (m->nargs > KIT_WIRE_ARGS || m->nbytes > KIT_WIRE_BLOB || (size_t)got != HEAD + m->nbytes)
+        return EPROTO;
+    return 0;
+}
+
+const void *kit_wire_take(kit_wire_reader_t *r, size_t size)
+{
+    if (size > r->m->nbytes - r->at)
+        return NULL;
+    const void *bytes = r->m->blob + r->at;
+    r->at += size;
+    return bytes;
+}

@@ -1,0 +1,96 @@
+/**
+ * @file kit_wire.h
+ * @brief The channel between the judge and the subject: one message a
+ *        packet of a SOCK_SEQPACKET socket pair, read into the reader's own
+ *        memory, every length bounded before it is used.
+ *
+ * DESIGN: a message is a fixed head - its kind, an operation number, up to
+ * KIT_WIRE_ARGS 64-bit words and the length of what follows - and a blob of
+ * at most KIT_WIRE_BLOB bytes. Buffers an operation carries sit one after
+ * another in the blob; each one's length is one of the words. Both sides
+ * link this file and nothing of the other side: the judge never reads the
+ * subject's memory, only the bytes the kernel copied out of a packet.
+ */
+#ifndef KIT_WIRE_H
+#define KIT_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { KIT_WIRE_ARGS = 10, KIT_WIRE_BLOB = 65536 };
+
+/* The channels: channel 0 is the test's main thread's; each other thread of
+ * the judge takes one of its own. The subject finds them at descriptors
+ * KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
+enum { KIT_WIRE_CHANNELS = 48, KIT_WIRE_FD = 40 };
+
+/** What a message is. Judge to subject first, then subject to judge. */
+enum kit_wire_kind {
+    WIRE_START = 1,   /* ch 0: run the test arg[0]=scheduled, arg[1]=seed; blob: its name */
+    WIRE_CALL,        /* op: a function of the chapter's table; args and buffers per its row */
+    WIRE_HOOK,        /* op: a harness hook (enum kit_hook) */
+    WIRE_SYNC,        /* op: a pthread call of the test's own code, on a schedule (enum kit_sync) */
+    WIRE_EXPLORE,     /* ch 0: explore; args: schedules, max_steps, max_threads; blob: test\0strategy */
+    WIRE_BODY_DONE,   /* the body of an exploration returned */
+    WIRE_EXIT,        /* a thread of the test returned: its stand-in ends */
+    WIRE_END,         /* ch 0: the test is over */
+    WIRE_REPLY = 32,  /* args: the return value, then out-values; blob: out-buffers */
+    WIRE_GO,          /* a stand-in runs: the judge's thread starts (or the test body does) */
+    WIRE_BODY,        /* ch 0: run the exploration's body once (arg[0]: the schedule) */
+    WIRE_RESULT,      /* ch 0: an exploration ended; args: passed, gave_up, schedules; blob: message\0token */
+    WIRE_RERUN,       /* ch 0: the test cannot run on a schedule; blob: why */
+};
+
+/** One message, as it is read into the reader's memory. */
+typedef struct {
+    uint32_t kind, op;     /**< enum kit_wire_kind; the operation */
+    uint32_t nargs;        /**< words used in arg */
+    uint32_t nbytes;       /**< bytes used in blob */
+    uint64_t arg[KIT_WIRE_ARGS];
+    unsigned char blob[KIT_WIRE_BLOB];
+} kit_wire_t;
+
+/** Start @p m as a message of @p kind and @p op, with no words and no bytes. */
+void kit_wire_begin(kit_wire_t *m, uint32_t kind, uint32_t op);
+/** Add a word; false if the message has no room for it. */
+bool kit_wire_word(kit_wire_t *m, uint64_t word);
+/** Add @p size bytes to the blob (and no word); false if they do not fit. */
+bool kit_wire_bytes(kit_wire_t *m, const void *bytes, size_t size);
+/** Send it whole as one packet: 0 or an errno value. */
+int kit_wire_send(int fd, const kit_wire_t *m);
+/** Receive one packet into @p m: 0, EPIPE at the other side's end, or EPROTO
+ *  for a packet that is not a well-formed message (too long, cut, lengths
+ *  that do not add up). */
+int kit_wire_recv(int fd, kit_wire_t *m);
+
+/** A reader of a message's blob, segment by segment, in order. */
+typedef struct {
+    const kit_wire_t *m;
+    size_t at;
+} kit_wire_reader_t;
+/** The next @p size bytes of the blob, or NULL if fewer are left. */
+const void *kit_wire_take(kit_wire_reader_t *r, size_t size);
+
+/** The harness's hooks a test calls, which only the subject can answer
+ *  (WIRE_HOOK). What they say is the subject's word: docs/grading.md names
+ *  the checks that rest on it. */
+enum kit_hook {
+    HOOK_FAIL_ALLOCATION = 1, HOOK_LIVE_ALLOCATIONS, HOOK_ALLOCATION_CALLS, HOOK_LEAK_PLACES,
+    HOOK_FAIL_THREAD_CREATE, HOOK_SPURIOUS_WAKEUPS, HOOK_WAKEUPS_EVERY, HOOK_SPURIOUS_COUNT,
+    HOOK_WAITING_THREADS, HOOK_AWAIT_WAITING, HOOK_LOCK_DELAYS, HOOK_CHAOS,
+    HOOK_SCHED_WAKEUPS, HOOK_FUTILE_WAKEUPS, HOOK_WOKEN_SPURIOUSLY, HOOK_PRINT_WAKEUPS,
+    HOOK_SAW_RACE, HOOK_PRINT_RACE, HOOK_AWAIT_SLEEPERS, HOOK_AWAIT_QUIET, HOOK_TOUCH_HISTORY,
+    HOOK_REPLAY_SCENARIO, HOOK_DUMP_STACKS, HOOK_CRASH_CONTEXT, HOOK_CLOCK_NOTE, HOOK_EXPLORE_FAIL,
+    HOOK_SCHEDULE, HOOK_COUNT
+};
+/** The test's own pthread calls on a schedule (WIRE_SYNC): the subject
+ *  makes each on a stand-in object of its own, under its scheduler, so
+ *  that the test's threads wait as the schedule says. */
+enum kit_sync {
+    SYNC_CREATE = 1, SYNC_JOIN, SYNC_DETACH, SYNC_MUTEX_LOCK, SYNC_MUTEX_TRYLOCK, SYNC_MUTEX_UNLOCK,
+    SYNC_COND_WAIT, SYNC_COND_SIGNAL, SYNC_COND_BROADCAST, SYNC_FORGET, SYNC_YIELD, SYNC_SLEEP, SYNC_CLOCK,
+    SYNC_COUNT
+};
+
+#endif

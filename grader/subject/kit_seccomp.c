@@ -1,0 +1,111 @@
+/**
+ * @file kit_seccomp.c
+ * @brief The subject's system calls, allowed by a list: what threads, memory,
+ *        time and the channel need, and nothing that opens, executes, forks,
+ *        traces, reaches another process or maps executable memory.
+ *
+ * Installed by the server before the first call of the submission's code,
+ * after the harness warmed up what it loads lazily. A call off the list
+ * fails with EPERM, so that the C library reports it as an error, and the
+ * code under test sees a failure, not a kill.
+ */
+#define _GNU_SOURCE
+#include "kit_serve.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define KIT_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define KIT_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#define LOAD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
+#define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+/* if nr == N: allow (the next instruction), else skip it */
+#define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), ALLOW
+
+#if defined(KIT_AUDIT_ARCH)
+int kit_seccomp_install(int first_channel, int channels)
+{
+    unsigned last = (unsigned)(first_channel + channels - 1);
+    struct sock_filter filter[] = {
+        LOAD(arch),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KIT_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        LOAD(nr),
+        /* Reading and writing: stdin, stdout, stderr and the channels only. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendto, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_recvmsg, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_recvfrom, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_writev, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JA, 6, 0, 0),
+        LOAD(args[0]),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 3, 0, 3),              /* fd 0-2: allowed */
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (unsigned)first_channel, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, last, 0, 1),           /* a channel: allowed */
+        DENY,
+        ALLOW,
+        /* Memory, never executable. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0),
+        LOAD(args[2]),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
+        DENY,
+        ALLOW,
+        LOAD(nr),
+        /* Threads: clone only as a thread of this process. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4),
+        LOAD(args[0]),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+        ALLOW,
+        DENY,
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS), /* glibc falls back to clone */
+        /* A signal only to this process (abort), by its own threads. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4),
+        LOAD(args[0]),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)getpid(), 0, 1),
+        ALLOW,
+        DENY,
+        LOAD(nr),
+        ALLOW_NR(SYS_futex), ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_mremap), ALLOW_NR(SYS_madvise), ALLOW_NR(SYS_brk),
+        ALLOW_NR(SYS_set_robust_list), ALLOW_NR(SYS_rseq), ALLOW_NR(SYS_rt_sigprocmask),
+        ALLOW_NR(SYS_rt_sigreturn), ALLOW_NR(SYS_rt_sigaction), ALLOW_NR(SYS_sigaltstack), ALLOW_NR(SYS_sched_yield),
+        ALLOW_NR(SYS_sched_getaffinity), ALLOW_NR(SYS_nanosleep), ALLOW_NR(SYS_clock_nanosleep),
+        ALLOW_NR(SYS_clock_gettime), ALLOW_NR(SYS_restart_syscall), ALLOW_NR(SYS_gettid), ALLOW_NR(SYS_getpid),
+        ALLOW_NR(SYS_exit), ALLOW_NR(SYS_exit_group), ALLOW_NR(SYS_getrandom), ALLOW_NR(SYS_prctl),
+        ALLOW_NR(SYS_fstat), ALLOW_NR(SYS_newfstatat), ALLOW_NR(SYS_lseek), ALLOW_NR(SYS_getrusage),
+        ALLOW_NR(SYS_sched_getparam), ALLOW_NR(SYS_sched_getscheduler), ALLOW_NR(SYS_get_mempolicy),
+        ALLOW_NR(SYS_membarrier), ALLOW_NR(SYS_timer_create), ALLOW_NR(SYS_timer_settime),
+        ALLOW_NR(SYS_timer_delete), ALLOW_NR(SYS_clock_getres), ALLOW_NR(SYS_gettimeofday),
+        DENY,
+    };
+    struct sock_fprog program = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return errno;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
+        return errno;
+    return 0;
+}
+#else
+int kit_seccomp_install(int first_channel, int channels)
+{
+    (void)first_channel, (void)channels;
+    return ENOSYS;
+}
+#endif

@@ -1,0 +1,294 @@
+/**
+ * @file kit_serve.c
+ * @brief The subject: the submission's code, the explorer and the wrappers,
+ *        serving the judge's requests - each thread of the test has a
+ *        stand-in here that makes its calls - and answering nothing else.
+ *
+ * DESIGN: the judge starts this program as `NAME.subject --serve` with its
+ * channels at KIT_WIRE_FD.. and no other descriptor of its own. The main
+ * thread serves channel 0: the test's start, off or on one schedule (then
+ * the schedule's first thread is the main thread's stand-in), and the
+ * explorations, whose body stand-in asks the judge to run the body once per
+ * schedule. A stand-in blocked on its channel is outside the schedule
+ * (kit_sched_outside): the test's thread in the judge runs meanwhile, as
+ * the schedule's running thread. Before the first request the system-call
+ * filter is installed (kit_seccomp.c). Nothing here decides a verdict: the
+ * subject has no token, and what it says is checked by the judge.
+ */
+#define _GNU_SOURCE
+#include "kit_serve.h"
+
+#include <errno.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kit_sched.h"
+#include "kit_test.h"
+#include "kit_thread.h"
+#include "kit_time.h"
+
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+int __real_pthread_join(pthread_t thread, void **result);
+int __real_pthread_detach(pthread_t thread);
+
+char kit_serve_unset;
+
+/* One message buffer per channel: the stand-in of a channel is its only user. */
+static kit_wire_t requests[KIT_WIRE_CHANNELS], replies[KIT_WIRE_CHANNELS];
+static pthread_t standins[KIT_WIRE_CHANNELS];
+
+static _Noreturn void judge_gone(void)
+{
+    _exit(0); /* the judge ended the test (or died): nothing to answer any more */
+}
+
+static void post(int channel, kit_wire_t *m)
+{
+    if (kit_wire_send(KIT_WIRE_FD + channel, m) != 0)
+        judge_gone();
+}
+
+static void post_kind(int channel, uint32_t kind)
+{
+    kit_wire_t *m = &replies[channel];
+    kit_wire_begin(m, kind, 0);
+    post(channel, m);
+}
+
+/* The next request on @p channel; on a schedule, the wait is outside it. */
+static kit_wire_t *next_request(int channel)
+{
+    bool scheduled = kit_sched_active();
+    if (scheduled)
+        kit_sched_outside(true);
+    int err = kit_wire_recv(KIT_WIRE_FD + channel, &requests[channel]);
+    if (scheduled)
+        kit_sched_outside(false);
+    if (err != 0)
+        judge_gone();
+    return &requests[channel];
+}
+
+/* A text a request carries: its blob's @p index-th NUL-ended string, or "". */
+static const char *text_of(const kit_wire_t *m, int index)
+{
+    static const char empty[] = "";
+    size_t at = 0;
+    for (int i = 0; i <= index; i++) {
+        size_t n = at < m->nbytes ? strnlen((const char *)m->blob + at, m->nbytes - at) : 0;
+        if (at >= m->nbytes || at + n >= m->nbytes)
+            return empty;
+        if (i == index)
+            return (const char *)m->blob + at;
+        at += n + 1;
+    }
+    return empty;
+}
+
+static bool serve_call(const kit_wire_t *q, kit_wire_t *r)
+{
+    if (q->op >= (uint32_t)kit_serve_nops || q->nargs != kit_serve_ops[q->op].words)
+        return false;
+    return kit_serve_ops[q->op].serve(q, r);
+}
+
+bool kit_serve_hook(int channel, const kit_wire_t *q, kit_wire_t *r);
+bool kit_serve_sync(int channel, const kit_wire_t *q, kit_wire_t *r);
+static void serve_explore(const kit_wire_t *q);
+
+/* Serve @p channel until a message of @p until (or the judge's end). */
+static void serve(int channel, uint32_t until)
+{
+    for (;;) {
+        const kit_wire_t *q = next_request(channel);
+        if (q->kind == until)
+            return;
+        kit_wire_t *r = &replies[channel];
+        kit_wire_begin(r, WIRE_REPLY, q->op);
+        bool ok = false;
+        if (q->kind == WIRE_CALL)
+            ok = serve_call(q, r);
+        else if (q->kind == WIRE_HOOK)
+            ok = kit_serve_hook(channel, q, r);
+        else if (q->kind == WIRE_SYNC)
+            ok = kit_serve_sync(channel, q, r);
+        else if (q->kind == WIRE_EXPLORE && channel == 0 && !kit_sched_active()) {
+            serve_explore(q);
+            continue;
+        }
+        if (!ok) {
+            fprintf(stderr, "[ subject  ] a request the server does not know (kind %u, op %u)\n", q->kind, q->op);
+            _exit(3);
+        }
+        post(channel, r);
+    }
+}
+
+/* ---- the test's threads ------------------------------------------------------------------- */
+
+static void *standin_main(void *raw)
+{
+    int channel = (int)(intptr_t)raw;
+    post_kind(channel, WIRE_GO);
+    serve(channel, WIRE_EXIT);
+    return NULL;
+}
+
+int kit_serve_start_standin(int channel)
+{
+    if (channel <= 0 || channel >= KIT_WIRE_CHANNELS)
+        return EINVAL;
+    char name[16];
+    snprintf(name, sizeof name, "test-%d", channel);
+    if (kit_sched_active())
+        return kit_sched_start_thread(&standins[channel], name, standin_main, (void *)(intptr_t)channel);
+    return __real_pthread_create(&standins[channel], NULL, standin_main, (void *)(intptr_t)channel);
+}
+
+int kit_serve_join_standin(int channel, bool detach)
+{
+    if (channel <= 0 || channel >= KIT_WIRE_CHANNELS)
+        return EINVAL;
+    if (kit_sched_active())
+        return detach ? pthread_detach(standins[channel]) : pthread_join(standins[channel], NULL);
+    return detach ? __real_pthread_detach(standins[channel]) : __real_pthread_join(standins[channel], NULL);
+}
+
+/* ---- the test, off or on its schedule ---------------------------------------------------- */
+
+void kit_serve_forget_all(void);
+
+static void main_standin(void **state)
+{
+    (void)state;
+    kit_serve_forget_all();
+    post_kind(0, WIRE_GO);
+    serve(0, WIRE_END);
+}
+
+static void run_scheduled(const char *test, uint64_t seed)
+{
+    char reason[512] = "";
+    bool passed = kit_sched_run_test(test, main_standin, NULL, seed, reason, sizeof reason);
+    kit_wire_t *m = &replies[0];
+    kit_wire_begin(m, passed ? WIRE_RESULT : WIRE_RERUN, 0);
+    kit_wire_word(m, passed ? 1 : kit_sched_saw_race());
+    kit_wire_bytes(m, reason, strlen(reason) + 1);
+    post(0, m);
+}
+
+/* ---- explorations -------------------------------------------------------------------------- */
+
+static void body_standin(void *ctx)
+{
+    (void)ctx;
+    kit_serve_forget_all();
+    post_kind(0, WIRE_BODY);
+    serve(0, WIRE_BODY_DONE);
+}
+
+const char *kit_sched_failed_schedule(void);
+
+static void serve_explore(const kit_wire_t *q)
+{
+    static char test[256], strategy[256];
+    if (q->nargs != 6)
+        _exit(3);
+    snprintf(test, sizeof test, "%.255s", text_of(q, 0));
+    snprintf(strategy, sizeof strategy, "%.255s", text_of(q, 1));
+    kit_explore_t options = { .strategy = q->arg[5] ? strategy : NULL, .schedules = (long)q->arg[0],
+                              .spurious = (int)q->arg[1], .timeouts_race = q->arg[2] != 0,
+                              .max_steps = (long)q->arg[3], .quiet = q->arg[4] != 0 };
+    static kit_explore_result_t result;
+    bool passed = kit_explore_search(test, &options, body_standin, NULL, &result);
+    kit_wire_t *m = &replies[0];
+    kit_wire_begin(m, WIRE_RESULT, 0);
+    uint64_t words[] = { passed, result.gave_up, result.deadlocked, (uint64_t)result.schedules, result.complete,
+                         (uint64_t)result.interleavings };
+    for (int i = 0; i < 6; i++)
+        kit_wire_word(m, words[i]);
+    kit_wire_bytes(m, result.message, strlen(result.message) + 1);
+    kit_wire_bytes(m, result.token, strlen(result.token) + 1);
+    kit_wire_bytes(m, kit_sched_failed_schedule(), strlen(kit_sched_failed_schedule()) + 1);
+    post(0, m);
+}
+
+/* ---- the program ---------------------------------------------------------------------------- */
+
+static void confine_calls(bool filtered)
+{
+    void *frames[4];
+    backtrace(frames, 4); /* the first backtrace loads libgcc_s: before the filter */
+    kit_now_ns();
+    if (!filtered || KIT_SANITIZED)
+        return; /* (a sanitizer's or valgrind's own runtime needs calls the list leaves out) */
+    int err = kit_seccomp_install(KIT_WIRE_FD, KIT_WIRE_CHANNELS);
+    if (err != 0) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test's process could not filter its system calls: %s\n",
+                strerror(err));
+        _exit(4);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || (strcmp(argv[1], "--serve") != 0 && strcmp(argv[1], "--serve-unfiltered") != 0)) {
+        fprintf(stderr, "%s is the code under test's side of a test: its test program starts it\n", argv[0]);
+        return 2;
+    }
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* the runner's gdb, on a hang */
+    kit_thread_set_name("main");
+    kit_catch_crashes();
+    kit_wire_t *start = next_request(0);
+    if (start->kind != WIRE_START || start->nargs != 2)
+        return 3;
+    char test[256];
+    snprintf(test, sizeof test, "%.255s", text_of(start, 0));
+    if (kit_chaos_from_env())
+        fprintf(stderr, "[ chaos    ] KIT_CHAOS=%s\n", getenv("KIT_CHAOS"));
+    confine_calls(strcmp(argv[1], "--serve") == 0);
+    if (start->arg[0])
+        run_scheduled(test, start->arg[1]);
+    serve(0, WIRE_END);
+    return 0;
+}
+
+/* ---- what the harness's own files need of a test program's main ---------------------------- */
+
+void kit_verdict_end(bool passed)
+{
+    (void)passed; /* the subject has no token: the judge gives the verdict */
+}
+
+void kit_verdict_stopped(void)
+{
+}
+
+const char *kit_last_error_text(void)
+{
+    size_t size;
+    const char *kept = kit_sched_error_text(&size);
+    return kept != NULL ? kept : "";
+}
+
+/* A check of the harness's that failed in the subject (a hang check of a
+ * wait it serves): the words, then the subject ends, and the judge fails the test. */
+void kit_fail_at(const char *file, int line, const char *format, ...)
+{
+    char message[2048];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    fprintf(stderr, "[  ERROR   ] --- %s\n[   LINE   ] --- %s:%d: error: Failure!\n", message, file, line);
+    fflush(stderr);
+    _exit(1);
+}

@@ -1,0 +1,31 @@
+/**
+ * @file kit_serve.h
+ * @brief The subject's server, as the generated table of a chapter's calls
+ *        sees it: each row makes one call of the chapter's API from the
+ *        words and bytes of a request, and puts its answer in the reply.
+ */
+#ifndef KIT_SERVE_H
+#define KIT_SERVE_H
+
+#include "kit_wire.h"
+
+/** One function of the chapter's API, served. */
+typedef struct {
+    const char *name;
+    uint32_t words; /**< words a request carries */
+    /** Make the call; false if the request does not fit the row (a protocol error). */
+    bool (*serve)(const kit_wire_t *request, kit_wire_t *reply);
+} kit_serve_op_t;
+
+/** The chapter's table (generated: build/.../NN_serve.c). */
+extern const kit_serve_op_t kit_serve_ops[];
+extern const int kit_serve_nops;
+
+/** A non-NULL pointer the generated code puts in an out-pointer before the
+ *  call, to see whether the call set it. */
+extern char kit_serve_unset;
+
+/** Install the subject's system-call filter (kit_seccomp.c): 0, or an errno value. */
+int kit_seccomp_install(int first_channel, int channels);
+
+#endif
