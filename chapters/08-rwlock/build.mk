@@ -11,3 +11,8 @@ ch08_defines := rwl_*
 # Calls the chapter refuses even where imports.allow allows them: its lesson
 # is the readers-writer lock itself, built from a mutex and condition variables.
 ch08_forbids := pthread_rwlock_* pthread_rwlockattr_*
+# Its tests are judged: the verdict is given by a program that links none of
+# the submission's code, which runs in a process of its own and answers the
+# calls of rwl.h listed in judged.tsv (docs/grading.md).
+ch08_judged  := yes
+ch08_api     := rwl.h

@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "kit_wire.h"
 
@@ -60,6 +61,12 @@ int judge_channel(void);
 void judge_set_thread(int channel, bool on_schedule);
 int judge_take_channel(void);
 void judge_release_channel(int channel);
+/** A history event of this thread's, sent with its next message (kit_wire.h). */
+void judge_touch(void);
+/** The schedule's time on @p clock as the last message said; false if it said none. */
+bool judge_clock(clockid_t clock, struct timespec *now);
+/** A thread of the test ends: its message buffer goes. */
+void judge_thread_done(void);
 /** The subject started with @p scheduled (on first use of the channel, scheduled is false). */
 void judge_start_subject(const char *test, bool scheduled, uint64_t seed);
 /** An exploration's end arrived on channel 0 while its body ran: jump out. */

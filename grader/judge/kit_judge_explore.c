@@ -124,7 +124,9 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
     check_failed = false;
     long bodies = 0;
     for (;;) {
+        judge_set_thread(0, true); /* between bodies too: the schedules order what the bodies did */
         const kit_wire_t *m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
+        judge_set_thread(0, false);
         if (m->kind == WIRE_RESULT)
             return take_result(m, bodies, result);
         bodies++;

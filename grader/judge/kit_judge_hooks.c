@@ -66,7 +66,13 @@ long kit_sched_wakeups(void) { return (long)ask(HOOK_SCHED_WAKEUPS, 0, 0, NULL, 
 long kit_sched_futile_wakeups(void) { return (long)ask(HOOK_FUTILE_WAKEUPS, 0, 0, NULL, NULL, 0, 0); }
 bool kit_sched_woken_spuriously(void) { return ask(HOOK_WOKEN_SPURIOUSLY, 0, 0, NULL, NULL, 0, 0) != 0; }
 unsigned long kit_sched_schedule(void) { return (unsigned long)ask(HOOK_SCHEDULE, 0, 0, NULL, NULL, 0, 0); }
-void kit_sched_touch_history(void) { ask(HOOK_TOUCH_HISTORY, 0, 0, NULL, NULL, 0, 0); }
+void kit_sched_touch_history(void)
+{
+    if (kit_judge_on_schedule())
+        judge_touch(); /* sent with the next message: nothing else runs until then */
+    else
+        ask(HOOK_TOUCH_HISTORY, 0, 0, NULL, NULL, 0, 0);
+}
 void kit_explore_await_quiet(void) { ask(HOOK_AWAIT_QUIET, 0, 0, NULL, NULL, 0, 0); }
 void kit_explore_await_sleepers(int count) { ask(HOOK_AWAIT_SLEEPERS, (uint64_t)count, 0, NULL, NULL, 0, 0); }
 void kit_crash_context(const char *text) { ask(HOOK_CRASH_CONTEXT, text != NULL, 0, text, NULL, 0, 0); }

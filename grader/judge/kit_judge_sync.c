@@ -77,31 +77,42 @@ static int checked(uint64_t code, int allowed)
 
 /* ---- threads ----------------------------------------------------------------------------- */
 
+/* A test thread and its channel. On a schedule the thread is one of the
+ * judge's own workers, one a channel, kept parked between the test's
+ * threads: a schedule starts and joins its threads by the thousand, and a
+ * parked worker takes the next at the cost of a wake-up, not of a thread. */
 struct slot {
     pthread_t thread;
     bool live, ended, detached; /* guarded by slots_lock */
+    bool pooled;                /* a worker's: joined by its end, not by pthread_join */
+    bool has_worker;            /* a worker parks on this channel */
+    bool job_ready;             /* ... and has a job to run */
+    struct start {
+        void *(*fn)(void *);
+        void *arg;
+        int channel;
+        bool on_schedule;
+    } job;
+    void *result;
+    pthread_cond_t changed; /* broadcast when a job is given or a thread ends */
 };
 static struct slot slots[KIT_WIRE_CHANNELS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static int alive; /* threads of the test not yet ended; guarded by slots_lock */
 
-struct start {
-    void *(*fn)(void *);
-    void *arg;
-    int channel;
-    bool on_schedule;
-};
-
 /* The thread is over for the judge: its channel goes back once it is both
  * ended and joined (or detached). */
-static void slot_done(int channel, bool ended, bool let_go)
+static void slot_done(int channel, bool ended, bool let_go, void *result)
 {
     __real_pthread_mutex_lock(&slots_lock);
     struct slot *slot = &slots[channel];
     slot->ended |= ended;
     slot->detached |= let_go;
-    if (ended)
+    if (ended) {
         alive--;
+        slot->result = result;
+        __real_pthread_cond_broadcast(&slot->changed); /* a join may wait for this end */
+    }
     bool free_it = slot->ended && slot->detached;
     if (free_it)
         slot->live = false;
@@ -110,17 +121,72 @@ static void slot_done(int channel, bool ended, bool let_go)
         judge_release_channel(channel);
 }
 
-static void *thread_main(void *raw)
+/* One test thread's life on its channel: its stand-in says go, it runs, it says it ended. */
+static void *run_job(struct start job)
 {
-    struct start start = *(struct start *)raw;
-    free(raw);
-    judge_set_thread(start.channel, start.on_schedule);
+    judge_set_thread(job.channel, job.on_schedule);
     kit_judge_wait(WIRE_GO); /* its stand-in runs: so may it */
-    void *result = start.fn(start.arg);
+    void *result = job.fn(job.arg);
     kit_wire_t *m = kit_judge_begin(WIRE_EXIT, 0);
     kit_judge_post(m);
-    slot_done(start.channel, true, false);
     return result;
+}
+
+static void *thread_main(void *raw)
+{
+    struct start job = *(struct start *)raw;
+    free(raw);
+    void *result = run_job(job);
+    judge_thread_done();
+    slot_done(job.channel, true, false, result);
+    return result;
+}
+
+/* A worker parked on one channel: it runs each job given there, for ever. */
+static void *worker_main(void *raw)
+{
+    struct slot *slot = raw;
+    for (;;) {
+        __real_pthread_mutex_lock(&slots_lock);
+        while (!slot->job_ready) /* while: a broadcast for an end, not for a job */
+            __real_pthread_cond_wait(&slot->changed, &slots_lock);
+        slot->job_ready = false;
+        struct start job = slot->job;
+        __real_pthread_mutex_unlock(&slots_lock);
+        slot_done(job.channel, true, false, run_job(job));
+    }
+    return NULL;
+}
+
+/* Start @p job on its channel: a parked worker on a schedule, else a thread of its own. */
+static int start_job(pthread_t *thread, const pthread_attr_t *attr, struct start job)
+{
+    struct slot *slot = &slots[job.channel];
+    __real_pthread_mutex_lock(&slots_lock);
+    int err = 0;
+    if (job.on_schedule && !slot->has_worker && (err = __real_pthread_create(&slot->thread, NULL, worker_main, slot)) == 0)
+        slot->has_worker = true;
+    slot->live = true;
+    slot->ended = slot->detached = false;
+    slot->pooled = job.on_schedule;
+    if (job.on_schedule && err == 0) {
+        slot->job = job;
+        slot->job_ready = true;
+        *thread = slot->thread;
+        __real_pthread_cond_broadcast(&slot->changed);
+    }
+    alive += err == 0;
+    __real_pthread_mutex_unlock(&slots_lock);
+    if (job.on_schedule || err != 0)
+        return err;
+    struct start *copy = malloc(sizeof *copy);
+    if (copy == NULL || (err = __real_pthread_create(thread, attr, thread_main, copy ? (*copy = job, copy) : NULL)) != 0) {
+        free(copy);
+        slot_done(job.channel, true, true, NULL);
+        return err ? err : EAGAIN;
+    }
+    slot->thread = *thread;
+    return 0;
 }
 
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
@@ -128,23 +194,11 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 {
     kit_judge_begin(WIRE_SYNC, 0); /* the subject runs before any thread is made */
     int channel = judge_take_channel();
-    struct start *start = malloc(sizeof *start);
-    if (channel < 0 || start == NULL) {
-        free(start);
+    if (channel < 0)
         return EAGAIN;
-    }
-    *start = (struct start){ fn, arg, channel, kit_judge_on_schedule() };
-    __real_pthread_mutex_lock(&slots_lock);
-    slots[channel] = (struct slot){ .live = true };
-    alive++;
-    __real_pthread_mutex_unlock(&slots_lock);
-    int err = __real_pthread_create(thread, attr, thread_main, start);
-    if (err != 0) {
-        free(start);
-        slot_done(channel, true, true);
+    int err = start_job(thread, attr, (struct start){ fn, arg, channel, kit_judge_on_schedule() });
+    if (err != 0)
         return err;
-    }
-    slots[channel].thread = *thread;
     if (sync_call(SYNC_CREATE, (uint64_t)channel, 0, 0, 0, 0) != 0)
         kit_fail_at(__FILE__, __LINE__, "the code under test's process could not start a thread for the test");
     return 0;
@@ -161,15 +215,34 @@ static int channel_of(pthread_t thread)
     return found;
 }
 
+/* A worker's job ended: its result, once it has (the subject's join came first). */
+static void *pooled_result(int channel)
+{
+    struct slot *slot = &slots[channel];
+    __real_pthread_mutex_lock(&slots_lock);
+    while (!slot->ended) /* while: a broadcast for a job, not for this end */
+        __real_pthread_cond_wait(&slot->changed, &slots_lock);
+    void *result = slot->result;
+    __real_pthread_mutex_unlock(&slots_lock);
+    return result;
+}
+
 int __wrap_pthread_join(pthread_t thread, void **result);
 int __wrap_pthread_join(pthread_t thread, void **result)
 {
     int channel = channel_of(thread);
     if (channel > 0)
         checked(sync_call(SYNC_JOIN, (uint64_t)channel, 0, 0, 0, 0), ESRCH);
-    int err = __real_pthread_join(thread, result);
+    int err = 0;
+    if (channel > 0 && slots[channel].pooled) {
+        void *value = pooled_result(channel);
+        if (result)
+            *result = value;
+    } else {
+        err = __real_pthread_join(thread, result);
+    }
     if (channel > 0)
-        slot_done(channel, false, true);
+        slot_done(channel, false, true, NULL);
     return err;
 }
 
@@ -179,9 +252,9 @@ int __wrap_pthread_detach(pthread_t thread)
     int channel = channel_of(thread);
     if (channel > 0)
         sync_call(SYNC_DETACH, (uint64_t)channel, 0, 0, 0, 0);
-    int err = __real_pthread_detach(thread);
+    int err = channel > 0 && slots[channel].pooled ? 0 : __real_pthread_detach(thread);
     if (channel > 0)
-        slot_done(channel, false, true);
+        slot_done(channel, false, true, NULL);
     return err;
 }
 
@@ -364,6 +437,8 @@ int __wrap_clock_gettime(clockid_t clock, struct timespec *now)
 {
     if (!kit_judge_on_schedule())
         return __real_clock_gettime(clock, now);
+    if (judge_clock(clock, now))
+        return 0;
     kit_wire_t *m = kit_judge_begin(WIRE_SYNC, SYNC_CLOCK);
     kit_judge_word(m, (uint64_t)clock);
     const kit_wire_t *reply = kit_judge_call(m, 3, 0);

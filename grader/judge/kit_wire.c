@@ -18,6 +18,8 @@ void kit_wire_begin(kit_wire_t *m, uint32_t kind, uint32_t op)
     m->op = op;
     m->nargs = 0;
     m->nbytes = 0;
+    m->flags = 0;
+    m->unused = 0;
 }
 
 bool kit_wire_word(kit_wire_t *m, uint64_t word)

@@ -42,11 +42,21 @@ enum kit_wire_kind {
     WIRE_RERUN,       /* ch 0: the test cannot run on a schedule; blob: why */
 };
 
+/** Flags of a message. WIRE_TOUCHED (judge to subject): the test's thread
+ *  recorded a history event (kit_sched_touch_history) since its last message:
+ *  the stand-in records it first. WIRE_CLOCKED (subject to judge): the
+ *  message carries the schedule's virtual time, which is the time until the
+ *  test's thread sends again - nothing else runs meanwhile. */
+enum { WIRE_TOUCHED = 1, WIRE_CLOCKED = 2 };
+
 /** One message, as it is read into the reader's memory. */
 typedef struct {
     uint32_t kind, op;     /**< enum kit_wire_kind; the operation */
     uint32_t nargs;        /**< words used in arg */
     uint32_t nbytes;       /**< bytes used in blob */
+    uint32_t flags;        /**< WIRE_TOUCHED, WIRE_CLOCKED */
+    uint32_t unused;
+    uint64_t clock[2];     /**< WIRE_CLOCKED: the subject's CLOCK_MONOTONIC and CLOCK_REALTIME, in ns */
     uint64_t arg[KIT_WIRE_ARGS];
     unsigned char blob[KIT_WIRE_BLOB];
 } kit_wire_t;

@@ -420,6 +420,11 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     test->detail[0] = '\0';
     struct verdict_channel channel;
     int err = open_channel(&channel);
+    /* A judged test starts the code under test's process under the same wrapper (valgrind, setarch). */
+    if (options->wrapper && options->wrapper[0])
+        setenv("KIT_SUBJECT_WRAPPER", options->wrapper, 1);
+    else
+        unsetenv("KIT_SUBJECT_WRAPPER");
     if (options->confine)
         setenv("KIT_EXPLORE_SVG_DIR", "/tmp", 1); /* the confinement's own tmpfs (grader_drawing.c draws the reports') */
     char stuck_threads[3000] = "";
