@@ -11,3 +11,8 @@ ch01_defines := msgq_*
 # Calls the chapter refuses even where imports.allow allows them: its lesson
 # is the monitor, one mutex and one condition variable, not a semaphore.
 ch01_forbids := sem_*
+# Its tests are judged: the verdict is given by a program that links none of
+# the submission's code, which runs in a process of its own and answers the
+# calls of msgq.h listed in judged.tsv (docs/grading.md).
+ch01_judged  := yes
+ch01_api     := msgq.h

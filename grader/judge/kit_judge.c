@@ -26,10 +26,13 @@
 int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
 int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 
-/* On a schedule the subject orders every step of the test's threads: one
- * runs, sends, and the next runs once its answer came. ThreadSanitizer
- * cannot see that order through a socket; it is told (off a schedule the
- * threads really run at once, and it is told nothing). */
+/* What the test's threads do is ordered by the subject: on a schedule, one
+ * runs and sends, and the next runs once its answer came; on real threads,
+ * a thread that takes the code under test's lock is answered only after the
+ * thread that let it go has sent its unlock. ThreadSanitizer cannot see that
+ * order through a socket, and is told: every message sent releases, every
+ * message received acquires. (It may so miss a race between two threads of
+ * the test's own; the code under test's races are the subject's to find.) */
 #if defined(__SANITIZE_THREAD__)
 #define KIT_JUDGE_TSAN 1
 #elif defined(__has_feature)
@@ -41,8 +44,8 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char schedule_order;
-#define ORDER_BEFORE_SEND() (my_schedule ? __tsan_release(&schedule_order) : (void)0)
-#define ORDER_AFTER_RECV() (my_schedule ? __tsan_acquire(&schedule_order) : (void)0)
+#define ORDER_BEFORE_SEND() __tsan_release(&schedule_order)
+#define ORDER_AFTER_RECV() __tsan_acquire(&schedule_order)
 #else
 #define ORDER_BEFORE_SEND() ((void)0)
 #define ORDER_AFTER_RECV() ((void)0)
@@ -422,4 +425,97 @@ void *kit_judge_handle_in(uint64_t value)
     if (token == NULL)
         kit_judge_violation("a handle the judge had no memory to stand for");
     return token;
+}
+
+/* ---- opaque pointers ---------------------------------------------------------------------
+ * A pointer the test hands the code under test (a message's body, an item)
+ * is only a value to it: kept, given back, never read. Every value the judge
+ * sent is remembered; one that comes back must be one of them, or NULL. */
+
+static uint64_t *sent;       /* open addressing; 0 marks a free place; guarded by channels_lock */
+static size_t sent_room, sent_count;
+
+static void sent_add(uint64_t value)
+{
+    for (size_t i = (size_t)(value * 0x9e3779b97f4a7c15ULL) & (sent_room - 1);; i = (i + 1) & (sent_room - 1)) {
+        if (sent[i] == value)
+            return;
+        if (sent[i] == 0) {
+            sent[i] = value;
+            sent_count++;
+            return;
+        }
+    }
+}
+
+static bool sent_has(uint64_t value)
+{
+    if (sent_room == 0)
+        return false;
+    for (size_t i = (size_t)(value * 0x9e3779b97f4a7c15ULL) & (sent_room - 1); sent[i] != 0; i = (i + 1) & (sent_room - 1))
+        if (sent[i] == value)
+            return true;
+    return false;
+}
+
+/* Twice the room, everything placed again (called with channels_lock held). */
+static bool sent_grow(void)
+{
+    size_t old_room = sent_room;
+    uint64_t *old = sent;
+    sent_room = old_room ? 2 * old_room : 1024;
+    sent = calloc(sent_room, sizeof *sent);
+    if (sent == NULL)
+        return false;
+    sent_count = 0;
+    for (size_t i = 0; i < old_room; i++)
+        if (old[i] != 0)
+            sent_add(old[i]);
+    free(old);
+    return true;
+}
+
+void kit_judge_pointer_out(const void *pointer)
+{
+    uint64_t value = (uint64_t)(uintptr_t)pointer;
+    if (value == 0)
+        return;
+    __real_pthread_mutex_lock(&channels_lock);
+    bool room = 2 * (sent_count + 1) <= sent_room || sent_grow();
+    if (room)
+        sent_add(value);
+    __real_pthread_mutex_unlock(&channels_lock);
+    if (!room)
+        kit_judge_violation("no memory left to remember the pointers handed out");
+}
+
+void kit_judge_pointer_in(const void *pointer, const char *call)
+{
+    uint64_t value = (uint64_t)(uintptr_t)pointer;
+    if (value == 0)
+        return;
+    __real_pthread_mutex_lock(&channels_lock);
+    bool known = sent_has(value);
+    __real_pthread_mutex_unlock(&channels_lock);
+    if (!known)
+        kit_judge_violation("%s gave back a pointer the test never handed it", call);
+}
+
+/* An out-value the test left unset goes to the subject as it is, for the
+ * call to keep or overwrite, as in one process: under valgrind its bytes
+ * are no error of the test's. */
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define KIT_JUDGE_MEMCHECK 1
+#endif
+#endif
+
+void kit_judge_defined(const void *bytes, size_t size)
+{
+#if defined(KIT_JUDGE_MEMCHECK)
+    VALGRIND_MAKE_MEM_DEFINED(bytes, size);
+#else
+    (void)bytes, (void)size;
+#endif
 }

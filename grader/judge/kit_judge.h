@@ -40,6 +40,12 @@ const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes);
 uint64_t kit_judge_handle_out(const void *handle);
 /** The handle that stands for the subject's pointer @p value (NULL for 0). */
 void *kit_judge_handle_in(uint64_t value);
+/** Under valgrind: @p size bytes at @p bytes count as set (an out-value the test left unset). */
+void kit_judge_defined(const void *bytes, size_t size);
+/** Remember a pointer the test hands the code under test (never read there). */
+void kit_judge_pointer_out(const void *pointer);
+/** A pointer the subject gave back: NULL, or one handed out; else a violation. */
+void kit_judge_pointer_in(const void *pointer, const char *call);
 /** Fail the test for a message the subject should never have sent, and
  *  flag it: "[ integrity ]" in the log. */
 _Noreturn void kit_judge_violation(const char *format, ...) __attribute__((format(printf, 1, 2)));
