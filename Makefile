@@ -325,14 +325,15 @@ endef
 is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
 JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
               grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c
-SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c
+SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
+              grader/subject/kit_symbolize.c
 JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario.c)
 SUBJECT_SUPPORT_OBJS = $(filter-out %/kit_test.o %/kit_scenario.o,$(SUPPORT_OBJS)) \
                        $(patsubst %.c,$(COMMON)/%.o,$(SERVE_SRCS) grader/judge/kit_wire.c)
 JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthread_detach pthread_mutex_lock \
                 pthread_mutex_trylock pthread_mutex_unlock pthread_mutex_destroy pthread_cond_init pthread_cond_wait \
                 pthread_cond_timedwait pthread_cond_clockwait pthread_cond_signal pthread_cond_broadcast \
-                pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime \
+                pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime pthread_setname_np \
                 _fail _assert_in_range print_error)
 SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WRAPS))
 $(COMMON)/judged/%/proxies.c: chapters/%/judged.tsv grader/judge/kit-proxies

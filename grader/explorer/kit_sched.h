@@ -72,6 +72,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 /** @brief How a test explores; zero fields take the defaults shown. */
@@ -304,6 +305,16 @@ bool kit_sched_stack_overflow(const void *addr);
  * schedule's other threads, gdb's way, numbered from @p first_number. Not
  * safe in a signal handler: the crash report calls it last, guarded. */
 void kit_sched_print_parked_threads(int first_number);
+
+/* Where the reports' tools run: NULL members run them here (popen, fopen).
+ * A judged test's subject, behind its system-call filter, sets them to a
+ * helper started before it (grader/subject/kit_symbolize.c). */
+typedef struct {
+    FILE *(*popen)(const char *command);
+    int (*pclose)(FILE *stream);
+    FILE *(*fopen)(const char *path);
+} kit_sched_symbolizer_t;
+extern kit_sched_symbolizer_t kit_sched_symbolizer;
 
 /* ---- For a runtime that drives the code under test from the schedule --------
  * Start a thread of the schedule running fn(arg), named @p name, from a

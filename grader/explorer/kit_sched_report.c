@@ -52,6 +52,23 @@ struct place {
 static struct place places[MAX_PLACES];
 static int nplaces;
 
+/* Behind a system-call filter (a judged test's subject, kit_serve.c) a
+ * helper started before it runs addr2line and reads the sources. */
+kit_sched_symbolizer_t kit_sched_symbolizer;
+
+static FILE *run_tool(const char *command)
+{
+    return kit_sched_symbolizer.popen ? kit_sched_symbolizer.popen(command) : popen(command, "r");
+}
+
+static void end_tool(FILE *pipe)
+{
+    if (kit_sched_symbolizer.pclose)
+        kit_sched_symbolizer.pclose(pipe);
+    else
+        pclose(pipe);
+}
+
 /* The running program's file, for addr2line; false if it cannot be read. */
 static bool program_file(char *exe, size_t size)
 {
@@ -110,7 +127,7 @@ static void resolve_places(void)
     int at = snprintf(command, size, "addr2line -f -e '%s'", exe);
     for (int i = 0; i < nplaces; i++)
         at += snprintf(command + at, size - (size_t)at, " %#lx", (unsigned long)((uintptr_t)places[i].addr - bias - 1));
-    FILE *pipe = popen(command, "r");
+    FILE *pipe = run_tool(command);
     __real_free(command);
     if (pipe == NULL)
         return;
@@ -123,7 +140,7 @@ static void resolve_places(void)
         if (earlier_reference(places[i].path))
             snprintf(places[i].text + used, sizeof places[i].text - used, " (reference)");
     }
-    pclose(pipe);
+    end_tool(pipe);
 }
 
 static void want_place(void *addr)
@@ -162,7 +179,7 @@ static void inlined_callers(void *addr, kit_text_t *t)
         return;
     char command[700];
     snprintf(command, sizeof command, "addr2line -f -i -e '%s' %#lx", exe, (unsigned long)((uintptr_t)addr - bias - 1));
-    FILE *pipe = popen(command, "r");
+    FILE *pipe = run_tool(command);
     if (pipe == NULL)
         return;
     char function[512], line[1024], place[96], previous[512] = "";
@@ -174,7 +191,7 @@ static void inlined_callers(void *addr, kit_text_t *t)
             kit_text_put(t, "%s%s (%s)", t->at ? " <- " : ", called from ", function, place);
         snprintf(previous, sizeof previous, "%s", function);
     }
-    pclose(pipe);
+    end_tool(pipe);
 }
 
 /* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)", and for the
@@ -266,7 +283,7 @@ static const char *object_name(int obj, char *out, size_t size)
 /* Line @p number of the file at @p path, or false. */
 static bool source_line(const char *path, long number, char *out, size_t size)
 {
-    FILE *in = path[0] ? fopen(path, "r") : NULL;
+    FILE *in = !path[0] ? NULL : kit_sched_symbolizer.fopen ? kit_sched_symbolizer.fopen(path) : fopen(path, "r");
     if (in == NULL)
         return false;
     long at = 0;

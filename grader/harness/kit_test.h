@@ -255,6 +255,9 @@ void kit_catch_crashes(void);
 /** @brief What the test is running now, said by a crash report ("scenario 17
  *         of 100 ..."), or NULL once it is over. The text is copied. */
 void kit_crash_context(const char *text);
+/* Behind a system-call filter (a judged test's subject): prints every
+ * thread's stack through a helper started before it; false if it could not. */
+extern bool (*kit_stacks_helper)(void);
 
 /** @brief A thread the main thread can wait for with a timeout. */
 typedef struct kit_worker {

@@ -93,6 +93,13 @@ int kit_seccomp_install(int first_channel, int channels)
         ALLOW_NR(SYS_sched_getparam), ALLOW_NR(SYS_sched_getscheduler), ALLOW_NR(SYS_get_mempolicy),
         ALLOW_NR(SYS_membarrier), ALLOW_NR(SYS_timer_create), ALLOW_NR(SYS_timer_settime),
         ALLOW_NR(SYS_timer_delete), ALLOW_NR(SYS_clock_getres), ALLOW_NR(SYS_gettimeofday),
+        ALLOW_NR(SYS_readlinkat), ALLOW_NR(SYS_setitimer), ALLOW_NR(SYS_getitimer),
+#if defined(SYS_readlink)
+        ALLOW_NR(SYS_readlink),
+#endif
+#if defined(SYS_alarm)
+        ALLOW_NR(SYS_alarm),
+#endif
         DENY,
     };
     struct sock_fprog program = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };

@@ -233,6 +233,12 @@ static void serve_explore(const kit_wire_t *q)
 
 /* ---- the program ---------------------------------------------------------------------------- */
 
+int kit_symbolizer_start(void);
+FILE *kit_symbolizer_popen(const char *command);
+int kit_symbolizer_pclose(FILE *stream);
+FILE *kit_symbolizer_fopen(const char *path);
+bool kit_symbolizer_stacks(void);
+
 static void confine_calls(bool filtered)
 {
     void *frames[4];
@@ -240,7 +246,12 @@ static void confine_calls(bool filtered)
     kit_now_ns();
     if (!filtered || KIT_SANITIZED)
         return; /* (a sanitizer's or valgrind's own runtime needs calls the list leaves out) */
-    int err = kit_seccomp_install(KIT_WIRE_FD, KIT_WIRE_CHANNELS);
+    if (kit_symbolizer_start() == 0) { /* addr2line, the sources and gdb, from a helper */
+        kit_sched_symbolizer = (kit_sched_symbolizer_t){ kit_symbolizer_popen, kit_symbolizer_pclose,
+                                                         kit_symbolizer_fopen };
+        kit_stacks_helper = kit_symbolizer_stacks;
+    }
+    int err = kit_seccomp_install(KIT_WIRE_FD - 1, KIT_WIRE_CHANNELS + 1); /* the helper's, and the channels */
     if (err != 0) {
         fprintf(stderr, "[  ERROR   ] --- the code under test's process could not filter its system calls: %s\n",
                 strerror(err));

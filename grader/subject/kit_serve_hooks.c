@@ -196,6 +196,11 @@ bool kit_serve_sync(int channel, const kit_wire_t *q, kit_wire_t *r)
     int err;
     if (q->op == SYNC_CREATE)
         err = kit_serve_start_standin((int)q->arg[0]);
+    else if (q->op == SYNC_NAME) {
+        char name[16];
+        snprintf(name, sizeof name, "%.15s", first_text(q));
+        err = pthread_setname_np(pthread_self(), name);
+    }
     else if (q->op == SYNC_JOIN || q->op == SYNC_DETACH)
         err = kit_serve_join_standin((int)q->arg[0], q->op == SYNC_DETACH);
     else if (!kit_sched_active() && q->op != SYNC_CLOCK)
