@@ -248,9 +248,24 @@ static _Noreturn void subject_ended(void)
             pause(); /* another thread of the test reports it, and ends the process */
     gone = true;
     int status = 0;
+    kill(subject, SIGKILL); /* (an end already under way keeps its status) */
     while (waitpid(subject, &status, 0) < 0 && errno == EINTR)
         ;
     fflush(stdout);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+        fprintf(stderr, "[ integrity ] the code under test's process made a system call no test needs (its filter "
+                        "killed it)\n[  FAILED  ] the test cannot trust its answers: it fails\n");
+        kit_verdict_end(false);
+        fflush(stderr);
+        _exit(1);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        fprintf(stderr, "[ integrity ] the code under test's process exited in the middle of the test, with status 0"
+                        "\n[  FAILED  ] the test cannot trust its answers: it fails\n");
+        kit_verdict_end(false);
+        fflush(stderr);
+        _exit(1);
+    }
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "[  FAILED  ] the code under test's process was killed by signal %d (%s)\n", WTERMSIG(status),
                 strsignal(WTERMSIG(status)));

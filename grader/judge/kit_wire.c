@@ -6,6 +6,7 @@
 #include "kit_wire.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -61,8 +62,10 @@ int kit_wire_recv(int fd, kit_wire_t *m)
     do
         got = recvmsg(fd, &header, 0);
     while (got < 0 && errno == EINTR); /* a signal came first: the packet is still there */
-    if (got == 0)
-        return EPIPE;
+    if (got == 0) { /* the other side's end - or a packet of no bytes, which is no message */
+        struct pollfd hangup = { fd, POLLRDHUP, 0 };
+        return poll(&hangup, 1, 0) == 1 && (hangup.revents & (POLLHUP | POLLRDHUP)) ? EPIPE : EPROTO;
+    }
     if (got < 0)
         return errno == ECONNRESET ? EPIPE : errno;
     if ((header.msg_flags & MSG_TRUNC) || got < (ssize_t)HEAD)

@@ -327,6 +327,24 @@ static const char *load_note(const struct process_end *end, const struct run_opt
     return note;
 }
 
+/* A judged test whose judge caught the code under test's process at what no
+ * code needs - a message off the protocol, a system call its filter kills,
+ * an exit in the middle of the test - says so on a line of its own
+ * ("[ integrity ] ..."): the test failed, and is flagged. (The subject can
+ * print such a line too: it only flags itself.) */
+static void read_integrity(struct test_case *test, const char *log)
+{
+    const char *marker = "[ integrity ] ";
+    const char *line = log;
+    while (line && strncmp(line, marker, strlen(marker)) != 0)
+        line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+    if (line == NULL || test->verdict == V_PASSED)
+        return;
+    test->integrity = true;
+    line += strlen(marker);
+    textf(test->detail, sizeof test->detail, "INTEGRITY: %.*s\n", (int)strcspn(line, "\n"), line);
+}
+
 void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
                 const char *stuck_threads, const struct run_options *options)
 {
@@ -343,6 +361,8 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
     if (end->timed_out)
         textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s%s",
               options->limits.wall_seconds, load_note(end, options, note, sizeof note), stuck_threads);
+    if (log)
+        read_integrity(test, log);
     if (test->verdict != V_PASSED) {
         read_failed_steps(test, log);
         point_at_logs(test, log, log_path, options);

@@ -466,6 +466,25 @@ static bool chapter_refused(const struct config *config, const char *chapter, st
     return true;
 }
 
+/* A judged test whose judge caught the code under test at what no code
+ * needs (grader_judge.c) flags its chapter: as one admission refused, every
+ * line of it scores 0. True if it did. */
+static bool flagged_by_judge(struct test_case *tests, int count, const char *chapter)
+{
+    bool flagged = false;
+    for (int i = 0; i < count; i++)
+        flagged = flagged || (strcmp(tests[i].chapter, chapter) == 0 && tests[i].integrity);
+    for (int i = 0; flagged && i < count; i++) {
+        if (strcmp(tests[i].chapter, chapter) != 0 || tests[i].verdict != V_PASSED)
+            continue;
+        tests[i].verdict = V_REJECTED;
+        tests[i].integrity = true;
+        textf(tests[i].detail, sizeof tests[i].detail, "the judge flagged this chapter: see its line marked "
+              "INTEGRITY\n");
+    }
+    return flagged;
+}
+
 /* Whether a line counts: a ThreadSanitizer line counts only with its build. */
 static bool line_scored(const struct config *config, const struct test_case *test)
 {
@@ -512,6 +531,8 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
         count_line(config, test, totals);
         print_test_line(test, !mutant, config->debug_args);
     }
+    if (!refused && flagged_by_judge(tests, count, chapter))
+        printf("  INTEGRITY: the judge flagged a test of this chapter (its line says why): every line scores 0\n");
     for (int i = 0; i < count; i++)
         if (strcmp(tests[i].chapter, chapter) == 0 && tests[i].verdict == V_PASSED)
             score += tests[i].points;

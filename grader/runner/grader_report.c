@@ -322,7 +322,8 @@ static void print_chapter_standing(const struct test_case *first, int count, con
     if (failing == NULL)
         printf("every test passes\n");
     else if (failing->integrity)
-        printf("INTEGRITY: admission refused its files - see the chapter's first line\n");
+        printf("INTEGRITY: %s\n", failing->verdict == V_REJECTED ? "admission refused its files - see the chapter's "
+               "first line" : "the judge caught its code at what no code needs - see the line marked INTEGRITY");
     else if (score == 0 && failure_kind(&first[0]) == UNWRITTEN)
         printf("not begun: its functions return ENOSYS - start with %.*s\n", (int)strcspn(unwritten, ","),
                unwritten);

@@ -7,7 +7,10 @@
  * Installed by the server before the first call of the submission's code,
  * after the harness warmed up what it loads lazily. A call off the list
  * fails with EPERM, so that the C library reports it as an error, and the
- * code under test sees a failure, not a kill.
+ * code under test sees a failure, not a kill - except the calls no code of
+ * the kit's or of a submission's ever needs, and an attack does (trace,
+ * splice, dup, exec, executable memory, a signal to another process):
+ * those kill the process, and the judge flags the test (SIGSYS).
  */
 #define _GNU_SOURCE
 #include "kit_serve.h"
@@ -35,6 +38,9 @@
 #define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
 /* if nr == N: allow (the next instruction), else skip it */
 #define ALLOW_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), ALLOW
+#define KILL BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
+/* if nr == N: kill the process, else go on */
+#define KILL_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), KILL
 
 #if defined(KIT_AUDIT_ARCH)
 int kit_seccomp_install(int first_channel, int channels)
@@ -59,13 +65,13 @@ int kit_seccomp_install(int first_channel, int channels)
         BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, last, 0, 1),           /* a channel: allowed */
         DENY,
         ALLOW,
-        /* Memory, never executable. */
+        /* Memory, never executable: no code of the kit's maps any after the filter. */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 2, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 1, 0),
         BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0),
         LOAD(args[2]),
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
-        DENY,
+        KILL,
         ALLOW,
         LOAD(nr),
         /* Threads: clone only as a thread of this process. */
@@ -83,6 +89,19 @@ int kit_seccomp_install(int first_channel, int channels)
         ALLOW,
         DENY,
         LOAD(nr),
+        /* What no code of the kit's does, and an attack would: the process dies of SIGSYS, and is flagged. */
+        KILL_NR(SYS_ptrace), KILL_NR(SYS_process_vm_readv), KILL_NR(SYS_process_vm_writev), KILL_NR(SYS_splice),
+        KILL_NR(SYS_tee), KILL_NR(SYS_vmsplice), KILL_NR(SYS_sendfile), KILL_NR(SYS_copy_file_range),
+        KILL_NR(SYS_dup), KILL_NR(SYS_dup3), KILL_NR(SYS_execve), KILL_NR(SYS_execveat), KILL_NR(SYS_memfd_create),
+        KILL_NR(SYS_bpf), KILL_NR(SYS_io_uring_setup), KILL_NR(SYS_kill), KILL_NR(SYS_tkill), KILL_NR(SYS_kcmp),
+        KILL_NR(SYS_pidfd_open), KILL_NR(SYS_pidfd_getfd), KILL_NR(SYS_pkey_mprotect), KILL_NR(SYS_userfaultfd),
+        KILL_NR(SYS_perf_event_open), KILL_NR(SYS_open_by_handle_at), KILL_NR(SYS_pwrite64), KILL_NR(SYS_pwritev),
+#if defined(SYS_dup2)
+        KILL_NR(SYS_dup2),
+#endif
+#if defined(SYS_fork)
+        KILL_NR(SYS_fork), KILL_NR(SYS_vfork),
+#endif
         ALLOW_NR(SYS_futex), ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_mremap), ALLOW_NR(SYS_madvise), ALLOW_NR(SYS_brk),
         ALLOW_NR(SYS_set_robust_list), ALLOW_NR(SYS_rseq), ALLOW_NR(SYS_rt_sigprocmask),
         ALLOW_NR(SYS_rt_sigreturn), ALLOW_NR(SYS_rt_sigaction), ALLOW_NR(SYS_sigaltstack), ALLOW_NR(SYS_sched_yield),

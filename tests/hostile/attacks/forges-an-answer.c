@@ -1,0 +1,74 @@
+/* Attack: the reference queue, whose msgq_create first forges the judge's
+ *         answer: it finds send in the C library's symbol table and writes a
+ *         well-formed reply ("created, here is the queue") on the test's
+ *         channel before the real one. The judge takes each reply in turn and
+ *         checks its shape against the call it answers: the next answer does
+ *         not fit its call, and the test fails, flagged - every line of the
+ *         chapter scores 0, though the queue is correct.
+ * Base: solution
+ * Expect: flagged
+ */
+#include <elf.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+
+static int same(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+/* The C library's first byte: the page below qsort that starts with \177ELF. */
+static const unsigned char *library_base(void)
+{
+    uintptr_t page = (uintptr_t)(void *)qsort & ~(uintptr_t)4095;
+    for (;; page -= 4096) {
+        const unsigned char *p = (const unsigned char *)page;
+        if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
+            return p;
+    }
+}
+
+static uintptr_t absolute(const unsigned char *base, uintptr_t value)
+{
+    return value < (uintptr_t)base ? (uintptr_t)base + value : value;
+}
+
+static void *find(const char *name)
+{
+    const unsigned char *base = library_base();
+    const Elf64_Ehdr *elf = (const Elf64_Ehdr *)base;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + elf->e_phoff);
+    const Elf64_Dyn *dyn = NULL;
+    for (int i = 0; i < elf->e_phnum; i++)
+        if (ph[i].p_type == PT_DYNAMIC)
+            dyn = (const Elf64_Dyn *)(base + ph[i].p_vaddr);
+    const Elf64_Sym *symbols = NULL;
+    const char *names = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_SYMTAB)
+            symbols = (const Elf64_Sym *)absolute(base, dyn->d_un.d_ptr);
+        if (dyn->d_tag == DT_STRTAB)
+            names = (const char *)absolute(base, dyn->d_un.d_ptr);
+    }
+    for (const Elf64_Sym *s = symbols; s && (const char *)s < names; s++)
+        if (s->st_value != 0 && same(names + s->st_name, name))
+            return (void *)(base + s->st_value);
+    return NULL;
+}
+
+typedef long (*send_fn)(int, const void *, size_t, int);
+
+static void hostile_hook(void)
+{
+    /* kit_wire_t's head: kind, op, nargs, nbytes, flags, unused; clock[2]; arg[10] */
+    struct {
+        uint32_t kind, op, nargs, nbytes, flags, unused;
+        uint64_t clock[2], arg[10];
+    } reply = { 32, 0, 3, 0, 0, 0, { 0, 0 }, { 0, 1, 0x1000 } };
+    send_fn post = (send_fn)find("send");
+    if (post)
+        post(40, &reply, sizeof reply, 0);
+}
