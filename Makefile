@@ -466,7 +466,7 @@ chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(ca
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
               $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
-              $(FEEDBACK_SRCS)
+              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
@@ -843,6 +843,7 @@ lint: ## shellcheck on every script, the editor files, compile_commands.json, th
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
+	@$(if $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/obj/%,$(JUDGE_OBJS)),echo "a judge links the subject's side: $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/obj/%,$(JUDGE_OBJS))"; exit 1,echo "check-judge: no judge links an object of the subject's side or of a submission")
 	@tools/check-page-tags && echo "check-page-tags: every page names the tags it cites and shows none of their lines, and sends no one to the reference's files"
 	@tools/check-copied-code
 	@$(if $(HAVE_SOLUTIONS),tools/check-chapter --all --quiet && echo "check-chapter: every chapter has the parts docs/instructors.md lists (tools/check-chapter NN says more)")
