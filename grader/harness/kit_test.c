@@ -558,10 +558,12 @@ int kit_worker_join(kit_worker_t *worker, long timeout_ms, void **result)
     return 0;
 }
 
-/* KIT_DEBUG=1 (make debug): a hang stays a hang, for the debugger to see. */
+/* KIT_DEBUG=1 (make debug): a hang stays a hang, for the debugger to see.
+ * KIT_SLOW=1 (make valgrind, make tsan): eight times as long - there a judged
+ * test's every call crosses between two instrumented processes. */
 static long hang_limit_ms(void)
 {
-    return getenv("KIT_DEBUG") ? LONG_MAX / 4 : KIT_HANG_MS;
+    return getenv("KIT_DEBUG") ? LONG_MAX / 4 : getenv("KIT_SLOW") ? 8 * KIT_HANG_MS : KIT_HANG_MS;
 }
 
 void *kit_worker_must_finish_at(kit_worker_t *worker, const char *what, const char *file, int line)

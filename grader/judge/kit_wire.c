@@ -21,6 +21,8 @@ void kit_wire_begin(kit_wire_t *m, uint32_t kind, uint32_t op)
     m->nbytes = 0;
     m->flags = 0;
     m->unused = 0;
+    m->clock[0] = m->clock[1] = 0;
+    memset(m->arg, 0, sizeof m->arg); /* the head goes whole: no byte of it unset */
 }
 
 bool kit_wire_word(kit_wire_t *m, uint64_t word)

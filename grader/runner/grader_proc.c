@@ -410,6 +410,20 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
     argv[argc] = NULL;
 }
 
+/* A judged test (its subject beside it, NAME.subject) crosses between two
+ * processes at every call of the code, about ten microseconds each: an
+ * exploration's thousands of schedules take a few times as long as in one
+ * process, and its time limit is that many times the limit (the CPU limit,
+ * twice the time limit and more, follows it: kit-confine's and setrlimit's). */
+enum { JUDGED_SCALE = 3 };
+
+static double judged_scale(const struct test_case *test)
+{
+    char subject[sizeof test->binary + 16];
+    snprintf(subject, sizeof subject, "%s.subject", test->binary);
+    return access(subject, X_OK) == 0 && strstr(test->name, "_explore_") != NULL ? JUDGED_SCALE : 1;
+}
+
 void run_test_case(struct test_case *test, const struct run_options *options)
 {
     char log_path[1024], wrapper_copy[1024], text[4][32];
@@ -430,7 +444,7 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     char stuck_threads[3000] = "";
     struct diagnosis diagnosis = { options, stuck_threads, sizeof stuck_threads };
     struct run run = { argv, log_path, options->confine ? NULL : &options->limits, channel.test_ends,
-                       options->limits.wall_seconds, diagnose_with_gdb, &diagnosis };
+                       options->limits.wall_seconds * judged_scale(test), diagnose_with_gdb, &diagnosis };
     struct process_end end;
     bool token_ok = false;
     if (err == 0) {

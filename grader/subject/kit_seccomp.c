@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -43,10 +44,64 @@
 #define KILL_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), KILL
 
 #if defined(KIT_AUDIT_ARCH)
+/* Every call but reading, writing and signalling, which depend on this
+ * process's descriptors and pid (kit_seccomp_install's own head). */
+static const struct sock_filter calls[] = {
+    LOAD(nr),
+    /* Memory, never executable: no code of the kit's maps any after the filter. */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 2, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0),
+    LOAD(args[2]),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
+    KILL,
+    ALLOW,
+    LOAD(nr),
+    /* Threads: clone only as a thread of this process. */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4),
+    LOAD(args[0]),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+    ALLOW,
+    DENY,
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS), /* glibc falls back to clone */
+    /* What no code of the kit's does, and an attack would: the process dies of SIGSYS, and is flagged. */
+    KILL_NR(SYS_ptrace), KILL_NR(SYS_process_vm_readv), KILL_NR(SYS_process_vm_writev), KILL_NR(SYS_splice),
+    KILL_NR(SYS_tee), KILL_NR(SYS_vmsplice), KILL_NR(SYS_sendfile), KILL_NR(SYS_copy_file_range),
+    KILL_NR(SYS_dup), KILL_NR(SYS_dup3), KILL_NR(SYS_execve), KILL_NR(SYS_execveat), KILL_NR(SYS_memfd_create),
+    KILL_NR(SYS_bpf), KILL_NR(SYS_io_uring_setup), KILL_NR(SYS_kill), KILL_NR(SYS_tkill), KILL_NR(SYS_kcmp),
+    KILL_NR(SYS_pidfd_open), KILL_NR(SYS_pidfd_getfd), KILL_NR(SYS_pkey_mprotect), KILL_NR(SYS_userfaultfd),
+    KILL_NR(SYS_perf_event_open), KILL_NR(SYS_open_by_handle_at), KILL_NR(SYS_pwrite64), KILL_NR(SYS_pwritev),
+#if defined(SYS_dup2)
+    KILL_NR(SYS_dup2),
+#endif
+#if defined(SYS_fork)
+    KILL_NR(SYS_fork), KILL_NR(SYS_vfork),
+#endif
+    ALLOW_NR(SYS_futex), ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_mremap), ALLOW_NR(SYS_madvise), ALLOW_NR(SYS_brk),
+    ALLOW_NR(SYS_set_robust_list), ALLOW_NR(SYS_rseq), ALLOW_NR(SYS_rt_sigprocmask),
+    ALLOW_NR(SYS_rt_sigreturn), ALLOW_NR(SYS_rt_sigaction), ALLOW_NR(SYS_sigaltstack), ALLOW_NR(SYS_sched_yield),
+    ALLOW_NR(SYS_sched_getaffinity), ALLOW_NR(SYS_nanosleep), ALLOW_NR(SYS_clock_nanosleep),
+    ALLOW_NR(SYS_clock_gettime), ALLOW_NR(SYS_restart_syscall), ALLOW_NR(SYS_gettid), ALLOW_NR(SYS_getpid),
+    ALLOW_NR(SYS_exit), ALLOW_NR(SYS_exit_group), ALLOW_NR(SYS_getrandom), ALLOW_NR(SYS_prctl),
+    ALLOW_NR(SYS_fstat), ALLOW_NR(SYS_newfstatat), ALLOW_NR(SYS_lseek), ALLOW_NR(SYS_getrusage),
+    ALLOW_NR(SYS_sched_getparam), ALLOW_NR(SYS_sched_getscheduler), ALLOW_NR(SYS_get_mempolicy),
+    ALLOW_NR(SYS_membarrier), ALLOW_NR(SYS_timer_create), ALLOW_NR(SYS_timer_settime),
+    ALLOW_NR(SYS_timer_delete), ALLOW_NR(SYS_clock_getres), ALLOW_NR(SYS_gettimeofday),
+    ALLOW_NR(SYS_readlinkat), ALLOW_NR(SYS_setitimer), ALLOW_NR(SYS_getitimer),
+#if defined(SYS_readlink)
+    ALLOW_NR(SYS_readlink),
+#endif
+#if defined(SYS_alarm)
+    ALLOW_NR(SYS_alarm),
+#endif
+    DENY,
+};
+
 int kit_seccomp_install(int first_channel, int channels)
 {
     unsigned last = (unsigned)(first_channel + channels - 1);
-    struct sock_filter filter[] = {
+    const struct sock_filter head[] = {
         LOAD(arch),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KIT_AUDIT_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
@@ -65,63 +120,18 @@ int kit_seccomp_install(int first_channel, int channels)
         BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, last, 0, 1),           /* a channel: allowed */
         DENY,
         ALLOW,
-        /* Memory, never executable: no code of the kit's maps any after the filter. */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0),
-        LOAD(args[2]),
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1),
-        KILL,
-        ALLOW,
-        LOAD(nr),
-        /* Threads: clone only as a thread of this process. */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4),
-        LOAD(args[0]),
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
-        ALLOW,
-        DENY,
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS), /* glibc falls back to clone */
-        /* A signal only to this process (abort), by its own threads. */
+        /* A signal only to this process (abort, raise). */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4),
         LOAD(args[0]),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)getpid(), 0, 1),
         ALLOW,
         DENY,
-        LOAD(nr),
-        /* What no code of the kit's does, and an attack would: the process dies of SIGSYS, and is flagged. */
-        KILL_NR(SYS_ptrace), KILL_NR(SYS_process_vm_readv), KILL_NR(SYS_process_vm_writev), KILL_NR(SYS_splice),
-        KILL_NR(SYS_tee), KILL_NR(SYS_vmsplice), KILL_NR(SYS_sendfile), KILL_NR(SYS_copy_file_range),
-        KILL_NR(SYS_dup), KILL_NR(SYS_dup3), KILL_NR(SYS_execve), KILL_NR(SYS_execveat), KILL_NR(SYS_memfd_create),
-        KILL_NR(SYS_bpf), KILL_NR(SYS_io_uring_setup), KILL_NR(SYS_kill), KILL_NR(SYS_tkill), KILL_NR(SYS_kcmp),
-        KILL_NR(SYS_pidfd_open), KILL_NR(SYS_pidfd_getfd), KILL_NR(SYS_pkey_mprotect), KILL_NR(SYS_userfaultfd),
-        KILL_NR(SYS_perf_event_open), KILL_NR(SYS_open_by_handle_at), KILL_NR(SYS_pwrite64), KILL_NR(SYS_pwritev),
-#if defined(SYS_dup2)
-        KILL_NR(SYS_dup2),
-#endif
-#if defined(SYS_fork)
-        KILL_NR(SYS_fork), KILL_NR(SYS_vfork),
-#endif
-        ALLOW_NR(SYS_futex), ALLOW_NR(SYS_munmap), ALLOW_NR(SYS_mremap), ALLOW_NR(SYS_madvise), ALLOW_NR(SYS_brk),
-        ALLOW_NR(SYS_set_robust_list), ALLOW_NR(SYS_rseq), ALLOW_NR(SYS_rt_sigprocmask),
-        ALLOW_NR(SYS_rt_sigreturn), ALLOW_NR(SYS_rt_sigaction), ALLOW_NR(SYS_sigaltstack), ALLOW_NR(SYS_sched_yield),
-        ALLOW_NR(SYS_sched_getaffinity), ALLOW_NR(SYS_nanosleep), ALLOW_NR(SYS_clock_nanosleep),
-        ALLOW_NR(SYS_clock_gettime), ALLOW_NR(SYS_restart_syscall), ALLOW_NR(SYS_gettid), ALLOW_NR(SYS_getpid),
-        ALLOW_NR(SYS_exit), ALLOW_NR(SYS_exit_group), ALLOW_NR(SYS_getrandom), ALLOW_NR(SYS_prctl),
-        ALLOW_NR(SYS_fstat), ALLOW_NR(SYS_newfstatat), ALLOW_NR(SYS_lseek), ALLOW_NR(SYS_getrusage),
-        ALLOW_NR(SYS_sched_getparam), ALLOW_NR(SYS_sched_getscheduler), ALLOW_NR(SYS_get_mempolicy),
-        ALLOW_NR(SYS_membarrier), ALLOW_NR(SYS_timer_create), ALLOW_NR(SYS_timer_settime),
-        ALLOW_NR(SYS_timer_delete), ALLOW_NR(SYS_clock_getres), ALLOW_NR(SYS_gettimeofday),
-        ALLOW_NR(SYS_readlinkat), ALLOW_NR(SYS_setitimer), ALLOW_NR(SYS_getitimer),
-#if defined(SYS_readlink)
-        ALLOW_NR(SYS_readlink),
-#endif
-#if defined(SYS_alarm)
-        ALLOW_NR(SYS_alarm),
-#endif
-        DENY,
     };
-    struct sock_fprog program = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
+    enum { HEAD = sizeof head / sizeof head[0], CALLS = sizeof calls / sizeof calls[0] };
+    struct sock_filter filter[HEAD + CALLS];
+    memcpy(filter, head, sizeof head);
+    memcpy(filter + HEAD, calls, sizeof calls);
+    struct sock_fprog program = { (unsigned short)(HEAD + CALLS), filter };
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return errno;
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
