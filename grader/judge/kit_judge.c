@@ -56,6 +56,8 @@ static char schedule_order;
 static pid_t subject = -1;
 static int ends[KIT_WIRE_CHANNELS] = { -1 }; /* the judge's end of each channel */
 static bool taken[KIT_WIRE_CHANNELS];         /* guarded by channels_lock */
+/* Guards taken[], the handles and the pointers sent: the test's threads
+ * take channels and hand out handles at once, off a schedule. */
 static pthread_mutex_t channels_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool gone; /* the subject's end was reported */
 

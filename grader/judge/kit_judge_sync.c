@@ -97,6 +97,8 @@ struct slot {
     pthread_cond_t changed; /* broadcast when a job is given or a thread ends */
 };
 static struct slot slots[KIT_WIRE_CHANNELS];
+/* Guards every slot's state, alive and the conditions' clocks: a thread
+ * starting, ending and being joined are three threads' doing. */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static int alive; /* threads of the test not yet ended; guarded by slots_lock */
 
