@@ -43,7 +43,8 @@
  * them, but at least 40);
  * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
  * schedule is drawn as an SVG next to the test program, or into
- * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
+ * KIT_EXPLORE_SVG_DIR (empty: not drawn, as in a confined grade, whose
+ * grader draws it from the log). The grader clears KIT_SCHED and KIT_SCHEDULES: graded
  * runs use the tests' own fixed seeds.
  *
  * The same scheduler runs an ordinary test on one schedule when the grader
