@@ -102,7 +102,10 @@ SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
 # Every program and test program: no executable stack, and code in segments
 # of its own, apart from read-only data (writable data is never executable).
-HARDENED_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,separate-code
+# Full RELRO (-z relro -z now): every library call is bound before main, and
+# the table of their addresses is then read-only - code under test cannot
+# point cmocka's _fail (or any call) somewhere else.
+HARDENED_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,separate-code -Wl,-z,relro -Wl,-z,now
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
 # chNN_cflags: what a chapter's libraries need to compile (say -isystem DIR).
 INCLUDES   := -Ilib/runtime -Ilib/program $(addprefix -Ichapters/,$(CHAPTER_DIRS)) \
