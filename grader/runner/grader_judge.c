@@ -141,7 +141,7 @@ static const char *signal_name(int sig)
     case SIGBUS: return "SIGBUS (bad memory access)";
     case SIGFPE: return "SIGFPE (arithmetic error)";
     case SIGILL: return "SIGILL (illegal instruction)";
-    case SIGKILL: return "SIGKILL (killed: out of memory?)";
+    case SIGKILL: return "SIGKILL (killed: its processor time limit - threads that spin instead of waiting? - or out of memory)";
     case SIGXCPU: return "SIGXCPU (CPU time limit exceeded: a spinning thread?)";
     case SIGXFSZ: return "SIGXFSZ (output size limit exceeded)";
     case SIGPIPE: return "SIGPIPE";
