@@ -271,6 +271,13 @@ bool kit_sched_outsider(const char *call);
  * Memory just handed out by an allocator: what was done to it before is no
  * race with what is done to it now. */
 void kit_sched_forget_memory(const void *block, size_t size);
+/* A block freed by the calling thread of a schedule, from @p where: a write
+ * to every byte of it, after which any access is a use after free and a
+ * second free a double free (the schedule fails there, naming both lines). */
+void kit_sched_freed(const void *block, size_t size, void *where);
+/* Who freed the block that holds @p addr on this schedule, and where, in
+ * words ("main at bq.c:310 in bq_destroy"); false if none did. */
+bool kit_sched_who_freed(const void *addr, char *out, size_t size);
 /* The schedule under way, as a number that changes from one to the next;
  * 0 off a schedule. */
 unsigned long kit_sched_schedule(void);
