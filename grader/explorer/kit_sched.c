@@ -723,27 +723,31 @@ void kit_sched_dump_stacks(const char *why, const char *message)
 /* A mutex or condition variable in a block freed on this schedule: the kit
  * fills freed memory with 0xdd (kit_wrap.c), so a use after free reads
  * the same bytes, and is told, in every grading - with the free that freed
- * it, when the scheduler saw it. @p doing: "uses", "destroys". */
-static void check_not_freed(const void *object, size_t size, const char *what, const char *doing)
+ * it, when the scheduler saw it. @p doing: "uses", "destroys", at @p where. */
+static const char *call_place(void *where);
+static void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
 {
-    if ((uintptr_t)object >> 32 == 0xddddddddu) /* the pointer itself was read from a freed block */
-        misuse("USE AFTER FREE: %s %s a %s at an address read from memory that was freed (the kit fills freed "
-               "memory with 0xdd bytes, and this address is made of them): a pointer read from a block after "
-               "free(), or from an object already destroyed", kit_thread_name(), doing, what);
+    if ((uintptr_t)object >> 32 == 0xddddddddu) { /* the pointer itself was read from a freed block */
+        me->where = where;
+        misuse("USE AFTER FREE: %s %s a %s at %s, at an address read from memory that was freed (the kit fills "
+               "freed memory with 0xdd bytes, and this address is made of them): a pointer read from a block "
+               "after free(), or from an object already destroyed", kit_thread_name(), doing, what,
+               call_place(where));
+    }
     const unsigned char *byte = object;
     for (size_t i = 0; i < size; i++)
         if (byte[i] != 0xdd)
             return;
     char freer[1024];
     bool known = kit_sched_who_freed(object, freer, sizeof freer);
-    bool again = strcmp(doing, "destroys") == 0;
-    misuse("%s: %s %s a %s in memory that was freed%s%s%s. %s", again ? "DOUBLE FREE" : "USE AFTER FREE",
-           kit_thread_name(), doing, what, known ? " before it, on this schedule, by " : " (the kit fills freed memory "
-           "with 0xdd bytes)", known ? freer : "", again ? " - its object is destroyed and freed twice" : "",
-           again ? "Two threads each decided they were the last owner: of several owners only the last may destroy "
-                   "and free, decided under the lock (read the count you changed before you unlock, never after)."
-                 : "An object may be destroyed and freed only once no thread can reach it any more: wait until "
-                   "every caller has left, or join the threads that use it first.");
+    me->where = where;
+    misuse("USE AFTER FREE: %s %s a %s at %s in memory that was freed%s%s. An object may be destroyed and freed "
+           "only once no thread can reach it any more: destroy its mutexes and condition variables before the "
+           "free, wait until every caller has left (or join the threads that use it), and of several owners let "
+           "only the last destroy and free it, decided under the lock (read the count you changed before you "
+           "unlock, never after)", kit_thread_name(), doing, what, call_place(where),
+           known ? " before it, on this schedule, by " : " (the kit fills freed memory with 0xdd bytes)",
+           known ? freer : "");
 }
 
 /* "bq.c:310 in bq_destroy": the place of a call of the code under test, for
@@ -762,9 +766,9 @@ static const char *call_place(void *where)
 /* The mutex kinds the model knows: the default (and glibc's adaptive one,
  * which behaves the same), error-checking and recursive - not robust, nor
  * shared between processes, nor with a priority protocol. */
-static int kind_of(const pthread_mutex_t *mutex)
+static int kind_of(const pthread_mutex_t *mutex, void *where)
 {
-    check_not_freed(mutex, sizeof *mutex, "mutex", "uses");
+    check_not_freed(mutex, sizeof *mutex, "mutex", "uses", where);
 #if defined(__GLIBC__)
     int kind = mutex->__data.__kind;
     if ((kind & ~3) != 0)
@@ -798,7 +802,7 @@ static int relock(int obj, int kind)
 /* Lock, or with a deadline (pthread_mutex_timedlock) give up at it. */
 static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     if (sched.objects[obj].owner == me->id) {
         at(me, RUNNABLE, OP_LOCK, obj, where);
@@ -821,7 +825,7 @@ int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
 
 static int mutex_trylock(pthread_mutex_t *mutex, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_TRYLOCK, obj, where);
     switch_point();
@@ -842,7 +846,7 @@ static int mutex_trylock(pthread_mutex_t *mutex, void *where)
  * A recursive mutex locked n times is free after its n-th unlock. */
 int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_UNLOCK, obj, where);
     if (sched.objects[obj].owner != me->id) {
@@ -874,9 +878,8 @@ static void check_wait(int obj, int lock, void *where)
     if (sched.objects[lock].owner != me->id)
         misuse("%s waits on C%d at %s without holding M%d: pthread_cond_wait must be called with its mutex "
                "locked by the caller, which it unlocks while it sleeps and locks again before it returns. Lock "
-               "M%d before the loop that checks the condition and waits", kit_thread_name(),
-               sched.objects[obj].serial, call_place(where), sched.objects[lock].serial,
-               sched.objects[lock].serial);
+               "the mutex before the loop that checks the condition and waits", kit_thread_name(),
+               sched.objects[obj].serial, call_place(where), sched.objects[lock].serial);
     for (int i = 0; i < sched.nlive; i++)
         if (live(i)->state == WAITING && live(i)->obj == obj && live(i)->obj2 != lock)
             misuse("%s waits on C%d at %s with M%d while %s waits on it with M%d: a condition variable is used "
@@ -904,8 +907,8 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
 {
     if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S))
         return EINVAL; /* as glibc says, before it waits */
-    check_not_freed(cond, sizeof *cond, "condition variable", "waits on");
-    check_not_freed(mutex, sizeof *mutex, "mutex", "uses");
+    check_not_freed(cond, sizeof *cond, "condition variable", "waits on", where);
+    check_not_freed(mutex, sizeof *mutex, "mutex", "uses", where);
     int obj = object_of(cond, 'C');
     int lock = object_of(mutex, 'M');
     check_wait(obj, lock, where);
@@ -950,7 +953,7 @@ static int unwoken_waiters(int obj, struct sched_thread **out)
 
 int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
 {
-    check_not_freed(cond, sizeof *cond, "condition variable", all ? "broadcasts" : "signals");
+    check_not_freed(cond, sizeof *cond, "condition variable", all ? "broadcasts" : "signals", where);
     int obj = object_of(cond, 'C');
     at(me, RUNNABLE, all ? OP_BROADCAST : OP_SIGNAL, obj, where);
     switch_point();
@@ -1403,7 +1406,7 @@ int __wrap_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec
  * wrappers of kit_misuse.c check what they can. */
 static void check_mutex_destroy(pthread_mutex_t *mutex, void *where)
 {
-    check_not_freed(mutex, sizeof *mutex, "mutex", "destroys");
+    check_not_freed(mutex, sizeof *mutex, "mutex", "destroys", where);
     int obj = object_of(mutex, 'M');
     me->where = where;
     const struct sched_object *m = &sched.objects[obj];
@@ -1444,7 +1447,7 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
         kit_misuse_cond_destroy(cond, where);
         return __real_pthread_cond_destroy(cond);
     }
-    check_not_freed(cond, sizeof *cond, "condition variable", "destroys");
+    check_not_freed(cond, sizeof *cond, "condition variable", "destroys", where);
     int obj = object_of(cond, 'C');
     me->where = where;
     for (int i = 0; i < sched.nlive; i++)

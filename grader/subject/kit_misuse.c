@@ -30,6 +30,41 @@ int __real_pthread_detach(pthread_t thread);
 int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
 int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 
+/* The tables' locks: under ThreadSanitizer, invisible to it - a lock both a
+ * worker's signal and another thread's wake-up take would order what the
+ * two threads did around them, and hide the code's own data races. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#if defined(UNDER_TSAN)
+void __tsan_ignore_thread_begin(void); /* its accesses */
+void __tsan_ignore_thread_end(void);
+void AnnotateIgnoreSyncBegin(const char *file, int line); /* its locks */
+void AnnotateIgnoreSyncEnd(const char *file, int line);
+#endif
+
+static void table_lock(pthread_mutex_t *lock)
+{
+#if defined(UNDER_TSAN)
+    __tsan_ignore_thread_begin();
+    AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+#endif
+    __real_pthread_mutex_lock(lock);
+}
+
+static void table_unlock(pthread_mutex_t *lock)
+{
+    __real_pthread_mutex_unlock(lock);
+#if defined(UNDER_TSAN)
+    AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+    __tsan_ignore_thread_end();
+#endif
+}
+
 /* The test stops: @p what was wrong (a format with one %s: the place), and how to fix it. */
 static _Noreturn void stop(void *where, const char *what)
 {
@@ -73,18 +108,18 @@ void kit_misuse_thread_made(pthread_t thread, const pthread_attr_t *attr)
     int detach_state = PTHREAD_CREATE_JOINABLE;
     if (attr != NULL)
         pthread_attr_getdetachstate(attr, &detach_state);
-    __real_pthread_mutex_lock(&threads_lock);
+    table_lock(&threads_lock);
     struct thread_record *r = thread_slot(thread, true);
     if (r != NULL)
         *r = (struct thread_record){ thread, detach_state == PTHREAD_CREATE_DETACHED ? DETACHED : JOINABLE };
-    __real_pthread_mutex_unlock(&threads_lock);
+    table_unlock(&threads_lock);
 }
 
 /* Why the thread cannot be joined or detached (NULL: it can), moving it to @p next if it can. */
 static const char *take_thread(pthread_t thread, enum thread_state next)
 {
     const char *why = NULL;
-    __real_pthread_mutex_lock(&threads_lock);
+    table_lock(&threads_lock);
     struct thread_record *r = thread_slot(thread, false);
     if (r != NULL && r->state == DETACHED)
         why = "detached";
@@ -92,7 +127,7 @@ static const char *take_thread(pthread_t thread, enum thread_state next)
         why = "joined";
     else if (r != NULL)
         r->state = next;
-    __real_pthread_mutex_unlock(&threads_lock);
+    table_unlock(&threads_lock);
     return why;
 }
 
@@ -112,11 +147,11 @@ int kit_misuse_join(pthread_t thread, void **ret, void *where)
                     "(ESRCH, or another thread's). Decide which thread joins each worker (under a lock, or by "
                     "design), and join it there only");
     int err = __real_pthread_join(thread, ret);
-    __real_pthread_mutex_lock(&threads_lock);
+    table_lock(&threads_lock);
     struct thread_record *r = thread_slot(thread, false);
     if (r != NULL && r->state == JOINING)
         r->state = err == 0 ? JOINED : JOINABLE;
-    __real_pthread_mutex_unlock(&threads_lock);
+    table_unlock(&threads_lock);
     return err;
 }
 
@@ -181,7 +216,8 @@ static bool held_by_me(const pthread_mutex_t *mutex)
 void kit_misuse_unlock(pthread_mutex_t *mutex, void *where)
 {
     if (!held_by_me(mutex))
-        stop(where, "pthread_mutex_unlock at %s unlocks a mutex the calling thread does not hold: unlocking "
+        stop(where, "pthread_mutex_unlock at %s unlocks a mutex the calling thread does not hold (or memory "
+                    "that is no mutex any more: freed already?): unlocking "
                     "another thread's mutex (or a free one) is undefined - its critical section is opened to "
                     "everyone. Unlock only a mutex this thread locked, exactly once per lock, on every path (look "
                     "for a second unlock after an early return or a wait loop)");
@@ -192,9 +228,10 @@ void kit_misuse_mutex_destroy(pthread_mutex_t *mutex, void *where)
 #if defined(__GLIBC__)
     int kind = __atomic_load_n(&mutex->__data.__kind, __ATOMIC_RELAXED);
     if ((kind & ~3) == 0 && __atomic_load_n(&mutex->__data.__lock, __ATOMIC_RELAXED) != 0)
-        stop(where, "pthread_mutex_destroy at %s destroys a mutex that is locked (EBUSY): destroying a locked "
-                    "mutex is undefined. Unlock it first - and destroy it only once no thread can lock it any "
-                    "more (after joining the threads that use it)");
+        stop(where, "pthread_mutex_destroy at %s destroys a mutex that is locked (EBUSY) - or memory that is no "
+                    "mutex any more (freed already?): destroying a locked mutex is undefined. Unlock it first - and "
+                    "destroy it only once no thread can lock it any more (after joining the threads that use it), "
+                    "before freeing the memory that holds it");
 #else
     (void)mutex;
     (void)where;
@@ -255,7 +292,7 @@ void kit_misuse_wait_begin(pthread_cond_t *cond, pthread_mutex_t *mutex, void *w
                     "called with its mutex locked by the caller - it unlocks it while it sleeps and locks it again "
                     "before it returns. Lock the mutex before the loop that checks the condition and waits");
     bool other_mutex = false;
-    __real_pthread_mutex_lock(&conds_lock);
+    table_lock(&conds_lock);
     struct cond_record *r = cond_slot(cond);
     if (r->cond != NULL && r->mutex != mutex)
         other_mutex = true;
@@ -265,7 +302,7 @@ void kit_misuse_wait_begin(pthread_cond_t *cond, pthread_mutex_t *mutex, void *w
         *r = (struct cond_record){ cond, mutex, 1, 0 };
         conds_used++;
     }
-    __real_pthread_mutex_unlock(&conds_lock);
+    table_unlock(&conds_lock);
     if (other_mutex)
         stop(where, "pthread_cond_wait at %s waits on a condition variable with one mutex while another thread "
                     "waits on it with a different one: a condition variable is used with one mutex at a time - "
@@ -275,7 +312,7 @@ void kit_misuse_wait_begin(pthread_cond_t *cond, pthread_mutex_t *mutex, void *w
 
 void kit_misuse_wait_end(pthread_cond_t *cond, int err)
 {
-    __real_pthread_mutex_lock(&conds_lock);
+    table_lock(&conds_lock);
     struct cond_record *r = cond_slot(cond);
     if (r->cond != NULL) {
         r->sleepers--;
@@ -284,26 +321,26 @@ void kit_misuse_wait_end(pthread_cond_t *cond, int err)
         if (r->sleepers <= 0)
             cond_remove(r);
     }
-    __real_pthread_mutex_unlock(&conds_lock);
+    table_unlock(&conds_lock);
 }
 
 void kit_misuse_wake(pthread_cond_t *cond, bool all)
 {
     if (atomic_load_explicit(&conds_used, memory_order_relaxed) == 0)
         return; /* nobody sleeps: nothing to let go (a sleeper that comes later is not woken by this) */
-    __real_pthread_mutex_lock(&conds_lock);
+    table_lock(&conds_lock);
     struct cond_record *r = cond_slot(cond);
     if (r->cond != NULL)
         r->released = all || r->released >= r->sleepers ? r->sleepers : r->released + 1;
-    __real_pthread_mutex_unlock(&conds_lock);
+    table_unlock(&conds_lock);
 }
 
 void kit_misuse_cond_destroy(pthread_cond_t *cond, void *where)
 {
-    __real_pthread_mutex_lock(&conds_lock);
+    table_lock(&conds_lock);
     struct cond_record *r = cond_slot(cond);
     bool sleepers = r->cond != NULL && r->sleepers > r->released;
-    __real_pthread_mutex_unlock(&conds_lock);
+    table_unlock(&conds_lock);
     if (sleepers)
         stop(where, "pthread_cond_destroy at %s destroys a condition variable a thread still sleeps on, with no "
                     "signal or broadcast to wake it: destroying it is undefined - the sleeper may never wake, or "
