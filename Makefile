@@ -206,7 +206,7 @@ chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_u
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map test_explore test_schedule
+KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
 # test`, scored 0 - it holds the reference solutions to the reliability bar.

@@ -876,7 +876,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 static void check_wait(int obj, int lock, void *where)
 {
     if (sched.objects[lock].owner != me->id)
-        misuse("%s waits on C%d at %s without holding M%d: pthread_cond_wait must be called with its mutex "
+        misuse("%s waits on C%d at %s with M%d, a mutex it does not hold: pthread_cond_wait must be called with its mutex "
                "locked by the caller, which it unlocks while it sleeps and locks again before it returns. Lock "
                "the mutex before the loop that checks the condition and waits", kit_thread_name(),
                sched.objects[obj].serial, call_place(where), sched.objects[lock].serial);
@@ -1162,6 +1162,14 @@ static bool schedule_thread_id(pthread_t thread)
     return (thread & 1) != 0;
 }
 
+static const char *first_name(const struct sched_thread *t);
+
+/* A thread's name for a message: the one it has, or before it ran the one it will start with. */
+static const char *name_of(const struct sched_thread *t)
+{
+    return t->name[0] ? t->name : first_name(t);
+}
+
 /* This schedule's thread with that pthread_t, joined or not; NULL if none. */
 static struct sched_thread *thread_of(pthread_t thread)
 {
@@ -1183,12 +1191,12 @@ static void check_joinable(const struct sched_thread *t, const char *call, void 
     if (t->joined || t->joined_by >= 0)
         misuse("%s calls %s at %s on %s, which %s %s already at %s: a thread is joined once, by one thread - "
                "after that its pthread_t means nothing. Decide under a lock (or by design) which thread joins "
-               "each worker, and join it there only", kit_thread_name(), call, call_place(where), t->name,
-               sched.threads[t->joined_by]->name, t->joined ? "joined" : "is joining", call_place(t->joined_at));
+               "each worker, and join it there only", kit_thread_name(), call, call_place(where), name_of(t),
+               name_of(sched.threads[t->joined_by]), t->joined ? "joined" : "is joining", call_place(t->joined_at));
     if (t->detached)
         misuse("%s calls %s at %s on %s, which was detached %s%s: a detached thread cleans up after itself and "
-               "can never be joined. Either detach it or join it, not both", kit_thread_name(), call,
-               call_place(where), t->name, t->detached_at ? "at " : "when it was created (its attributes)",
+               "can never be joined. Either detach a thread or join it, not both", kit_thread_name(), call,
+               call_place(where), name_of(t), t->detached_at ? "at " : "when it was created (its attributes)",
                t->detached_at ? call_place(t->detached_at) : "");
 }
 
@@ -1450,8 +1458,8 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
     check_not_freed(cond, sizeof *cond, "condition variable", "destroys", where);
     int obj = object_of(cond, 'C');
     me->where = where;
-    for (int i = 0; i < sched.nlive; i++)
-        if (live(i)->state == WAITING && live(i)->obj == obj)
+    for (int i = 0; i < sched.nlive; i++) /* (one a signal chose is on its way out: POSIX allows that) */
+        if (live(i)->state == WAITING && live(i)->obj == obj && !live(i)->woken)
             misuse("%s destroys C%d at %s while %s still waits on it (at %s): destroying a condition variable "
                    "a thread sleeps on is undefined - it may never wake, or wake inside freed memory. Wake every "
                    "sleeper first (a close that broadcasts) and wait until each has left the wait, or join "

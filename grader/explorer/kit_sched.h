@@ -232,6 +232,9 @@ void kit_text_put(kit_text_t *t, const char *fmt, ...) __attribute__((format(pri
 /** Whether a lock-order inversion was seen in this process, and forgets it:
  *  for a test of the kit that makes one on purpose. */
 bool kit_sched_take_lock_inversion(void);
+/** Whether a data race was seen in this process, and forgets it: for a test
+ *  of the kit that makes one on purpose. */
+bool kit_sched_take_race(void);
 /** Whether the calling thread, on a schedule, last left a wait through a
  *  spurious wake-up: a check can then name a wait that does not loop. */
 bool kit_sched_woken_spuriously(void);

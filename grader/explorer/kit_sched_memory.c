@@ -574,6 +574,13 @@ bool sched_memory_races_seen(void)
     return race_points && nracy > 0;
 }
 
+bool kit_sched_take_race(void)
+{
+    bool seen = raced;
+    raced = false;
+    return seen;
+}
+
 bool kit_sched_raced(struct sched_race *race)
 {
     if (raced && race)
