@@ -663,8 +663,9 @@ static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool w
     const struct freed_block *b = freed_block_at(addr);
     kit_text_put(&t, "USE AFTER FREE: %s %s memory at ", me->name, write ? "writes" : "reads");
     describe_chain(&t, pc, callers, ncallers);
-    kit_text_put(&t, " (byte %ld of a block) that was freed before it, on this schedule, by ",
-                 b ? (long)(addr - b->start) : 0L);
+    if (b != NULL)
+        kit_text_put(&t, ", %ld bytes into a block of %ld,", (long)(addr - b->start), (long)(b->end - b->start));
+    kit_text_put(&t, " that was freed before it, on this schedule, by ");
     describe_free(&t, b);
     kit_text_put(&t, ". An object may be freed only once no thread can reach it any more: destroy must not free "
                      "what a thread still uses (wait until every caller has left, or join the threads first), and "
