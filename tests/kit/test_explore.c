@@ -438,8 +438,8 @@ static void test_explore_finds_a_double_free_with_both_lines(void **state)
     if (KIT_SANITIZED)
         return;
     const char *const words[] = { "DOUBLE FREE: test frees at test_explore.c:",
-                                  "in free_after_the_thread a block that was freed already, on this schedule, by "
-                                  "thread-1 at test_explore.c:",
+                                  ("in free_after_the_thread a block that was freed already, on this schedule, by "
+                                   "thread-1 at test_explore.c:"),
                                   "in free_it" };
     must_find_saying(__func__, free_after_the_thread, words, 3);
 }
