@@ -725,6 +725,45 @@ void kit_sched_dump_stacks(const char *why, const char *message)
  * the same bytes, and is told, in every grading - with the free that freed
  * it, when the scheduler saw it. @p doing: "uses", "destroys", at @p where. */
 static const char *call_place(void *where);
+
+/* The last destroys of this schedule: a destroy, in freed memory, of an
+ * object destroyed before is a second owner tearing down what the first
+ * destroyed and freed already - a double free. */
+#define DESTROYS_KEPT 64
+static struct destroyed {
+    const void *addr;
+    void *where;
+    int thread;
+    unsigned long schedule; /* kit_sched_schedule() then */
+} destroys[DESTROYS_KEPT];
+static unsigned ndestroys;
+
+static void remember_destroy(const void *addr, void *where)
+{
+    destroys[ndestroys++ % DESTROYS_KEPT] = (struct destroyed){ addr, where, me->id, kit_sched_schedule() };
+}
+
+static const struct destroyed *destroyed_before(const void *addr)
+{
+    for (unsigned i = 0; i < DESTROYS_KEPT && i < ndestroys; i++) {
+        const struct destroyed *d = &destroys[(ndestroys - 1 - i) % DESTROYS_KEPT];
+        if (d->addr == addr && d->schedule == kit_sched_schedule())
+            return d;
+    }
+    return NULL;
+}
+
+/* A destroy of an object destroyed and freed already: both teardowns. */
+static void destroyed_twice(const struct destroyed *d, const char *what, void *where, const char *freer)
+{
+    misuse("DOUBLE FREE: %s destroys a %s at %s that %s destroyed already at %s, and that was freed%s%s: two "
+           "owners each decided they were the last, and both tear the object down. Of several owners only the "
+           "last may destroy and free it, decided under the lock (read the count you changed before you unlock, "
+           "never after)", kit_thread_name(), what, call_place(where),
+           d->thread == me->id ? "it itself" : sched.threads[d->thread]->name, call_place(d->where),
+           freer[0] ? " by " : "", freer);
+}
+
 static void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
 {
     if ((uintptr_t)object >> 32 == 0xddddddddu) { /* the pointer itself was read from a freed block */
@@ -738,9 +777,12 @@ static void check_not_freed(const void *object, size_t size, const char *what, c
     for (size_t i = 0; i < size; i++)
         if (byte[i] != 0xdd)
             return;
-    char freer[1024];
+    char freer[1024] = "";
     bool known = kit_sched_who_freed(object, freer, sizeof freer);
     me->where = where;
+    const struct destroyed *d = strcmp(doing, "destroys") == 0 ? destroyed_before(object) : NULL;
+    if (d != NULL)
+        destroyed_twice(d, what, where, freer);
     misuse("USE AFTER FREE: %s %s a %s at %s in memory that was freed%s%s. An object may be destroyed and freed "
            "only once no thread can reach it any more: destroy its mutexes and condition variables before the "
            "free, wait until every caller has left (or join the threads that use it), and of several owners let "
@@ -1434,6 +1476,7 @@ static void check_mutex_destroy(pthread_mutex_t *mutex, void *where)
                    t->name, t->state == LOCKING ? "it waits to lock it" : "it sleeps in a wait that relocks it",
                    call_place(t->where));
     }
+    remember_destroy(mutex, where);
     forget_object(obj);
 }
 
@@ -1465,6 +1508,7 @@ int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
                    "sleeper first (a close that broadcasts) and wait until each has left the wait, or join "
                    "them, then destroy", kit_thread_name(), sched.objects[obj].serial, call_place(where),
                    live(i)->name, call_place(live(i)->where));
+    remember_destroy(cond, where);
     forget_object(obj);
     return __real_pthread_cond_destroy(cond);
 }

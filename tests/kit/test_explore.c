@@ -402,6 +402,31 @@ static void free_after_the_thread(void *ctx)
     free(block);
 }
 
+/* An object with a mutex, torn down (destroyed and freed) by two owners. */
+struct owned {
+    pthread_mutex_t lock;
+};
+
+static void *tear_down(void *raw)
+{
+    struct owned *o = raw;
+    pthread_mutex_destroy(&o->lock);
+    free(o);
+    return NULL;
+}
+
+static void tear_down_twice(void *ctx)
+{
+    (void)ctx;
+    struct owned *o = malloc(sizeof *o);
+    kit_explore_check(o != NULL, "out of memory");
+    explore_ok(pthread_mutex_init(&o->lock, NULL));
+    pthread_t owner;
+    explore_ok(pthread_create(&owner, NULL, tear_down, o));
+    explore_ok(pthread_join(owner, NULL));
+    tear_down(o);
+}
+
 /* Each strategy finds it, says @p words, and its token replays the same report. */
 static void must_find_saying(const char *what, void (*body)(void *), const char *const *words, int nwords)
 {
@@ -442,6 +467,10 @@ static void test_explore_finds_a_double_free_with_both_lines(void **state)
                                    "thread-1 at test_explore.c:"),
                                   "in free_it" };
     must_find_saying(__func__, free_after_the_thread, words, 3);
+    const char *const torn_down[] = { "DOUBLE FREE: test destroys a mutex at test_explore.c:",
+                                      "that thread-1 destroyed already at test_explore.c:",
+                                      "and that was freed by thread-1 at test_explore.c:" };
+    must_find_saying(__func__, tear_down_twice, torn_down, 3);
 }
 
 static const struct CMUnitTest tests[] = {
