@@ -3,7 +3,7 @@
  * @brief Tests that each misused pthread call is an error at the caller's
  *        line, on a schedule and on real threads, whatever the code does
  *        with the error it may get back: a thread joined twice, a detached
- *        thread joined, a mutex unlocked by a thread that does not hold it,
+ *        thread joined, two threads joining one, a mutex unlocked by a thread that does not hold it,
  *        a locked mutex destroyed, a condition variable destroyed under a
  *        sleeper, a wait without its mutex, one condition variable waited on
  *        with two mutexes.
@@ -88,6 +88,29 @@ static void start_a_sleeper(void)
     pthread_t sleeper;
     assert_ok(pthread_create(&sleeper, NULL, sleep_for_ever, NULL));
     kit_await_waiting_threads(1, "the sleeper");
+}
+
+/* Two threads join one worker, which sleeps until the process ends: the
+ * second join comes while the first waits. */
+static pthread_t shared_worker;
+
+static void *join_the_shared_worker(void *unused)
+{
+    pthread_join(shared_worker, NULL);
+    return unused;
+}
+
+static void two_joiners_body(void **state)
+{
+    (void)state;
+    assert_ok(pthread_cond_init(&never, NULL));
+    assert_ok(pthread_create(&shared_worker, NULL, sleep_for_ever, NULL));
+    kit_await_waiting_threads(1, "the worker");
+    pthread_t joiners[2];
+    for (int i = 0; i < 2; i++)
+        assert_ok(pthread_create(&joiners[i], NULL, join_the_shared_worker, NULL));
+    for (int i = 0; i < 2; i++)
+        pthread_join(joiners[i], NULL);
 }
 
 static void destroy_slept_on_body(void **state)
@@ -181,6 +204,7 @@ struct misuse {
 
 static const struct misuse misuses[] = {
     MISUSE(join_twice_body, "pthread_join at test_misuse.c:", "joined already", "join it there only"),
+    MISUSE(two_joiners_body, "pthread_join at test_misuse.c:", "already", "join it there only"),
     MISUSE(join_detached_body, "pthread_join at test_misuse.c:", "detached", "Either detach a thread or join it"),
     MISUSE(unlock_not_held_body, " at test_misuse.c:", "does not hold", "Unlock only a mutex this thread locked"),
     MISUSE(destroy_locked_body, " at test_misuse.c:", "destroying a locked mutex is undefined", "Unlock it first"),
