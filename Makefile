@@ -146,7 +146,8 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/explorer/kit_sched.c \
+SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/subject/kit_misuse.c \
+                grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
@@ -208,7 +209,7 @@ chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_u
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map test_explore test_schedule
+KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
 # test`, scored 0 - it holds the reference solutions to the reliability bar.
