@@ -102,7 +102,10 @@ SAN_CFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 WARNINGS   := -std=c11 -Wall -Wextra -Wpedantic $(WERROR)
 # Every program and test program: no executable stack, and code in segments
 # of its own, apart from read-only data (writable data is never executable).
-HARDENED_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,separate-code
+# Full RELRO (-z relro -z now): every library call is bound before main, and
+# the table of their addresses is then read-only - code under test cannot
+# point cmocka's _fail (or any call) somewhere else.
+HARDENED_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,separate-code -Wl,-z,relro -Wl,-z,now
 KIT_CFLAGS  = $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) -MMD -MP
 # chNN_cflags: what a chapter's libraries need to compile (say -isystem DIR).
 INCLUDES   := -Ilib/runtime -Ilib/program $(addprefix -Ichapters/,$(CHAPTER_DIRS)) \
@@ -143,7 +146,8 @@ RUNTIME_SRCS := lib/runtime/kit_errno.c lib/runtime/kit_log.c lib/runtime/kit_ma
                 lib/runtime/kit_thread.c lib/runtime/kit_time.c lib/runtime/kit_trace.c
 PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program/kit_timeline.c
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
-SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/explorer/kit_sched.c \
+SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/subject/kit_misuse.c \
+                grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
@@ -205,7 +209,7 @@ chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_u
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map test_explore test_schedule
+KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
 # Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
 # test`, scored 0 - it holds the reference solutions to the reliability bar.
@@ -256,8 +260,10 @@ $(COMMON)/grader/%.o: grader/%.c $(FLAGS_STAMP)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 # Under ThreadSanitizer the explorer's own memory is not watched: it runs on
 # one thread at a time (kit_sched_internal.h), and what its accesses cost
-# there was most of a schedule's time. The code under test still is.
-$(COMMON)/grader/explorer/%.o: SAN_CFLAGS_tsan := -fsanitize=thread -fno-sanitize=thread
+# there was most of a schedule's time. The code under test still is, and
+# each thread of a schedule is a fiber of its own to it (KIT_SCHED_TSAN_FIBERS:
+# the compiler no longer says the build is ThreadSanitizer's).
+$(COMMON)/grader/explorer/%.o: SAN_CFLAGS_tsan := -fsanitize=thread -fno-sanitize=thread -DKIT_SCHED_TSAN_FIBERS=1
 
 ifeq ($(CONFINED),)
 # A submission of .c files alone still finds the private header its chapter's

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kit_misuse.h"
 #include "kit_test.h"
 
 struct sched_world sched;
@@ -606,6 +607,13 @@ static void misuse(const char *fmt, ...)
     stop_here();
 }
 
+void sched_misuse_at(void *where, const char *text)
+{
+    if (me)
+        me->where = where;
+    misuse("%s", text);
+}
+
 /* The code does what the model does not cover (too many threads, a kind of
  * mutex it does not know): a scheduled test gives up, to run again on real
  * threads; an exploration runs its body on real threads instead. */
@@ -714,27 +722,95 @@ void kit_sched_dump_stacks(const char *why, const char *message)
 
 /* A mutex or condition variable in a block freed on this schedule: the kit
  * fills freed memory with 0xdd (kit_wrap.c), so a use after free reads
- * the same bytes, and is told, in every grading. */
-static void check_not_freed(const void *object, size_t size, const char *what)
+ * the same bytes, and is told, in every grading - with the free that freed
+ * it, when the scheduler saw it. @p doing: "uses", "destroys", at @p where. */
+static const char *call_place(void *where);
+
+/* The last destroys of this schedule: a destroy, in freed memory, of an
+ * object destroyed before is a second owner tearing down what the first
+ * destroyed and freed already - a double free. */
+#define DESTROYS_KEPT 64
+static struct destroyed {
+    const void *addr;
+    void *where;
+    int thread;
+    unsigned long schedule; /* kit_sched_schedule() then */
+} destroys[DESTROYS_KEPT];
+static unsigned ndestroys;
+
+static void remember_destroy(const void *addr, void *where)
 {
-    if ((uintptr_t)object >> 32 == 0xddddddddu) /* the pointer itself was read from a freed block */
-        misuse("%s uses a %s at an address read from memory that was freed (the kit fills freed memory with 0xdd "
-               "bytes, and this address is made of them): a use after free - a pointer read from a block after "
-               "free(), or from an object already destroyed", kit_thread_name(), what);
+    destroys[ndestroys++ % DESTROYS_KEPT] = (struct destroyed){ addr, where, me->id, kit_sched_schedule() };
+}
+
+static const struct destroyed *destroyed_before(const void *addr)
+{
+    for (unsigned i = 0; i < DESTROYS_KEPT && i < ndestroys; i++) {
+        const struct destroyed *d = &destroys[(ndestroys - 1 - i) % DESTROYS_KEPT];
+        if (d->addr == addr && d->schedule == kit_sched_schedule())
+            return d;
+    }
+    return NULL;
+}
+
+/* A destroy of an object destroyed and freed already: both teardowns. */
+static void destroyed_twice(const struct destroyed *d, const char *what, void *where, const char *freer)
+{
+    misuse("DOUBLE FREE: %s destroys a %s at %s that %s destroyed already at %s, and that was freed%s%s: two "
+           "owners each decided they were the last, and both tear the object down. Of several owners only the "
+           "last may destroy and free it, decided under the lock (read the count you changed before you unlock, "
+           "never after)", kit_thread_name(), what, call_place(where),
+           d->thread == me->id ? "it itself" : sched.threads[d->thread]->name, call_place(d->where),
+           freer[0] ? " by " : "", freer);
+}
+
+static void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
+{
+    if ((uintptr_t)object >> 32 == 0xddddddddu) { /* the pointer itself was read from a freed block */
+        me->where = where;
+        misuse("USE AFTER FREE: %s %s a %s at %s, at an address read from memory that was freed (the kit fills "
+               "freed memory with 0xdd bytes, and this address is made of them): a pointer read from a block "
+               "after free(), or from an object already destroyed", kit_thread_name(), doing, what,
+               call_place(where));
+    }
     const unsigned char *byte = object;
     for (size_t i = 0; i < size; i++)
         if (byte[i] != 0xdd)
             return;
-    misuse("%s uses a %s in memory that was freed (the kit fills freed memory with 0xdd bytes): a use after free - "
-           "was it destroyed, or its object freed, while a thread still used it?", kit_thread_name(), what);
+    char freer[1024] = "";
+    bool known = kit_sched_who_freed(object, freer, sizeof freer);
+    me->where = where;
+    const struct destroyed *d = strcmp(doing, "destroys") == 0 ? destroyed_before(object) : NULL;
+    if (d != NULL)
+        destroyed_twice(d, what, where, freer);
+    misuse("USE AFTER FREE: %s %s a %s at %s in memory that was freed%s%s. An object may be destroyed and freed "
+           "only once no thread can reach it any more: destroy its mutexes and condition variables before the "
+           "free, wait until every caller has left (or join the threads that use it), and of several owners let "
+           "only the last destroy and free it, decided under the lock (read the count you changed before you "
+           "unlock, never after)", kit_thread_name(), doing, what, call_place(where),
+           known ? " before it, on this schedule, by " : " (the kit fills freed memory with 0xdd bytes)",
+           known ? freer : "");
+}
+
+/* "bq.c:310 in bq_destroy": the place of a call of the code under test, for
+ * a misuse's words (the last four asked for stay valid: one message names
+ * up to four places). */
+static const char *call_place(void *where)
+{
+    static char place[4][1][160];
+    static unsigned next;
+    void *pcs[1] = { where };
+    char (*out)[160] = place[next++ % 4];
+    kit_describe_places(pcs, 1, out);
+    return out[0];
 }
 
 /* The mutex kinds the model knows: the default (and glibc's adaptive one,
  * which behaves the same), error-checking and recursive - not robust, nor
  * shared between processes, nor with a priority protocol. */
-static int kind_of(const pthread_mutex_t *mutex)
+static int kind_of(const pthread_mutex_t *mutex, void *where)
 {
-    check_not_freed(mutex, sizeof *mutex, "mutex");
+    check_not_freed(mutex, sizeof *mutex, "mutex", "uses", where);
 #if defined(__GLIBC__)
     int kind = mutex->__data.__kind;
     if ((kind & ~3) != 0)
@@ -768,7 +844,7 @@ static int relock(int obj, int kind)
 /* Lock, or with a deadline (pthread_mutex_timedlock) give up at it. */
 static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     if (sched.objects[obj].owner == me->id) {
         at(me, RUNNABLE, OP_LOCK, obj, where);
@@ -791,7 +867,7 @@ int kit_sched_mutex_lock(pthread_mutex_t *mutex, void *where)
 
 static int mutex_trylock(pthread_mutex_t *mutex, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_TRYLOCK, obj, where);
     switch_point();
@@ -812,14 +888,17 @@ static int mutex_trylock(pthread_mutex_t *mutex, void *where)
  * A recursive mutex locked n times is free after its n-th unlock. */
 int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 {
-    int kind = kind_of(mutex);
+    int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
     at(me, RUNNABLE, OP_UNLOCK, obj, where);
     if (sched.objects[obj].owner != me->id) {
         if (kind != PTHREAD_MUTEX_DEFAULT)
             return EPERM;
-        misuse("%s unlocks M%d, which it does not hold", kit_thread_name(),
-                         sched.objects[obj].serial);
+        misuse("%s unlocks M%d at %s, which it does not hold (%s): unlocking a mutex the thread does not hold "
+               "is undefined - another thread's critical section is opened to everyone. Unlock only a mutex this "
+               "thread locked, exactly once per lock, on every path (look for a second unlock after an early "
+               "return or a wait loop)", kit_thread_name(), sched.objects[obj].serial, call_place(where),
+               sched.objects[obj].owner < 0 ? "nobody holds it" : "another thread holds it");
     }
     if (--sched.objects[obj].times_held > 0) { /* a recursive mutex, still held */
         record_step(me, OP_UNLOCK, obj, -1);
@@ -836,11 +915,20 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
 }
 
 /* The checks a wait makes before it sleeps: a held mutex, held once. */
-static void check_wait(int obj, int lock)
+static void check_wait(int obj, int lock, void *where)
 {
     if (sched.objects[lock].owner != me->id)
-        misuse("%s waits on C%d without holding M%d", kit_thread_name(), sched.objects[obj].serial,
-               sched.objects[lock].serial);
+        misuse("%s waits on C%d at %s with M%d, a mutex it does not hold: pthread_cond_wait must be called with its mutex "
+               "locked by the caller, which it unlocks while it sleeps and locks again before it returns. Lock "
+               "the mutex before the loop that checks the condition and waits", kit_thread_name(),
+               sched.objects[obj].serial, call_place(where), sched.objects[lock].serial);
+    for (int i = 0; i < sched.nlive; i++)
+        if (live(i)->state == WAITING && live(i)->obj == obj && live(i)->obj2 != lock)
+            misuse("%s waits on C%d at %s with M%d while %s waits on it with M%d: a condition variable is used "
+                   "with one mutex at a time - the one that guards its condition. Wait on each condition "
+                   "variable with the same mutex everywhere", kit_thread_name(), sched.objects[obj].serial,
+                   call_place(where), sched.objects[lock].serial, live(i)->name,
+                   sched.objects[live(i)->obj2].serial);
     if (sched.objects[lock].times_held > 1)
         misuse("%s waits on C%d holding the recursive M%d %d times: the wait would unlock it once, and the "
                "thread that is to signal could never lock it", kit_thread_name(), sched.objects[obj].serial,
@@ -861,11 +949,11 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
 {
     if (deadline != NULL && (deadline->tv_nsec < 0 || deadline->tv_nsec >= NS_PER_S))
         return EINVAL; /* as glibc says, before it waits */
-    check_not_freed(cond, sizeof *cond, "condition variable");
-    check_not_freed(mutex, sizeof *mutex, "mutex");
+    check_not_freed(cond, sizeof *cond, "condition variable", "waits on", where);
+    check_not_freed(mutex, sizeof *mutex, "mutex", "uses", where);
     int obj = object_of(cond, 'C');
     int lock = object_of(mutex, 'M');
-    check_wait(obj, lock);
+    check_wait(obj, lock, where);
     if (sched_memory_races_seen() && !harness) { /* lock-free code may slip in between the check and the sleep */
         at(me, RUNNABLE, OP_WAIT, obj, where);
         switch_point();
@@ -907,7 +995,7 @@ static int unwoken_waiters(int obj, struct sched_thread **out)
 
 int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
 {
-    check_not_freed(cond, sizeof *cond, "condition variable");
+    check_not_freed(cond, sizeof *cond, "condition variable", all ? "broadcasts" : "signals", where);
     int obj = object_of(cond, 'C');
     at(me, RUNNABLE, all ? OP_BROADCAST : OP_SIGNAL, obj, where);
     switch_point();
@@ -1075,6 +1163,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->deadline = -1;
     t->woke_from = -1;
     t->detached = detach_state == PTHREAD_CREATE_DETACHED;
+    t->joined_by = -1;
     t->state = RUNNABLE;
     t->op = OP_START;
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
@@ -1115,17 +1204,57 @@ static bool schedule_thread_id(pthread_t thread)
     return (thread & 1) != 0;
 }
 
+static const char *first_name(const struct sched_thread *t);
+
+/* A thread's name for a message: the one it has, or before it ran the one it will start with. */
+static const char *name_of(const struct sched_thread *t)
+{
+    return t->name[0] ? t->name : first_name(t);
+}
+
+/* This schedule's thread with that pthread_t, joined or not; NULL if none. */
+static struct sched_thread *thread_of(pthread_t thread)
+{
+    for (int i = sched.nthreads - 1; i >= 0; i--)
+        if (sched.threads[i]->self == thread)
+            return sched.threads[i];
+    return NULL;
+}
+
+/* A join (or a detach: @p call) of a thread that cannot be joined any more
+ * fails the schedule: POSIX leaves it undefined, and code that ignores the
+ * ESRCH or EINVAL it may get goes on as if the thread were waited for. */
+static void check_joinable(const struct sched_thread *t, const char *call, void *where)
+{
+    me->where = where;
+    if (t == me)
+        misuse("%s calls %s on itself at %s: a thread cannot wait for its own end (EDEADLK). Join a thread from "
+               "another one, or detach it", kit_thread_name(), call, call_place(where));
+    if (t->joined || t->joined_by >= 0)
+        misuse("%s calls %s at %s on %s, which %s %s already at %s: a thread is joined once, by one thread - "
+               "after that its pthread_t means nothing. Decide under a lock (or by design) which thread joins "
+               "each worker, and join it there only", kit_thread_name(), call, call_place(where), name_of(t),
+               name_of(sched.threads[t->joined_by]), t->joined ? "joined" : "is joining", call_place(t->joined_at));
+    if (t->detached)
+        misuse("%s calls %s at %s on %s, which was detached %s%s: a detached thread cleans up after itself and "
+               "can never be joined. Either detach a thread or join it, not both", kit_thread_name(), call,
+               call_place(where), name_of(t), t->detached_at ? "at " : "when it was created (its attributes)",
+               t->detached_at ? call_place(t->detached_at) : "");
+}
+
 int __wrap_pthread_join(pthread_t thread, void **ret);
 int __wrap_pthread_join(pthread_t thread, void **ret)
 {
-    struct sched_thread *t = me ? sched_managed(thread) : NULL;
+    void *where = __builtin_return_address(0);
+    struct sched_thread *t = me ? thread_of(thread) : NULL;
     if (t == NULL && me != NULL && schedule_thread_id(thread))
-        return ESRCH; /* joined already, or of an earlier schedule */
+        return ESRCH; /* of an earlier schedule */
     if (t == NULL)
-        return __real_pthread_join(thread, ret);
-    if (t == me)
-        return EDEADLK;
-    at(me, JOINING, OP_JOIN, -1, __builtin_return_address(0));
+        return kit_misuse_join(thread, ret, where);
+    check_joinable(t, "pthread_join", where);
+    t->joined_by = me->id;
+    t->joined_at = where;
+    at(me, JOINING, OP_JOIN, -1, where);
     me->target = t->id;
     switch_point();
     record_step(me, OP_JOIN, -1, t->id);
@@ -1139,14 +1268,17 @@ int __wrap_pthread_join(pthread_t thread, void **ret)
 int __wrap_pthread_detach(pthread_t thread);
 int __wrap_pthread_detach(pthread_t thread)
 {
-    struct sched_thread *t = me ? sched_managed(thread) : NULL;
+    void *where = __builtin_return_address(0);
+    struct sched_thread *t = me ? thread_of(thread) : NULL;
     if (t != NULL) {
+        check_joinable(t, "pthread_detach", where);
         t->detached = true;
+        t->detached_at = where;
         return 0;
     }
     if (me != NULL && schedule_thread_id(thread))
         return ESRCH;
-    return __real_pthread_detach(thread);
+    return kit_misuse_detach(thread, where);
 }
 
 /* pthread_tryjoin_np: a join that does not wait - the thread has ended in the model, or EBUSY. */
@@ -1159,11 +1291,14 @@ int __wrap_pthread_tryjoin_np(pthread_t thread, void **ret)
         return ESRCH;
     if (t == NULL)
         return __real_pthread_tryjoin_np(thread, ret);
+    check_joinable(t, "pthread_tryjoin_np", __builtin_return_address(0));
     at(me, RUNNABLE, OP_YIELD, -1, __builtin_return_address(0));
     switch_point();
     sched_touch_everything(); /* whether it has ended depends on every other step */
     if (t->state != DONE)
         return EBUSY;
+    t->joined_by = me->id;
+    t->joined_at = __builtin_return_address(0);
     record_step(me, OP_JOIN, -1, t->id);
     sched_memory_thread_joined(me->id, t->id);
     t->joined = true;
@@ -1316,39 +1451,65 @@ int __wrap_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec
     return mutex_lock(mutex, deadline, __builtin_return_address(0));
 }
 
-/* Destroying a mutex someone holds, or a condition someone waits on, is undefined. */
+/* Destroying a mutex someone holds, or a condition someone waits on, is
+ * undefined: on a schedule the model knows who; on real threads the
+ * wrappers of kit_misuse.c check what they can. */
+static void check_mutex_destroy(pthread_mutex_t *mutex, void *where)
+{
+    check_not_freed(mutex, sizeof *mutex, "mutex", "destroys", where);
+    int obj = object_of(mutex, 'M');
+    me->where = where;
+    const struct sched_object *m = &sched.objects[obj];
+    if (!mutex_free(obj))
+        misuse("%s destroys M%d at %s while %s holds it (locked at %s): destroying a locked mutex is undefined. "
+               "Unlock it first - and destroy it only once no thread can lock it any more (after joining the "
+               "threads that use it)", kit_thread_name(), m->serial, call_place(where),
+               m->owner == me->id ? "it itself" : sched.threads[m->owner]->name, call_place(m->locked_at));
+    /* A thread that wants the mutex (to lock it, or back after a wake-up)
+     * would lock freed memory next. */
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = live(i);
+        if ((t->state == LOCKING && t->obj == obj) || (t->state == WAITING && t->obj2 == obj))
+            misuse("%s destroys M%d at %s while %s still wants it (%s at %s): a thread that waits to lock a "
+                   "mutex must have it before the mutex is destroyed. Wake every waiter and wait until they have "
+                   "left (or join them) before destroying", kit_thread_name(), m->serial, call_place(where),
+                   t->name, t->state == LOCKING ? "it waits to lock it" : "it sleeps in a wait that relocks it",
+                   call_place(t->where));
+    }
+    remember_destroy(mutex, where);
+    forget_object(obj);
+}
+
 int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex);
 int __wrap_pthread_mutex_destroy(pthread_mutex_t *mutex)
 {
-    if (me != NULL) {
-        int obj = object_of(mutex, 'M');
-        if (!mutex_free(obj))
-            misuse("%s destroys M%d while a thread holds it", kit_thread_name(),
-                             sched.objects[obj].serial);
-        /* A thread that wants the mutex (to lock it, or back after a wake-up)
-         * would lock freed memory next. */
-        for (int i = 0; i < sched.nlive; i++) {
-            const struct sched_thread *t = live(i);
-            if ((t->state == LOCKING && t->obj == obj) || (t->state == WAITING && t->obj2 == obj))
-                misuse("%s destroys M%d while %s still wants it", kit_thread_name(),
-                       sched.objects[obj].serial, t->name);
-        }
-        forget_object(obj);
-    }
+    if (me != NULL)
+        check_mutex_destroy(mutex, __builtin_return_address(0));
+    else
+        kit_misuse_mutex_destroy(mutex, __builtin_return_address(0));
     return __real_pthread_mutex_destroy(mutex);
 }
 
 int __wrap_pthread_cond_destroy(pthread_cond_t *cond);
 int __wrap_pthread_cond_destroy(pthread_cond_t *cond)
 {
-    if (me != NULL) {
-        int obj = object_of(cond, 'C');
-        for (int i = 0; i < sched.nlive; i++)
-            if (live(i)->state == WAITING && live(i)->obj == obj)
-                misuse("%s destroys C%d while %s still waits on it", kit_thread_name(),
-                                 sched.objects[obj].serial, live(i)->name);
-        forget_object(obj);
+    void *where = __builtin_return_address(0);
+    if (me == NULL) {
+        kit_misuse_cond_destroy(cond, where);
+        return __real_pthread_cond_destroy(cond);
     }
+    check_not_freed(cond, sizeof *cond, "condition variable", "destroys", where);
+    int obj = object_of(cond, 'C');
+    me->where = where;
+    for (int i = 0; i < sched.nlive; i++) /* (one a signal chose is on its way out: POSIX allows that) */
+        if (live(i)->state == WAITING && live(i)->obj == obj && !live(i)->woken)
+            misuse("%s destroys C%d at %s while %s still waits on it (at %s): destroying a condition variable "
+                   "a thread sleeps on is undefined - it may never wake, or wake inside freed memory. Wake every "
+                   "sleeper first (a close that broadcasts) and wait until each has left the wait, or join "
+                   "them, then destroy", kit_thread_name(), sched.objects[obj].serial, call_place(where),
+                   live(i)->name, call_place(live(i)->where));
+    remember_destroy(cond, where);
+    forget_object(obj);
     return __real_pthread_cond_destroy(cond);
 }
 

@@ -43,7 +43,8 @@
  * them, but at least 40);
  * KIT_EXPLORE_STATS prints each search's schedules and speed; a failed
  * schedule is drawn as an SVG next to the test program, or into
- * KIT_EXPLORE_SVG_DIR. The grader clears KIT_SCHED and KIT_SCHEDULES: graded
+ * KIT_EXPLORE_SVG_DIR (empty: not drawn, as in a confined grade, whose
+ * grader draws it from the log). The grader clears KIT_SCHED and KIT_SCHEDULES: graded
  * runs use the tests' own fixed seeds.
  *
  * The same scheduler runs an ordinary test on one schedule when the grader
@@ -233,6 +234,9 @@ void kit_text_put(kit_text_t *t, const char *fmt, ...) __attribute__((format(pri
 /** Whether a lock-order inversion was seen in this process, and forgets it:
  *  for a test of the kit that makes one on purpose. */
 bool kit_sched_take_lock_inversion(void);
+/** Whether a data race was seen in this process, and forgets it: for a test
+ *  of the kit that makes one on purpose. */
+bool kit_sched_take_race(void);
 /** Whether the calling thread, on a schedule, last left a wait through a
  *  spurious wake-up: a check can then name a wait that does not loop. */
 bool kit_sched_woken_spuriously(void);
@@ -272,6 +276,13 @@ bool kit_sched_outsider(const char *call);
  * Memory just handed out by an allocator: what was done to it before is no
  * race with what is done to it now. */
 void kit_sched_forget_memory(const void *block, size_t size);
+/* A block freed by the calling thread of a schedule, from @p where: a write
+ * to every byte of it, after which any access is a use after free and a
+ * second free a double free (the schedule fails there, naming both lines). */
+void kit_sched_freed(const void *block, size_t size, void *where);
+/* Who freed the block that holds @p addr on this schedule, and where, in
+ * words ("main at bq.c:310 in bq_destroy"); false if none did. */
+bool kit_sched_who_freed(const void *addr, char *out, size_t size);
 /* The schedule under way, as a number that changes from one to the next;
  * 0 off a schedule. */
 unsigned long kit_sched_schedule(void);

@@ -57,7 +57,7 @@
 #define KIT_ASAN 1
 #endif
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || defined(KIT_SCHED_TSAN_FIBERS)
 #define KIT_TSAN 1
 #endif
 #if defined(__SANITIZE_ADDRESS__)

@@ -133,6 +133,8 @@ struct sched_thread {
     bool started;                     /* its context has run */
     bool joined;
     bool detached;
+    void *joined_at, *detached_at;    /* where it was joined (or the join began), detached (NULL: at its creation) */
+    int joined_by;                    /* the thread that joined it, or began to */
     bool returned;                    /* its function returned (not pthread_exit) */
     void *(*fn)(void *);
     void *arg;
@@ -298,6 +300,9 @@ bool sched_memory_races_seen(void);
 
 /* kit_sched.c: a switch point at an access or an atomic of the token holder. */
 void sched_memory_point(void *pc, enum sched_op op);
+/* kit_sched.c: the schedule fails on the running thread, at @p where, for a
+ * misuse said in @p text (a use after free, a double free). */
+void sched_misuse_at(void *where, const char *text) __attribute__((noreturn));
 
 /* kit_sched_explore.c: what each transition touches, for the partial-order
  * reduction (dpor:BOUND): a modelled object's number, or everything (thread

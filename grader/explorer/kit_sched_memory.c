@@ -217,8 +217,9 @@ struct shadow_cell {
     uint32_t clock;
     uint16_t thread;
     uint8_t bytes; /* which of the granule's 8 bytes */
-    uint8_t write;
+    uint8_t write; /* READ, WRITE, or FREED: the granule's block was freed there */
 };
+enum { READ, WRITE, FREED };
 
 /* A granule's entry fills one cache line. */
 #define CELLS 4
@@ -289,6 +290,82 @@ void kit_sched_forget_memory(const void *block, size_t size)
         struct shadow_entry *e = entry_of(g, false); /* (none yet: nothing to forget) */
         if (e)
             memset(e->cell, 0, sizeof e->cell);
+    }
+}
+
+/* ---- Freed memory -----------------------------------------------------------------------
+ * free() (and the free inside realloc, kit_wrap.c) is a write to every byte
+ * of the block - an access it races with is a data race, whose places become
+ * switch points - and leaves one FREED cell in each granule of it: an access
+ * after it, ordered or not, is a use after free, and a second free of the
+ * block a double free. The schedule fails there, naming both lines; the
+ * kit's quarantine keeps the block out of use meanwhile, and memory handed
+ * out again is forgotten (kit_sched_forget_memory). A block's first
+ * FREED_GRANULES granules are marked: enough for any object's fields. */
+#define FREED_GRANULES 1024
+#define FREED_KEPT 512 /* the last frees of the schedule, with their calls, for a report */
+
+static struct freed_block {
+    uintptr_t start, end;
+    uint32_t generation;
+    void *pc;                    /* the free's caller */
+    void *callers[RACE_CALLERS]; /* the calls into the code under test that led there, innermost first */
+    int ncallers;
+    char thread[KIT_THREAD_NAME_MAX];
+} freed_blocks[FREED_KEPT];
+static unsigned nfreed;
+
+static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
+    __attribute__((noreturn));
+static void double_free(const struct sched_thread *me, uintptr_t addr, void *pc) __attribute__((noreturn));
+static int open_call_sites(void **out, int most);
+
+/* The last free of this schedule whose block holds addr, or NULL. */
+static const struct freed_block *freed_block_at(uintptr_t addr)
+{
+    for (unsigned i = 0; i < FREED_KEPT && i < nfreed; i++) {
+        const struct freed_block *b = &freed_blocks[(nfreed - 1 - i) % FREED_KEPT];
+        if (b->generation == detector.generation && addr >= b->start && addr < b->end)
+            return b;
+    }
+    return NULL;
+}
+
+static void keep_freed_block(const struct sched_thread *me, uintptr_t start, size_t size, void *pc)
+{
+    struct freed_block *b = &freed_blocks[nfreed++ % FREED_KEPT];
+    *b = (struct freed_block){ .start = start, .end = start + size, .generation = detector.generation, .pc = pc };
+    b->ncallers = open_call_sites(b->callers, RACE_CALLERS);
+    snprintf(b->thread, sizeof b->thread, "%s", me->name);
+}
+
+static bool granule_freed(uintptr_t granule)
+{
+    struct shadow_entry *e = entry_of(granule, false);
+    return e != NULL && e->cell[0].write == FREED;
+}
+
+static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc);
+
+void kit_sched_freed(const void *block, size_t size, void *where)
+{
+    struct sched_thread *me = tracked();
+    if (me == NULL || block == NULL || size == 0)
+        return;
+    uintptr_t first = (uintptr_t)block >> 3, last = ((uintptr_t)block + size - 1) >> 3;
+    if (granule_freed(first))
+        double_free(me, (uintptr_t)block, where);
+    if (last - first >= FREED_GRANULES)
+        last = first + FREED_GRANULES - 1;
+    keep_freed_block(me, (uintptr_t)block, size, where);
+    for (uintptr_t g = first; g <= last && detector.on; g++) {
+        check_granule(me, g << 3, 0xff, true, where); /* the free writes every byte */
+        struct shadow_entry *e = entry_of(g, true);
+        if (e == NULL)
+            continue;
+        memset(e->cell, 0, sizeof e->cell);
+        e->cell[0] = (struct shadow_cell){ place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
+                                           (uint16_t)me->id, 0xff, FREED };
     }
 }
 
@@ -442,6 +519,8 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
     struct shadow_entry *e = entry_of(addr >> 3, true);
     if (e == NULL)
         return;
+    if (e->cell[0].write == FREED)
+        use_after_free(me, addr, write, pc);
     const struct vclock *now = &thread_clock[me->id];
     int mine = -1, spare = -1;
     for (int i = 0; i < CELLS; i++) {
@@ -495,6 +574,13 @@ bool sched_memory_races_seen(void)
     return race_points && nracy > 0;
 }
 
+bool kit_sched_take_race(void)
+{
+    bool seen = raced;
+    raced = false;
+    return seen;
+}
+
 bool kit_sched_raced(struct sched_race *race)
 {
     if (raced && race)
@@ -519,6 +605,8 @@ void sched_memory_atomic(const volatile void *addr, void *pc)
     if (me == NULL)
         return;
     sched_memory_point(pc, OP_ATOMIC);
+    if (!sched_context_own((uintptr_t)addr) && granule_freed((uintptr_t)addr >> 3))
+        use_after_free(me, (uintptr_t)addr, true, pc);
     struct vclock *vc = sched_context_own((uintptr_t)addr) ? NULL : atomic_clock((uintptr_t)addr);
     if (vc == NULL)
         return; /* (a _Thread_local variable is each thread's own: it orders nothing) */
@@ -527,3 +615,77 @@ void sched_memory_atomic(const volatile void *addr, void *pc)
     vc_tick(&thread_clock[me->id], me->id);
 }
 
+
+/* ---- Telling a use after free or a double free -------------------------------------- */
+
+/* "bq.c:120 in bq_take, called from test_bq.c:40 in take_one": a place and the calls that led there. */
+static void describe_chain(kit_text_t *t, void *pc, void *const *callers, int ncallers)
+{
+    void *pcs[1 + RACE_CALLERS];
+    char places[1 + RACE_CALLERS][160];
+    int n = 0;
+    pcs[n++] = pc;
+    for (int i = 0; i < ncallers && i < RACE_CALLERS; i++)
+        pcs[n++] = callers[i];
+    kit_describe_places(pcs, n, places);
+    kit_text_put(t, "%s", places[0]);
+    for (int i = 1; i < n; i++)
+        if (strcmp(places[i], "a place without a line") != 0 && strstr(places[i], ":? ") == NULL)
+            kit_text_put(t, "%s%s", i == 1 ? ", called from " : " <- ", places[i]);
+}
+
+static void describe_free(kit_text_t *t, const struct freed_block *b)
+{
+    if (b == NULL) {
+        kit_text_put(t, "another call (its place was not kept)");
+        return;
+    }
+    kit_text_put(t, "%s at ", b->thread);
+    describe_chain(t, b->pc, b->callers, b->ncallers);
+}
+
+bool kit_sched_who_freed(const void *addr, char *out, size_t size)
+{
+    const struct freed_block *b = tracked() ? freed_block_at((uintptr_t)addr) : NULL;
+    if (b == NULL)
+        return false;
+    kit_text_t t = { out, size, 0 };
+    describe_free(&t, b);
+    return true;
+}
+
+static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
+{
+    static char text[2048];
+    kit_text_t t = { text, sizeof text, 0 };
+    void *callers[RACE_CALLERS];
+    int ncallers = open_call_sites(callers, RACE_CALLERS);
+    const struct freed_block *b = freed_block_at(addr);
+    kit_text_put(&t, "USE AFTER FREE: %s %s memory at ", me->name, write ? "writes" : "reads");
+    describe_chain(&t, pc, callers, ncallers);
+    if (b != NULL)
+        kit_text_put(&t, ", %ld bytes into a block of %ld,", (long)(addr - b->start), (long)(b->end - b->start));
+    kit_text_put(&t, " that was freed before it, on this schedule, by ");
+    describe_free(&t, b);
+    kit_text_put(&t, ". An object may be freed only once no thread can reach it any more: destroy must not free "
+                     "what a thread still uses (wait until every caller has left, or join the threads first), and "
+                     "of several owners only the last may free, decided under the lock (read the count you changed "
+                     "before you unlock, never after).");
+    sched_misuse_at(pc, text);
+}
+
+static void double_free(const struct sched_thread *me, uintptr_t addr, void *pc)
+{
+    static char text[2048];
+    kit_text_t t = { text, sizeof text, 0 };
+    void *callers[RACE_CALLERS];
+    int ncallers = open_call_sites(callers, RACE_CALLERS);
+    kit_text_put(&t, "DOUBLE FREE: %s frees at ", me->name);
+    describe_chain(&t, pc, callers, ncallers);
+    kit_text_put(&t, " a block that was freed already, on this schedule, by ");
+    describe_free(&t, freed_block_at(addr));
+    kit_text_put(&t, ". Each block is freed exactly once: when several threads share an object, the one that drops "
+                     "the last reference frees it, and which one that is must be decided under the lock (read the "
+                     "count you changed before you unlock, never after).");
+    sched_misuse_at(pc, text);
+}

@@ -345,11 +345,11 @@ void __wrap__fail(const char *const file, const int line)
     if (!skip_caller_stack && !kit_stacks_dumped())
         kit_dump_stacks("the failed check");
     skip_caller_stack = false;
+    kit_verdict_end(false); /* a failed check is a failed test, whatever cmocka is later made to say */
     int alive = kit_threads_alive();
     if (alive > 0 || kit_sched_active()) { /* (a scheduled thread is not cmocka's: it cannot jump there) */
         fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
         fprintf(stderr, "[  FAILED  ] the test stopped here: %d of its threads still run\n", alive);
-        kit_verdict_end(false);
         fflush(stdout);
         fflush(stderr);
         _exit(1);

@@ -53,6 +53,18 @@ static bool line_contains(const char *line, size_t length, const char *needle)
     return false;
 }
 
+/* A line cut to fit its buffer ends at a word, with "...", never mid-word. */
+static void cut_at_word(char *copy, size_t size, size_t full_length)
+{
+    if (full_length < size - 1)
+        return;
+    char *space = strrchr(copy, ' ');
+    if (space != NULL && space > copy + size / 2)
+        *space = '\0';
+    if (strlen(copy) + 5 < size)
+        strcat(copy, " ...");
+}
+
 /* Copies the lines that explain a failure: what the test said, where it
  * failed, and the seed; cmocka's own RUN/OK/summary lines are left out. */
 static void failure_lines(const char *log, char *detail, size_t size, int max_lines)
@@ -68,8 +80,9 @@ static void failure_lines(const char *log, char *detail, size_t size, int max_li
                 text += strlen(prefixes[p]);
         bool noise = length == 0 || (text == line && line[0] == '[') || line_contains(line, length, "FAILED TEST(S)");
         if (!noise) {
-            char copy[600];
+            char copy[2048]; /* an explorer's sentence with its lines fits; a longer one ends at a word */
             textf(copy, sizeof copy, "%.*s", (int)(length - (size_t)(text - line)), text);
+            cut_at_word(copy, sizeof copy, length - (size_t)(text - line));
             char *failure = strstr(copy, ": error: Failure!");
             if (failure) { /* "tests/x.c:19: error: Failure!" -> "at tests/x.c:19" */
                 *failure = '\0';
@@ -128,7 +141,7 @@ static const char *signal_name(int sig)
     case SIGBUS: return "SIGBUS (bad memory access)";
     case SIGFPE: return "SIGFPE (arithmetic error)";
     case SIGILL: return "SIGILL (illegal instruction)";
-    case SIGKILL: return "SIGKILL (killed: out of memory?)";
+    case SIGKILL: return "SIGKILL (killed: its processor time limit - threads that spin instead of waiting? - or out of memory)";
     case SIGXCPU: return "SIGXCPU (CPU time limit exceeded: a spinning thread?)";
     case SIGXFSZ: return "SIGXFSZ (output size limit exceeded)";
     case SIGPIPE: return "SIGPIPE";

@@ -226,13 +226,30 @@ static double seconds_left(double limit, double start, double stall_at_start)
     return allowed - (now_seconds() - start);
 }
 
-/* Fork, exec, and wait up to the time limit without polling: SIGCHLD is
- * blocked and collected with sigtimedwait. */
+/* The test runs in a process group of its own, which a Ctrl-C at the
+ * terminal does not reach: when the grader is interrupted or told to stop,
+ * it stops the test first, then goes the way the signal says. */
+static void stop_then_leave(pid_t pid, bool confined, int sig, const sigset_t *previous)
+{
+    int status;
+    stop_run(pid, confined, &status);
+    signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, previous, NULL);
+    raise(sig);
+    _exit(128 + sig); /* (if the signal was ignored before) */
+}
+
+/* Fork, exec, and wait up to the time limit without polling: SIGCHLD - and
+ * the signals that stop the grader - are blocked and collected with
+ * sigtimedwait. */
 static int run_process(const struct run *run, struct process_end *out)
 {
     sigset_t child_signal, previous;
     sigemptyset(&child_signal);
     sigaddset(&child_signal, SIGCHLD);
+    sigaddset(&child_signal, SIGINT);
+    sigaddset(&child_signal, SIGTERM);
+    sigaddset(&child_signal, SIGHUP);
     sigprocmask(SIG_BLOCK, &child_signal, &previous);
     double start = now_seconds(), stall_at_start = cpu_stall_seconds();
     pid_t pid = fork();
@@ -254,7 +271,9 @@ static int run_process(const struct run *run, struct process_end *out)
             break;
         }
         struct timespec wait = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
-        sigtimedwait(&child_signal, NULL, &wait); /* a SIGCHLD or the time-out */
+        int sig = sigtimedwait(&child_signal, NULL, &wait); /* a SIGCHLD, a stop, or the time-out */
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+            stop_then_leave(pid, run->limits == NULL, sig, &previous);
     }
     if (run->limits)
         kill(-pid, SIGKILL); /* anything an unconfined test left behind in its group */
@@ -472,7 +491,7 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     else
         unsetenv("KIT_SUBJECT_WRAPPER");
     if (options->confine)
-        setenv("KIT_EXPLORE_SVG_DIR", "/tmp", 1); /* the confinement's own tmpfs (grader_drawing.c draws the reports') */
+        setenv("KIT_EXPLORE_SVG_DIR", "", 1); /* no drawing in the confinement: grader_drawing.c draws the reports' */
     char stuck_threads[3000] = "";
     struct diagnosis diagnosis = { options, stuck_threads, sizeof stuck_threads };
     struct run run = { argv, log_path, options->confine ? NULL : &options->limits, channel.test_ends,

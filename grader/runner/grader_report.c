@@ -333,9 +333,11 @@ static void print_chapter_standing(const struct test_case *first, int count, con
         printf("%s\n", command);
     else if (failing->verdict == V_MISSING)
         printf("%s: not built - see what the compiler said\n", failing->name);
+    else if (strcmp(failing->name, "tsan") == 0)
+        printf("%s: %s - its lines above name both accesses; make tsan CH=%.2s looks for it on real threads\n",
+               race_label(failing), verdict_text(failing->verdict), first->chapter);
     else
-        printf("%s: %s\n", strcmp(failing->name, "tsan") == 0 ? race_label(failing) : failing->name,
-               verdict_text(failing->verdict));
+        printf("%s: %s\n", failing->name, verdict_text(failing->verdict));
 }
 
 /* The closing table of `make grade`: one line per chapter. tests holds the

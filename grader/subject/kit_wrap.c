@@ -25,6 +25,7 @@
 
 #include "kit_errno.h"
 #include "kit_gate.h"
+#include "kit_misuse.h"
 #include "kit_sched.h"
 #include "kit_test.h"
 #include "kit_time.h"
@@ -43,7 +44,8 @@ int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, 
                                   const struct timespec *deadline);
 
 static void perturb(void); /* chaos, below */
-static int checked(const char *call, int err); /* results, below */
+static int checked_at(const char *call, int err, void *where); /* results, below */
+#define checked(call, err) checked_at((call), (err), __builtin_return_address(0))
 
 static atomic_int waiting;
 static atomic_bool spurious_on;
@@ -180,25 +182,41 @@ static int wait_on(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct ti
     }
     kit_sched_outsider(!deadline ? "pthread_cond_wait" : clock == OWN_CLOCK ? "pthread_cond_timedwait"
                                                                             : "pthread_cond_clockwait");
+    if (harness_waiting) /* (the code under test's waits were checked by enter_wait) */
+        kit_misuse_wait_begin(cond, mutex, where);
+    int err;
     if (deadline && clock != OWN_CLOCK)
-        return __real_pthread_cond_clockwait(cond, mutex, clock, deadline);
-    if (deadline)
-        return __real_pthread_cond_timedwait(cond, mutex, deadline);
-    return __real_pthread_cond_wait(cond, mutex);
+        err = __real_pthread_cond_clockwait(cond, mutex, clock, deadline);
+    else if (deadline)
+        err = __real_pthread_cond_timedwait(cond, mutex, deadline);
+    else
+        err = __real_pthread_cond_wait(cond, mutex);
+    kit_misuse_wait_end(cond, err);
+    return err;
+}
+
+/* A wait of the code under test begins: on real threads checked first
+ * (kit_misuse.c), then counted as waiting - so that what a test does once
+ * it sees the thread waiting, the checks see too. */
+static void enter_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, void *where)
+{
+    if (!kit_sched_active())
+        kit_misuse_wait_begin(cond, mutex, where);
+    atomic_fetch_add(&waiting, 1);
 }
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
     void *where = __builtin_return_address(0);
     if (harness_waiting)
-        return checked("pthread_cond_wait", wait_on(cond, mutex, NULL, OWN_CLOCK, where));
+        return checked_at("pthread_cond_wait", wait_on(cond, mutex, NULL, OWN_CLOCK, where), where);
     if (take_spurious_turn(mutex, where))
         return 0;
-    atomic_fetch_add(&waiting, 1);
+    enter_wait(cond, mutex, where);
     int err = wait_on(cond, mutex, NULL, OWN_CLOCK, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
-    return checked("pthread_cond_wait", err);
+    return checked_at("pthread_cond_wait", err, where);
 }
 
 /* The clock a deadline was computed on: the one pthread_cond_clockwait
@@ -245,16 +263,16 @@ static int timed_wait(const char *call, pthread_cond_t *cond, pthread_mutex_t *m
                       clockid_t clock, void *where)
 {
     if (harness_waiting)
-        return checked(call, wait_on(cond, mutex, deadline, clock, where));
+        return checked_at(call, wait_on(cond, mutex, deadline, clock, where), where);
     if (take_spurious_turn(mutex, where))
         return 0;
     long every_ms = atomic_load(&wake_every_ms);
-    atomic_fetch_add(&waiting, 1);
+    enter_wait(cond, mutex, where);
     int err = every_ms > 0 ? wait_with_early_wakeup(cond, mutex, deadline, clock, every_ms, where)
                            : wait_on(cond, mutex, deadline, clock, where);
     atomic_fetch_sub(&waiting, 1);
     perturb();
-    return checked(call, err);
+    return checked_at(call, err, where);
 }
 
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
@@ -365,6 +383,7 @@ int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
     if (kit_sched_active())
         return checked("pthread_mutex_unlock", kit_sched_mutex_unlock(mutex, __builtin_return_address(0)));
     kit_sched_outsider("pthread_mutex_unlock");
+    kit_misuse_unlock(mutex, __builtin_return_address(0));
     int err = __real_pthread_mutex_unlock(mutex);
     perturb();
     return checked("pthread_mutex_unlock", err);
@@ -375,6 +394,7 @@ int __wrap_pthread_cond_signal(pthread_cond_t *cond)
     if (kit_sched_active())
         return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
     kit_sched_outsider("pthread_cond_signal");
+    kit_misuse_wake(cond, false);
     perturb();
     return checked("pthread_cond_signal", __real_pthread_cond_signal(cond));
 }
@@ -384,6 +404,7 @@ int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
     if (kit_sched_active())
         return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
     kit_sched_outsider("pthread_cond_broadcast");
+    kit_misuse_wake(cond, true);
     perturb();
     return checked("pthread_cond_broadcast", __real_pthread_cond_broadcast(cond));
 }
@@ -407,16 +428,18 @@ static const char *misuse(int err)
     }
 }
 
-static int checked(const char *call, int err)
+static int checked_at(const char *call, int err, void *where)
 {
     if (err == 0)
         return 0;
     bool timed = strcmp(call, "pthread_cond_timedwait") == 0 || strcmp(call, "pthread_cond_clockwait") == 0;
     if (err == ETIMEDOUT && timed)
         return err;
-    char message[512];
+    char message[768], place[1][160];
+    void *pcs[1] = { where };
+    kit_describe_places(pcs, 1, place);
     bool deadline = err == EINVAL && timed;
-    snprintf(message, sizeof message, "%s returned %s: %s", call, kit_errno_name(err),
+    snprintf(message, sizeof message, "%s at %s returned %s: %s", call, place[0], kit_errno_name(err),
              deadline ? "the deadline is not a valid time (tv_nsec must stay below 1000000000), or the condition "
                         "variable or mutex is not initialised"
                       : misuse(err));
@@ -479,6 +502,8 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (err != 0) {
         atomic_fetch_sub(&threads_alive, 1);
         __real_free(start);
+    } else if (!scheduled) {
+        kit_misuse_thread_made(*thread, attr);
     }
     perturb();
     return err;
@@ -728,10 +753,18 @@ void *__wrap_calloc(size_t count, size_t size)
     return counted(__real_calloc(count, size));
 }
 
+#if defined(__GLIBC__)
+static void *moved(void *old, size_t size, void *caller); /* below */
+#endif
+
 void *__wrap_realloc(void *old, size_t size)
 {
     if (this_call_fails())
         return NULL;
+#if defined(__GLIBC__)
+    if (old != NULL && size > 0 && kit_sched_active())
+        return moved(old, size, __builtin_return_address(0));
+#endif
     void *block = __real_realloc(old, size);
     if (block && old == NULL)
         return counted(block);
@@ -794,12 +827,14 @@ static bool held_back(const void *block)
     return held;
 }
 
-/* `known`: the block was in the table of live blocks. */
-static void release(void *block, bool known)
+/* `known`: the block was in the table of live blocks; `caller`: who frees it.
+ * On a schedule the free is an access the scheduler sees (kit_sched_freed). */
+static void release(void *block, bool known, void *caller)
 {
 #if defined(__GLIBC__)
     if (block && kit_sched_active()) {
         settle_quarantine();
+        kit_sched_freed(block, malloc_usable_size(block), caller); /* (a double free ends the schedule here) */
         if (!known && held_back(block)) { /* as the C library says it, and ends the process */
             fprintf(stderr, "free(): a block freed twice\n");
             abort();
@@ -814,6 +849,7 @@ static void release(void *block, bool known)
     }
 #endif
     (void)known;
+    (void)caller;
     __real_free(block);
 }
 
@@ -824,8 +860,26 @@ void __wrap_free(void *block)
         atomic_fetch_sub(&live_blocks, 1);
         known = forget_block(block);
     }
-    release(block, known);
+    release(block, known, __builtin_return_address(0));
 }
+
+/* realloc on a schedule: always a new block, the old one freed as free()
+ * frees it (quarantined, and an access the scheduler sees) - so that a
+ * pointer kept to the old block is a use after free in every grading. */
+#if defined(__GLIBC__)
+static void *moved(void *old, size_t size, void *caller)
+{
+    void *block = __real_malloc(size);
+    if (block == NULL)
+        return NULL;
+    size_t had = malloc_usable_size(old);
+    memcpy(block, old, had < size ? had : size);
+    bool known = forget_block(old);
+    remember_block(block, caller);
+    release(old, known, caller);
+    return fresh(block);
+}
+#endif
 
 char *__real_strdup(const char *text);
 char *__real_strndup(const char *text, size_t most);

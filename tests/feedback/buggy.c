@@ -210,3 +210,30 @@ void counter_add_on_a_thread_left_behind(counter_t *c)
         return;
     counter_add(c, 1);
 }
+
+/* (GCC sees this one at compile time; the ones the grader is there for
+ * cross a thread or a file. Silenced, to be run.) */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
+void counter_close(counter_t *c)
+{
+    free(c);
+    pthread_cond_destroy(&c->changed); /* BUG: after the free */
+    pthread_mutex_destroy(&c->lock);
+}
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
+
+void counter_add_on_a_helper_joined_twice(counter_t *c)
+{
+    pthread_t helper;
+    if (pthread_create(&helper, NULL, add_one, c) != 0) {
+        counter_add(c, 1);
+        return;
+    }
+    pthread_join(helper, NULL);
+    pthread_join(helper, NULL); /* BUG: joined already; the error it returns is ignored */
+}

@@ -54,5 +54,9 @@ void counter_destroy_when_ready(counter_t *c);
 int counter_reset(counter_t *c);
 /** @brief Adds one on a thread of its own - which it never joins: a thread leak. */
 void counter_add_on_a_thread_left_behind(counter_t *c);
+/** @brief Frees the counter - and destroys its mutex and condition variable after the free: a use after free. */
+void counter_close(counter_t *c);
+/** @brief Adds one on a helper thread - and joins it twice, ignoring the second join's error. */
+void counter_add_on_a_helper_joined_twice(counter_t *c);
 
 #endif

@@ -3,7 +3,8 @@
  * @brief Tests that fail on purpose, one per kind of failure, so that
  *        `make feedback` can check what the grader says about each: the
  *        student's line for a crash, every thread's wait for a hang, both
- *        accesses of a race, the words for a misused pthread call.
+ *        accesses of a race, the words for a misused pthread call, both lines
+ *        of a use after free.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -211,6 +212,25 @@ static void test_feedback_thread_leak_is_not_a_race(void **state)
     counter_destroy(c);
 }
 
+/* ---- A use after free and a misused pthread call name the student's lines ---------- */
+
+static void test_feedback_use_after_free_names_both_lines(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_add(c, 3);
+    counter_close(c);
+}
+
+static void test_feedback_second_join_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_add_on_a_helper_joined_twice(c);
+    assert_int_equal(counter_read(c), 1);
+    counter_destroy(c);
+}
+
 /* ---- A crash in a generated scenario names the scenario -------------------------- */
 
 struct counter_model {
@@ -316,6 +336,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_unwritten_function_is_named),
     cmocka_unit_test(test_feedback_correct_code_passes),
     cmocka_unit_test(test_feedback_thread_leak_is_not_a_race),
+    cmocka_unit_test(test_feedback_use_after_free_names_both_lines),
+    cmocka_unit_test(test_feedback_second_join_is_named),
 };
 
 KIT_TEST_MAIN(tests)

@@ -3,8 +3,9 @@
  * @brief Tests of the schedule explorer (grader/explorer/kit_sched*.c): it
  *        finds a lost update, a lost wake-up and a deadlock, replays each
  *        exactly from its token, keeps virtual time, passes correct code,
- *        runs code it cannot follow on real threads instead, and keeps
- *        each thread's own state its own.
+ *        runs code it cannot follow on real threads instead, keeps
+ *        each thread's own state its own, and names both lines of a use
+ *        after free and of a double free.
  *
  * Each buggy body below is small enough that every strategy finds its bug
  * within a few schedules; each search uses a fixed seed, so these tests do
@@ -15,7 +16,9 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kit_sched.h"
@@ -349,6 +352,127 @@ static void test_explore_each_thread_keeps_its_own(void **state)
     pthread_key_delete(own_key);
 }
 
+/* ---- Freed memory: a use after free and a double free, with both lines ------------------ */
+
+/* What the compiler's instrumentation puts before a load of the code under
+ * test (built with it, as every chapter's code is): the explorer sees the read. */
+void __tsan_read8(void *addr);
+static long instrumented_read(const long *at)
+{
+    __tsan_read8((void *)at);
+    return *at;
+}
+
+static void *read_twice(void *raw)
+{
+    const long *value = raw;
+    long sum = instrumented_read(value);
+    sum += instrumented_read(value);
+    return (void *)(intptr_t)sum;
+}
+
+/* Frees a block another thread may still be reading: a use after free. */
+static void free_while_read(void *ctx)
+{
+    (void)ctx;
+    long *value = malloc(sizeof *value);
+    kit_explore_check(value != NULL, "out of memory");
+    *value = 1;
+    pthread_t reader;
+    explore_ok(pthread_create(&reader, NULL, read_twice, value));
+    free(value);
+    explore_ok(pthread_join(reader, NULL));
+}
+
+static void *free_it(void *raw)
+{
+    free(raw);
+    return NULL;
+}
+
+/* Frees a block a thread it joined freed already: a double free, on every schedule. */
+static void free_after_the_thread(void *ctx)
+{
+    (void)ctx;
+    void *block = malloc(32);
+    kit_explore_check(block != NULL, "out of memory");
+    pthread_t freer;
+    explore_ok(pthread_create(&freer, NULL, free_it, block));
+    explore_ok(pthread_join(freer, NULL));
+    free(block);
+}
+
+/* An object with a mutex, torn down (destroyed and freed) by two owners. */
+struct owned {
+    pthread_mutex_t lock;
+};
+
+static void *tear_down(void *raw)
+{
+    struct owned *o = raw;
+    pthread_mutex_destroy(&o->lock);
+    free(o);
+    return NULL;
+}
+
+static void tear_down_twice(void *ctx)
+{
+    (void)ctx;
+    struct owned *o = malloc(sizeof *o);
+    kit_explore_check(o != NULL, "out of memory");
+    explore_ok(pthread_mutex_init(&o->lock, NULL));
+    pthread_t owner;
+    explore_ok(pthread_create(&owner, NULL, tear_down, o));
+    explore_ok(pthread_join(owner, NULL));
+    tear_down(o);
+}
+
+/* Each strategy finds it, says @p words, and its token replays the same report. */
+static void must_find_saying(const char *what, void (*body)(void *), const char *const *words, int nwords)
+{
+    static kit_explore_result_t found, again;
+    for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
+        kit_explore_t options = { .strategy = strategies[s], .schedules = 200, .quiet = true };
+        assert_false(kit_explore_search(what, &options, body, NULL, &found));
+        for (int i = 0; i < nwords; i++)
+            if (strstr(found.message, words[i]) == NULL)
+                fail_msg("%s: the report does not say \"%s\": %s", strategies[s], words[i], found.message);
+        char replay[sizeof found.token + 8];
+        snprintf(replay, sizeof replay, "replay:%s", found.token);
+        kit_explore_t exact = { .strategy = replay, .quiet = true };
+        assert_false(kit_explore_search(what, &exact, body, NULL, &again));
+        assert_string_equal(again.message, found.message);
+    }
+}
+
+static void test_explore_finds_a_use_after_free_with_both_lines(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED) /* the sanitizer's runtime has the reads, and its own words for this */
+        return;
+    const char *const words[] = { "USE AFTER FREE: thread-1 reads memory at test_explore.c:",
+                                  "freed before it, on this schedule, by test at test_explore.c:",
+                                  "in free_while_read" };
+    must_find_saying(__func__, free_while_read, words, 3);
+    assert_true(kit_sched_take_race()); /* the free raced with the read, on the schedules before */
+}
+
+static void test_explore_finds_a_double_free_with_both_lines(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED)
+        return;
+    const char *const words[] = { "DOUBLE FREE: test frees at test_explore.c:",
+                                  ("in free_after_the_thread a block that was freed already, on this schedule, by "
+                                   "thread-1 at test_explore.c:"),
+                                  "in free_it" };
+    must_find_saying(__func__, free_after_the_thread, words, 3);
+    const char *const torn_down[] = { "DOUBLE FREE: test destroys a mutex at test_explore.c:",
+                                      "that thread-1 destroyed already at test_explore.c:",
+                                      "and that was freed by thread-1 at test_explore.c:" };
+    must_find_saying(__func__, tear_down_twice, torn_down, 3);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_update),
     cmocka_unit_test(test_explore_finds_and_replays_a_lost_wakeup_at_once),
@@ -357,6 +481,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_explore_passes_correct_code_everywhere_within_the_bound),
     cmocka_unit_test(test_explore_runs_code_it_cannot_follow_on_real_threads),
     cmocka_unit_test(test_explore_each_thread_keeps_its_own),
+    cmocka_unit_test(test_explore_finds_a_use_after_free_with_both_lines),
+    cmocka_unit_test(test_explore_finds_a_double_free_with_both_lines),
 };
 
 KIT_TEST_MAIN(tests)

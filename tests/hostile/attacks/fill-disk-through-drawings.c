@@ -2,7 +2,8 @@
  *         (KIT_EXPLORE_SVG_DIR) with no call admission refuses: the kit's
  *         own trace writer (lib/runtime, which a submission may call) writes
  *         a 4 MB trace, file after file, until it cannot - once a folder of
- *         the grader's disk.
+ *         the grader's disk; where a grade names no such folder, the
+ *         scratch space.
  * Expect: zero
  */
 #include <stdio.h>
@@ -13,7 +14,9 @@
 int msgq_create(msgq_t **out, size_t capacity)
 {
     const char *dir = getenv("KIT_EXPLORE_SVG_DIR");
-    if (dir && kit_trace_start() == 0) {
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/tmp"; /* a confined grade draws nothing itself: the writable scratch space then */
+    if (kit_trace_start() == 0) {
         for (int i = 0; i < 30000; i++)
             kit_trace_instant("hostile", "%0*d", 60, i);
         char path[512];

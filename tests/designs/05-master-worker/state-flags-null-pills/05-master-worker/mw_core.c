@@ -151,12 +151,13 @@ static void publish_success(mw_t *mw, struct record *rec)
 static void publish_failure(mw_t *mw, struct record *rec, int error)
 {
     rec->error = error;
+    long id = rec->task.id; /* once the record is in the list, a take may free it at once */
     pthread_mutex_lock(&mw->lock);
     append(&mw->failed, rec);
     mw->failures++;
     mw_finish_task_locked(mw);
     pthread_mutex_unlock(&mw->lock);
-    debug("task %ld failed (error %d), the worker carries on", rec->task.id, error);
+    debug("task %ld failed (error %d), the worker carries on", id, error);
 }
 
 static long microseconds_since(const struct timespec *start)
