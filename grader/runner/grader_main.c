@@ -689,6 +689,7 @@ static void prepare_environment(const struct config *config)
         setenv("KIT_MAKE_ARGS", config->debug_args, 1);
     else
         unsetenv("KIT_MAKE_ARGS");
+    unsetenv("KIT_SUBJECT_UNFILTERED"); /* a graded subject is always filtered */
     unsetenv("KIT_SCHED");     /* the exploration tests' own fixed seeds and budgets, */
     unsetenv("KIT_SCHEDULES"); /* whatever the environment says (make explore sets them) */
 }
