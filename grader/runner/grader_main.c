@@ -426,6 +426,13 @@ struct totals {
  * times what any of them needs on correct code. */
 enum { SPENT_TESTS = 2, SPENT_DIVISOR = 3, SPENT_FLOOR_SECONDS = 10 };
 
+/* A test's processor time: twice its wall time (two cores busy), and 10 s
+ * for its start. */
+static long cpu_seconds_for(double wall_seconds)
+{
+    return (long)(wall_seconds * 2) + 10;
+}
+
 static struct run_options run_for(const struct config *config, const struct test_case *test,
                                   const struct test_case *tests, bool *shortened)
 {
@@ -440,7 +447,7 @@ static struct run_options run_for(const struct config *config, const struct test
     *shortened = spent >= SPENT_TESTS && shorter < run.limits.wall_seconds;
     if (*shortened) {
         run.limits.wall_seconds = shorter;
-        run.limits.cpu_seconds = (long)(shorter * 2) + 10;
+        run.limits.cpu_seconds = cpu_seconds_for(shorter);
     }
     return run;
 }
@@ -770,7 +777,7 @@ static void configure(struct config *config)
 {
     umask(022); /* what the grade builds, the sandbox uid must read */
     struct limits *limits = &config->run.limits;
-    limits->cpu_seconds = (long)(limits->wall_seconds * 2) + 10;
+    limits->cpu_seconds = cpu_seconds_for(limits->wall_seconds);
     if (config->run.wrapper || config->unlimited_memory) /* valgrind and sanitizers map far more than they use */
         limits->address_space_mb = 0;
     if (config->implementation[0] == '/') /* graded from outside the kit: its files are the student's */
