@@ -315,9 +315,10 @@ $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+	@rm -f $$@.subject # one process: a subject left from a judged build would make the runner take it for one
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
 
 # ---- Judged chapters (chNN_judged := yes) -------------------------------------------
@@ -342,6 +343,13 @@ JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthrea
                 pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime pthread_setname_np \
                 _fail _assert_in_range print_error)
 SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WRAPS))
+# Which chapters are judged: a change (chNN_judged=yes on the command line,
+# or in a build.mk) rewrites this stamp, and their test programs link again.
+JUDGED_STAMP = $(OUT)/tests/.judged
+$(JUDGED_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' | cmp -s - $@ 2>/dev/null || \
+	  echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' > $@
 $(COMMON)/judged/%/proxies.c: chapters/%/judged.tsv grader/judge/kit-proxies
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) judge $@
@@ -356,12 +364,12 @@ JUDGE_INCLUDES := -Igrader/judge
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
 define judged_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(JUDGE_OBJS) $(KITLIB) $(OUT)/tests/$(1)/$(3).subject
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(JUDGE_OBJS) $(KITLIB) $(JUDGED_STAMP) $(OUT)/tests/$(1)/$(3).subject
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $$(JUDGE_WRAPS) $$(CMOCKA_LIBS) $$(LDLIBS)
-$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$^ $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)

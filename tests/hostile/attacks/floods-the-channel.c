@@ -4,6 +4,7 @@
  *         each packet and bounds it: the test fails, flagged; the grader
  *         goes on.
  * Expect: flagged
+ * Judged: yes
  */
 #include <elf.h>
 #include <stdint.h>

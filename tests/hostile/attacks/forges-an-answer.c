@@ -7,6 +7,7 @@
  *         chapter scores 0, though the queue is correct.
  * Base: solution
  * Expect: flagged
+ * Judged: yes
  */
 #include <elf.h>
 #include <stdint.h>

@@ -6,6 +6,7 @@
  *         runs in the subject, which holds no token and whose filter kills
  *         it at splice.
  * Expect: flagged
+ * Judged: yes
  */
 #include <elf.h>
 #include <stdint.h>
