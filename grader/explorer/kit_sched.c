@@ -1242,10 +1242,27 @@ static void check_joinable(const struct sched_thread *t, const char *call, void 
                t->detached_at ? call_place(t->detached_at) : "");
 }
 
+/* kit_sched_call_site()'s place, until a start, join or detach takes it.
+ * One thread of the schedule runs at a time, and it takes it before its
+ * next switch point. */
+static void *call_site;
+
+void kit_sched_call_site(void *where)
+{
+    call_site = where;
+}
+
+void *sched_site_or(void *where)
+{
+    void *site = call_site;
+    call_site = NULL;
+    return site ? site : where;
+}
+
 int __wrap_pthread_join(pthread_t thread, void **ret);
 int __wrap_pthread_join(pthread_t thread, void **ret)
 {
-    void *where = __builtin_return_address(0);
+    void *where = sched_site_or(__builtin_return_address(0));
     struct sched_thread *t = me ? thread_of(thread) : NULL;
     if (t == NULL && me != NULL && schedule_thread_id(thread))
         return ESRCH; /* of an earlier schedule */
@@ -1268,7 +1285,7 @@ int __wrap_pthread_join(pthread_t thread, void **ret)
 int __wrap_pthread_detach(pthread_t thread);
 int __wrap_pthread_detach(pthread_t thread)
 {
-    void *where = __builtin_return_address(0);
+    void *where = sched_site_or(__builtin_return_address(0));
     struct sched_thread *t = me ? thread_of(thread) : NULL;
     if (t != NULL) {
         check_joinable(t, "pthread_detach", where);

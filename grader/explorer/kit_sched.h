@@ -324,8 +324,17 @@ typedef struct {
     FILE *(*popen)(const char *command);
     int (*pclose)(FILE *stream);
     FILE *(*fopen)(const char *path);
+    const char *foreign; /* the program kit_sched_foreign_place()'s offsets are in, or NULL */
 } kit_sched_symbolizer_t;
 extern kit_sched_symbolizer_t kit_sched_symbolizer;
+/* A place in the program kit_sched_symbolizer.foreign names (a judged
+ * test's judge: where the test made a call its stand-in makes here), given
+ * as its offset in that program's file: an address that the reports name as
+ * that program's line. NULL if no more places fit. */
+void *kit_sched_foreign_place(uint64_t offset);
+/* The place the next thread start, join or detach of this thread is made
+ * at, if not its caller's (@p where NULL: its caller's). */
+void kit_sched_call_site(void *where);
 
 /* ---- For a runtime that drives the code under test from the schedule --------
  * Start a thread of the schedule running fn(arg), named @p name, from a

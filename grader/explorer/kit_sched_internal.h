@@ -293,6 +293,8 @@ int sched_memory_racy_offsets(uintptr_t *out, int most);
 /* Where the program itself is loaded: its code's addresses less this are
  * what addr2line and a replay token read. */
 uintptr_t sched_load_bias(void);
+/* kit_sched_call_site()'s place, taken (it holds for one call), or @p where if none. */
+void *sched_site_or(void *where);
 void sched_memory_learn_offset(uintptr_t offset);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */

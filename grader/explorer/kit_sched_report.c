@@ -112,35 +112,78 @@ static bool earlier_reference(const char *path)
     return !(folder && (size_t)(slash - folder) == length && strncmp(folder, chapter, length) == 0);
 }
 
-/* Look every collected address up with one run of addr2line: its function,
- * and its file and line (marked when it is an earlier chapter's reference). */
-static void resolve_places(void)
+/* Places of another program (kit_sched_foreign_place): each an offset in
+ * it, standing here as the address of a byte of this array. */
+enum { MAX_FOREIGN = 64 };
+static char foreign_bytes[MAX_FOREIGN];
+static uint64_t foreign_offsets[MAX_FOREIGN];
+static int nforeign;
+
+void *kit_sched_foreign_place(uint64_t offset)
 {
-    char exe[512];
+    for (int i = 0; i < nforeign; i++)
+        if (foreign_offsets[i] == offset)
+            return &foreign_bytes[i];
+    if (nforeign == MAX_FOREIGN)
+        return NULL;
+    foreign_offsets[nforeign] = offset;
+    return &foreign_bytes[nforeign++];
+}
+
+static bool is_foreign(const void *addr)
+{
+    return (const char *)addr >= foreign_bytes && (const char *)addr < foreign_bytes + MAX_FOREIGN;
+}
+
+/* The address addr2line looks up for @p addr in its program's file. */
+static unsigned long file_address(void *addr, uintptr_t bias)
+{
+    if (is_foreign(addr))
+        return (unsigned long)foreign_offsets[(const char *)addr - foreign_bytes] - 1;
+    return (unsigned long)((uintptr_t)addr - bias - 1);
+}
+
+/* Look the collected addresses of @p exe (the foreign ones, or this
+ * program's) up with one run of addr2line: its function, and its file and
+ * line (marked when it is an earlier chapter's reference). */
+static void resolve_in(const char *exe, bool foreign)
+{
     uintptr_t bias = sched_load_bias();
-    if (!program_file(exe, sizeof exe) || nplaces == 0)
-        return;
-    size_t size = 600 + 24 * (size_t)nplaces;
-    char *command = __real_malloc(size);
+    int index[MAX_PLACES], n = 0;
+    for (int i = 0; i < nplaces; i++)
+        if (is_foreign(places[i].addr) == foreign)
+            index[n++] = i;
+    size_t size = 600 + 24 * (size_t)n;
+    char *command = n > 0 ? __real_malloc(size) : NULL;
     if (command == NULL)
         return;
     int at = snprintf(command, size, "addr2line -f -e '%s'", exe);
-    for (int i = 0; i < nplaces; i++)
-        at += snprintf(command + at, size - (size_t)at, " %#lx", (unsigned long)((uintptr_t)places[i].addr - bias - 1));
+    for (int k = 0; k < n; k++)
+        at += snprintf(command + at, size - (size_t)at, " %#lx", file_address(places[index[k]].addr, bias));
     FILE *pipe = run_tool(command);
     __real_free(command);
     if (pipe == NULL)
         return;
     char function[1024], line[1024];
-    for (int i = 0; i < nplaces && fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); i++) {
-        short_place(line, places[i].text, sizeof places[i].text);
-        snprintf(places[i].function, sizeof places[i].function, "%.*s", (int)strcspn(function, "\n"), function);
-        snprintf(places[i].path, sizeof places[i].path, "%.*s", (int)strcspn(line, " \n"), line);
-        size_t used = strlen(places[i].text);
-        if (earlier_reference(places[i].path))
-            snprintf(places[i].text + used, sizeof places[i].text - used, " (reference)");
+    for (int k = 0; k < n && fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); k++) {
+        struct place *place = &places[index[k]];
+        short_place(line, place->text, sizeof place->text);
+        snprintf(place->function, sizeof place->function, "%.*s", (int)strcspn(function, "\n"), function);
+        snprintf(place->path, sizeof place->path, "%.*s", (int)strcspn(line, " \n"), line);
+        size_t used = strlen(place->text);
+        if (earlier_reference(place->path))
+            snprintf(place->text + used, sizeof place->text - used, " (reference)");
     }
     end_tool(pipe);
+}
+
+static void resolve_places(void)
+{
+    char exe[512];
+    if (program_file(exe, sizeof exe))
+        resolve_in(exe, false);
+    if (kit_sched_symbolizer.foreign != NULL)
+        resolve_in(kit_sched_symbolizer.foreign, true);
 }
 
 static void want_place(void *addr)

@@ -388,7 +388,7 @@ int kit_sched_start_thread(pthread_t *thread, const char *name, void *(*fn)(void
         return ENOMEM;
     *start = (struct named_start){ fn, arg, "" };
     snprintf(start->name, sizeof start->name, "%s", name ? name : "");
-    int err = kit_sched_create(thread, NULL, named_body, start, __builtin_return_address(0));
+    int err = kit_sched_create(thread, NULL, named_body, start, sched_site_or(__builtin_return_address(0)));
     if (err != 0)
         __real_free(start);
     return err;

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "kit_judge.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -53,14 +54,40 @@ int __real_clock_gettime(clockid_t clock, struct timespec *now);
 
 /* ---- one call of the test's own to the subject -------------------------------------- */
 
-static uint64_t sync_call(enum kit_sync op, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+static pthread_once_t base_once = PTHREAD_ONCE_INIT;
+static uintptr_t base; /* where this program is loaded; written once (base_once) */
+
+static void find_base(void)
+{
+    Dl_info info;
+    if (dladdr(&base, &info) != 0) /* (this program's own variable: the judge links no library of its own) */
+        base = (uintptr_t)info.dli_fbase;
+}
+
+/* The place of this program a call of the test's came from, as an offset in
+ * its file: the subject's reports name it as the test's line (0: unknown). */
+static uint64_t offset_of(const void *site)
+{
+    pthread_once(&base_once, find_base);
+    return site != NULL && base != 0 && (uintptr_t)site > base ? (uint64_t)((uintptr_t)site - base) : 0;
+}
+
+/* One pthread call of the test's, made by its stand-in, and its answer; @p
+ * site is where the test made it. */
+static uint64_t sync_call_at(const void *site, enum kit_sync op, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                             uint64_t e)
 {
     kit_wire_t *m = kit_judge_begin(WIRE_SYNC, op);
     uint64_t words[] = { a, b, c, d, e };
     for (int i = 0; i < 5; i++)
         kit_judge_word(m, words[i]);
+    uint64_t offset = offset_of(site);
+    if (offset != 0)
+        kit_judge_bytes(m, &offset, sizeof offset, "a call's place");
     return kit_judge_call(m, 3, 0)->arg[0];
 }
+/* In a wrapper of a pthread call: the place is the wrapper's caller. */
+#define sync_call(op, a, b, c, d, e) sync_call_at(__builtin_return_address(0), (op), (a), (b), (c), (d), (e))
 
 static uint64_t address(const void *object)
 {
@@ -343,10 +370,11 @@ static clockid_t clock_of(const pthread_cond_t *cond)
 
 /* On a schedule: the subject's condition; the judge's mutex is let go
  * around it and taken again after, as a wait does. */
-static int scheduled_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *at)
+static int scheduled_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *at,
+                          const void *site)
 {
     __real_pthread_mutex_unlock(mutex);
-    uint64_t code = sync_call(SYNC_COND_WAIT, address(cond), address(mutex), at != NULL, at ? (uint64_t)clock : 0,
+    uint64_t code = sync_call_at(site, SYNC_COND_WAIT, address(cond), address(mutex), at != NULL, at ? (uint64_t)clock : 0,
                               at ? (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec : 0);
     __real_pthread_mutex_lock(mutex);
     return checked(code, ETIMEDOUT);
@@ -356,7 +384,7 @@ int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
     if (kit_judge_on_schedule())
-        return scheduled_wait(cond, mutex, CLOCK_REALTIME, NULL);
+        return scheduled_wait(cond, mutex, CLOCK_REALTIME, NULL, __builtin_return_address(0));
     return __real_pthread_cond_wait(cond, mutex);
 }
 
@@ -364,7 +392,7 @@ int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, 
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at)
 {
     if (kit_judge_on_schedule())
-        return scheduled_wait(cond, mutex, clock_of(cond), at);
+        return scheduled_wait(cond, mutex, clock_of(cond), at, __builtin_return_address(0));
     return __real_pthread_cond_timedwait(cond, mutex, at);
 }
 
@@ -374,7 +402,7 @@ int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, 
                                   const struct timespec *at)
 {
     if (kit_judge_on_schedule())
-        return scheduled_wait(cond, mutex, clock, at);
+        return scheduled_wait(cond, mutex, clock, at, __builtin_return_address(0));
     return __real_pthread_cond_clockwait(cond, mutex, clock, at);
 }
 

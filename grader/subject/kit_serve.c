@@ -248,7 +248,7 @@ static void confine_calls(bool filtered)
         return; /* (a sanitizer's or valgrind's own runtime needs calls the list leaves out) */
     if (kit_symbolizer_start() == 0) { /* addr2line, the sources and gdb, from a helper */
         kit_sched_symbolizer = (kit_sched_symbolizer_t){ kit_symbolizer_popen, kit_symbolizer_pclose,
-                                                         kit_symbolizer_fopen };
+                                                         kit_symbolizer_fopen, kit_sched_symbolizer.foreign };
         kit_stacks_helper = kit_symbolizer_stacks;
     }
     int err = kit_seccomp_install(KIT_WIRE_FD - 1, KIT_WIRE_CHANNELS + 1); /* the helper's, and the channels */
@@ -256,6 +256,22 @@ static void confine_calls(bool filtered)
         fprintf(stderr, "[  ERROR   ] --- the code under test's process could not filter its system calls: %s\n",
                 strerror(err));
         _exit(4);
+    }
+}
+
+/* The judge's program - this one's file without ".subject" - where the
+ * test's calls come from: the reports name their lines in it. */
+static void name_the_judge(void)
+{
+    static char judge[4096];
+    ssize_t n = readlink("/proc/self/exe", judge, sizeof judge - 1);
+    if (n <= 0)
+        return;
+    judge[n] = '\0';
+    char *suffix = strstr(judge, ".subject");
+    if (suffix != NULL && suffix[strlen(".subject")] == '\0') {
+        *suffix = '\0';
+        kit_sched_symbolizer.foreign = judge;
     }
 }
 
@@ -279,6 +295,7 @@ int main(int argc, char **argv)
     snprintf(test, sizeof test, "%.255s", text_of(start, 0));
     if (kit_chaos_from_env())
         fprintf(stderr, "[ chaos    ] KIT_CHAOS=%s\n", getenv("KIT_CHAOS"));
+    name_the_judge();
     confine_calls(strcmp(argv[1], "--serve") == 0);
     if (start->arg[0])
         run_scheduled(test, start->arg[1]);

@@ -15,6 +15,7 @@
 
 #include "kit_sched.h"
 #include "kit_test.h"
+#include "kit_thread.h"
 #include "kit_time.h"
 
 int kit_serve_start_standin(int channel);
@@ -163,9 +164,22 @@ static int shadow_wait(const kit_wire_t *q, void *where)
                                q->arg[2] ? (clockid_t)q->arg[3] : (clockid_t)-1, true, where);
 }
 
+/* Where the test made the call @p q stands for: the judge's place (its
+ * offset in the judge's program, which the explorer's reports name), else
+ * @p here. */
+static void *site_of(const kit_wire_t *q, void *here)
+{
+    uint64_t offset;
+    if (q->op == SYNC_NAME || q->nbytes != sizeof offset || !kit_sched_active())
+        return here;
+    memcpy(&offset, q->blob, sizeof offset);
+    void *site = kit_sched_foreign_place(offset);
+    return site ? site : here;
+}
+
 static int shadow_call(const kit_wire_t *q, uint64_t *sec, uint64_t *nsec)
 {
-    void *where = __builtin_return_address(0);
+    void *where = site_of(q, __builtin_return_address(0));
     struct shadow *s = q->op >= SYNC_MUTEX_LOCK && q->op <= SYNC_FORGET ? shadow_of(q->arg[0]) : NULL;
     struct timespec t = { (time_t)q->arg[2], (long)q->arg[3] };
     switch (q->op) {
@@ -194,12 +208,15 @@ bool kit_serve_sync(int channel, const kit_wire_t *q, kit_wire_t *r)
         return false;
     uint64_t sec = 0, nsec = 0;
     int err;
+    if (q->op == SYNC_CREATE || q->op == SYNC_JOIN || q->op == SYNC_DETACH)
+        kit_sched_call_site(site_of(q, NULL)); /* the step's place: the test's line */
     if (q->op == SYNC_CREATE)
         err = kit_serve_start_standin((int)q->arg[0]);
-    else if (q->op == SYNC_NAME) {
-        char name[16];
-        snprintf(name, sizeof name, "%.15s", first_text(q));
-        err = pthread_setname_np(pthread_self(), name);
+    else if (q->op == SYNC_NAME) { /* the name the explorer's steps and stacks give the stand-in */
+        char name[KIT_THREAD_NAME_MAX];
+        snprintf(name, sizeof name, "%.*s", KIT_THREAD_NAME_MAX - 1, first_text(q));
+        kit_thread_set_name(name);
+        err = 0;
     }
     else if (q->op == SYNC_JOIN || q->op == SYNC_DETACH)
         err = kit_serve_join_standin((int)q->arg[0], q->op == SYNC_DETACH);

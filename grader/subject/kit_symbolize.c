@@ -32,17 +32,29 @@ static char program[PATH_MOST];
 
 /* ---- the helper's side ---------------------------------------------------------------- */
 
-/* "addr2line -f [-i ]-e '<program>' 0x1a2b ..." and nothing else. */
-static bool is_addr2line(const char *command)
+/* The words after "addr2line -f [-i ]-e '<exe>'" in @p command, or NULL. */
+static const char *after_head(const char *command, const char *exe)
 {
     char head[PATH_MOST + 64];
-    const char *rest = NULL;
-    snprintf(head, sizeof head, "addr2line -f -e '%s'", program);
+    snprintf(head, sizeof head, "addr2line -f -e '%s'", exe);
     if (strncmp(command, head, strlen(head)) == 0)
-        rest = command + strlen(head);
-    snprintf(head, sizeof head, "addr2line -f -i -e '%s'", program);
-    if (rest == NULL && strncmp(command, head, strlen(head)) == 0)
-        rest = command + strlen(head);
+        return command + strlen(head);
+    snprintf(head, sizeof head, "addr2line -f -i -e '%s'", exe);
+    return strncmp(command, head, strlen(head)) == 0 ? command + strlen(head) : NULL;
+}
+
+/* "addr2line -f [-i ]-e '<program>' 0x1a2b ..." on the subject's program or
+ * its judge's (the same without ".subject"), and nothing else. */
+static bool is_addr2line(const char *command)
+{
+    char judge[PATH_MOST];
+    snprintf(judge, sizeof judge, "%s", program);
+    char *suffix = strstr(judge, ".subject");
+    if (suffix != NULL && suffix[strlen(".subject")] == '\0')
+        *suffix = '\0';
+    const char *rest = after_head(command, program);
+    if (rest == NULL)
+        rest = after_head(command, judge);
     if (rest == NULL || strchr(program, '\'') != NULL)
         return false;
     for (; *rest; rest++)
