@@ -151,7 +151,8 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
-                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c
+                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
+                grader/explorer/kit_sched_changes.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \

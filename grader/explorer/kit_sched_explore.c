@@ -230,6 +230,7 @@ static void *body_main(void *raw)
 static void reset_schedule(void)
 {
     sched_memory_begin();
+    sched_changes_begin();
     sched_lock_order_begin();
     sched.nthreads = 0;
     sched.nlive = 0;
