@@ -857,8 +857,8 @@ void kit_explore_code(int got, int want, const char *expr, const char *file, int
         return;
     if (got == ENOSYS)
         kit_explore_fail(file, line, "%s returned ENOSYS: not implemented yet", expr);
-    kit_explore_fail(file, line, "%s returned %s (%d), expected %s (%d)", expr, kit_errno_name(got), got,
-                     kit_errno_name(want), want);
+    kit_explore_fail(file, line, "%s returned %s (%d), expected %s", expr, kit_errno_name(got), got,
+                     want == 0 ? "0 (success)" : kit_errno_name(want));
 }
 
 /* ---- Tallies ---------------------------------------------------------------------- */

@@ -370,7 +370,7 @@ static void lead_with_race(struct test_case *test, const char *log)
         return;
     memcpy(rest, test->detail, sizeof test->detail);
     textf(test->detail, sizeof test->detail, "a data race on its schedules, the likely cause: change %s "
-          "(both accesses are under the race-free line)\n%s", access, rest);
+          "(the race-free line names both accesses)\n%s", access, rest);
     free(rest);
 }
 
