@@ -179,7 +179,7 @@ static void inlined_callers(void *addr, kit_text_t *t)
 
 /* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)", and for the
  * one that found it the calls that led there: "called from future_is_done (future.c:151) <- ...". */
-static void print_access(const struct sched_race *race, int which, const char *after, const char *note)
+static void print_access(const struct sched_race *race, int which, const char *after)
 {
     const struct place *place = place_of(race->pc[which]);
     char chain[600] = "";
@@ -190,9 +190,9 @@ static void print_access(const struct sched_race *race, int which, const char *a
         if (caller && strcmp(caller->text, "?") != 0)
             kit_text_put(&text, "%s%s (%s)", text.at ? " <- " : ", called from ", caller->function, caller->text);
     }
-    fprintf(stderr, "[ race     ]   %s by %s at %s%s%s%s%s%s%s\n", race->write[which] ? "a write" : "a read",
+    fprintf(stderr, "[ race     ]   %s by %s at %s%s%s%s%s%s\n", race->write[which] ? "a write" : "a read",
             race->thread[which], place ? place->text : "?", place && place->function[0] ? " (in " : "",
-            place ? place->function : "", place && place->function[0] ? ")" : "", chain, after, note);
+            place ? place->function : "", place && place->function[0] ? ")" : "", chain, after);
 }
 
 /* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's reference. */
@@ -215,6 +215,20 @@ static int access_to_change(const struct sched_race *race)
     return which;
 }
 
+/* "the access to change: the write by A at bq.c:383 (in reject_by_running), made with no mutex held" */
+static void print_access_to_change(const struct sched_race *race)
+{
+    int which = access_to_change(race);
+    const struct place *place = place_of(race->pc[which]);
+    const char *why = which == 0 && race->holding == 0   ? "made with no mutex held"
+                      : which == 1 && race->holding > 0 ? "made without the mutex the other one held"
+                                                         : "your code's side of the two";
+    fprintf(stderr, "[ race     ]   the access to change: the %s by %s at %s%s%s%s, %s\n",
+            race->write[which] ? "write" : "read", race->thread[which], place ? place->text : "?",
+            place && place->function[0] ? " (in " : "", place ? place->function : "",
+            place && place->function[0] ? ")" : "", why);
+}
+
 static void print_lock_inversion(void);
 
 void kit_sched_print_race(void)
@@ -232,13 +246,9 @@ void kit_sched_print_race(void)
     fprintf(stderr, "[ race     ] DATA RACE in %s: two threads touch the same memory, at least one of them writes, "
                     "and nothing orders the two accesses (no mutex held by both around them, no create or join "
                     "between them):\n", race.test);
-    int change = access_to_change(&race);
-    const char *note = change == 0 && race.holding == 0 ? " - the access to change: it ran with no mutex held"
-                       : change == 1 && race.holding > 0
-                           ? " - the access to change: it ran without the mutex the other one held"
-                           : " - the access to change: your code's side of the race";
-    print_access(&race, 1, ", first,", change == 1 ? note : "");
-    print_access(&race, 0, ", then, with nothing in between that orders it after the first", change == 0 ? note : "");
+    print_access(&race, 1, ", first,");
+    print_access(&race, 0, ", then, with nothing in between that orders it after the first");
+    print_access_to_change(&race);
     fprintf(stderr, "[ race     ] (found at step %ld of its schedule; from then on both places were switch points, "
                     "where another thread may run: a lost update, if there is one, is then a choice the search "
                     "makes)\n", race.step);

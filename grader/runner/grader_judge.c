@@ -329,28 +329,18 @@ static void read_failed_steps(struct test_case *test, const char *log)
         test->failed_steps = steps;
 }
 
-/* The access a race report says to change ("a write by main at bq.c:198 (in
- * dequeue) (it ran with no mutex held)"), from the explorer's "[ race     ]"
- * line that names it, or "". */
+/* The access a race report says to change ("the write by main at bq.c:198
+ * (in dequeue), made with no mutex held"), from the explorer's line that
+ * names it, or "". */
 void race_access_to_change(const char *text, char *out, size_t size)
 {
-    static const char mark[] = " - the access to change:";
+    static const char mark[] = "the access to change: ";
     out[0] = '\0';
-    const char *note = text ? strstr(text, mark) : NULL;
-    if (note == NULL)
-        return;
-    const char *line = note;
-    while (line > text && line[-1] != '\n')
-        line--;
-    line += strspn(line, " ");
-    if (strncmp(line, "[ race     ]", 12) == 0)
-        line += 12 + strspn(line + 12, " ");
-    size_t length = (size_t)(note - line);
-    const char *comma = strstr(line, "), ");
-    if (comma && comma < note)
-        length = (size_t)(comma + 1 - line); /* up to its function, without ", first," or ", called from ..." */
-    const char *why = note + strlen(mark) + 1;
-    textf(out, size, "%.*s (%.*s)", (int)length, line, (int)strcspn(why, "\n"), why);
+    const char *access = text ? strstr(text, mark) : NULL;
+    if (access != NULL) {
+        access += strlen(mark);
+        textf(out, size, "%.*s", (int)strcspn(access, "\n"), access);
+    }
 }
 
 /* A failed test that met a data race on its schedules says so first, with
