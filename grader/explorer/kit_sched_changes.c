@@ -28,8 +28,9 @@ struct write_note {
 };
 
 /* Per thread: the memory read since it last took a first mutex (its current
- * critical section, the oldest dropped first), and the memory its last wait's
- * section read. Written by the running thread only, as the model is. */
+ * critical section; the last READS reads, section_reads[n % READS] the n-th,
+ * a read of memory it then wrote itself emptied), and the memory its last
+ * wait's section read. Written by the running thread only, as the model is. */
 static struct span section_reads[SCHED_MAX_THREADS][READS];
 static int nsection[SCHED_MAX_THREADS];
 static struct span wait_reads[SCHED_MAX_THREADS][READS];
@@ -64,7 +65,7 @@ void sched_changes_begin(void)
 
 static bool overlap(const struct span *a, const struct span *b)
 {
-    return a->addr < b->addr + b->size && b->addr < a->addr + a->size;
+    return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
 }
 
 void sched_changes_access(int thread, const void *addr, unsigned size, bool write, void *where)
@@ -72,22 +73,15 @@ void sched_changes_access(int thread, const void *addr, unsigned size, bool writ
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
     struct span span = { (uintptr_t)addr, size };
-    struct span *reads = section_reads[thread];
-    for (int i = 0; i < nsection[thread]; i++)
-        if (reads[i].addr == span.addr && reads[i].size == span.size) { /* read again: now among the latest */
-            memmove(reads + i, reads + i + 1, (size_t)(nsection[thread] - i - 1) * sizeof *reads);
-            nsection[thread]--;
-            break;
-        }
-    if (write) { /* what it wrote itself (a count it keeps: n++) is no condition it waits on */
-        writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
+    if (!write) { /* on every load: one store, the oldest read dropped */
+        section_reads[thread][nsection[thread]++ % READS] = span;
         return;
     }
-    if (nsection[thread] == READS) { /* keep the latest: the wait's condition is read last */
-        memmove(reads, reads + 1, (READS - 1) * sizeof *reads);
-        nsection[thread]--;
-    }
-    reads[nsection[thread]++] = span;
+    writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
+    struct span *reads = section_reads[thread];
+    for (int i = 0; i < READS && i < nsection[thread]; i++)
+        if (overlap(&reads[i], &span)) /* what it wrote itself (n++) is no condition it waits on */
+            reads[i].size = 0;
 }
 
 void sched_changes_section(int thread)
@@ -101,7 +95,7 @@ void sched_changes_wait(int thread)
     if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
     memcpy(wait_reads[thread], section_reads[thread], sizeof wait_reads[thread]);
-    nwait[thread] = nsection[thread];
+    nwait[thread] = nsection[thread] < READS ? nsection[thread] : READS;
 }
 
 static bool read_before_waiting(int thread, const struct span *span)

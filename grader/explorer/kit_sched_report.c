@@ -1483,12 +1483,25 @@ static long stalled_sleeper(int back, struct sched_thread *out)
     return step;
 }
 
+/* Whether sleeper t's story finds a lost wake-up: a signal since it slept
+ * that woke another sleeper, or a change after it with no signal after that.
+ * (An idle thread that nothing was meant to wake, and that a long time-out
+ * woke, has neither.) */
+static bool lost_wakeup_found(const struct sched_thread *t)
+{
+    long since = began_waiting(t), section;
+    long signal = signal_since(t->obj, since);
+    struct sched_change change;
+    return signal >= 0 || unsignalled_change(t, since, -1, &change, &section);
+}
+
 /* A check that failed on a schedule where no thread could go on and only a
  * long time-out woke a sleeper of the code under test (the test's bound for
  * "for ever"): a lost wake-up the time-out hid. Why that sleeper was not
  * woken, told as of that moment (the steps after it left out), names the
  * line to change, as for a hang: the latest such sleeper in the student's
- * code (an idle worker of an earlier chapter's pool is not the story). */
+ * code (an idle worker of an earlier chapter's pool is not the story), and
+ * only when its story finds a lost wake-up. */
 static void explain_stall(bool scheduled)
 {
     static struct sched_thread sleeper;
@@ -1502,7 +1515,7 @@ static void explain_stall(bool scheduled)
             want_place(sleeper.where);
     resolve_places();
     for (int b = STALLS_TOLD - 1; b >= 0; b--)
-        if (stalled_sleeper(b, &sleeper) >= 0 && (students_code(sleeper.where) || step < 0)) {
+        if (stalled_sleeper(b, &sleeper) >= 0 && students_code(sleeper.where)) {
             back = b;
             step = 0;
         }
@@ -1514,6 +1527,11 @@ static void explain_stall(bool scheduled)
     sched_changes_as_of_stall(back);
     want_sleeper_places(&sleeper);
     resolve_places();
+    if (!lost_wakeup_found(&sleeper)) {
+        sched_changes_as_of_stall(-1);
+        sched.nsteps = all;
+        return;
+    }
     char why[1400];
     kit_text_t x = { why, sizeof why, 0 };
     kit_text_put(&x, "why: after step %ld no thread could go on, and only a time-out ended a wait: ", step);
