@@ -151,7 +151,8 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
-                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c
+                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
+                grader/explorer/kit_sched_changes.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \
@@ -661,6 +662,11 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 # check and the runner's time-out), a misused pthread call and a race, on the
 # deliberately wrong code of tests/feedback, checked against its expect.txt.
 FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
+# Its "submission" is instrumented as a chapter's code is on a schedule: the
+# explorer sees its loads and stores (what a lost wake-up's change wrote).
+$(COMMON)/tests/feedback/buggy.o: tests/feedback/buggy.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(if $(filter asan,$(SAN)),,$(INSTRUMENT)) $(INCLUDES) -c $< -o $@
 $(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)

@@ -314,6 +314,8 @@ static bool mutex_free(int obj)
 
 static void take_mutex(int obj, int thread)
 {
+    if (sched.threads[thread]->holding == 0)
+        sched_changes_section(thread);
     sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
@@ -469,6 +471,23 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     sched.current = t->id;
 }
 
+/* A jump this long (virtual) to a sleeper's deadline is no time-out a
+ * correct program waits for: it is the tests' "for ever, but end" bound. */
+#define STALL_NS (60 * NS_PER_S)
+
+/* Time jumps a long way to `deadline`: the sleepers of the code under test
+ * that stalled are told if the test fails (kit_sched_changes.c). */
+static void note_stalled_sleepers(int64_t deadline)
+{
+    if (deadline - sched.now < STALL_NS)
+        return;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = live(i);
+        if (t->state == WAITING && !t->woken && !t->harness)
+            sched_changes_stalled(t->id);
+    }
+}
+
 /* No thread can go on: jump to the earliest deadline still ahead. */
 static bool advance_time(void)
 {
@@ -483,6 +502,7 @@ static bool advance_time(void)
     }
     if (earliest < 0)
         return false;
+    note_stalled_sleepers(earliest);
     sched.now = earliest;
     sched_touch_everything();
     return true;
@@ -968,6 +988,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
     me->holding--;
     sched_memory_release(me->id, lock);
+    sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();
     me->deadline = -1;

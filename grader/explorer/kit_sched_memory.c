@@ -502,7 +502,7 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
         return;
     raced = true;
     first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write },
-                                      .step = sched.nsteps };
+                                      .step = sched.nsteps, .holding = me->holding };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
     snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);
@@ -554,6 +554,7 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
         return; /* a _Thread_local variable: this thread's own copy */
+    sched_changes_access(me->id, addr, size, write, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     for (uintptr_t a = (uintptr_t)addr; size > 0 && detector.on;) {

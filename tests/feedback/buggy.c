@@ -2,7 +2,7 @@
  * @file buggy.c
  * @brief The mistakes of buggy.h, written the way a student would write them.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_cond_clockwait */
 #include "buggy.h"
 
 #include <errno.h>
@@ -174,6 +174,24 @@ int counter_wait_ready_for(counter_t *c, long ms)
     }
     pthread_mutex_unlock(&c->lock);
     return err;
+}
+
+int counter_wait_ready_within(counter_t *c, long ms)
+{
+    struct timespec deadline; /* one deadline, on the clock that never jumps */
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_nsec -= 1000000000L;
+        deadline.tv_sec++;
+    }
+    pthread_mutex_lock(&c->lock);
+    int err = 0;
+    while (!c->ready && err == 0) /* while: a wake-up may be spurious */
+        err = pthread_cond_clockwait(&c->changed, &c->lock, CLOCK_MONOTONIC, &deadline);
+    pthread_mutex_unlock(&c->lock);
+    return c->ready ? 0 : err;
 }
 
 long counter_add_and_read(counter_t *c, long n)
