@@ -6,8 +6,10 @@
  *
  * The tests link the code under test (the exercise, the reference) compiled
  * with ThreadSanitizer's instrumentation but without its runtime: each load,
- * store and atomic calls one of the __tsan_* functions below. On a thread the
- * scheduler runs, they:
+ * store and atomic calls one of the __tsan_* functions (kit_sched_tsan.c),
+ * and each memcpy, memset, strcpy and the like the kit's wrapper of it
+ * (kit_sched_libc.c), which report here. On a thread the scheduler runs,
+ * they:
  *
  * - keep happens-before with vector clocks: a thread's clock, a mutex's
  *   (unlock releases into it, lock acquires from it), create and join, a
