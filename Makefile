@@ -224,9 +224,11 @@ test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse test_memaccess
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
-# test_memaccess links code built as a submission's is (instrumented, its
-# library calls renamed), whose copies the C library makes.
-KIT_TEST_CODE := tests/kit/memaccess_code.c
+# Code under test of the kit's own tests, built as a submission's is
+# (instrumented, its library calls renamed: TEST_OBJ sched), whose copies the
+# C library makes - for test_memaccess and for make feedback.
+KIT_TEST_CODE := tests/kit/memaccess_code.c tests/feedback/buggy_copy.c
+kit_test_code = $(patsubst tests/%.c,$(COMMON)/tests-code/%.o,$(1))
 # Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
 # test`, scored 0 - it holds the reference solutions to the reliability bar.
 # tests/faults/test_faults.c fails the allocations and thread creations of
@@ -341,8 +343,8 @@ endef
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
-$(OUT)/tests/kit/test_memaccess: $(COMMON)/tests/kit/code/memaccess_code.o
-$(COMMON)/tests/kit/code/memaccess_code.o: tests/kit/memaccess_code.c $(FLAGS_STAMP)
+$(OUT)/tests/kit/test_memaccess: $(call kit_test_code,tests/kit/memaccess_code.c)
+$(call kit_test_code,$(KIT_TEST_CODE)): $(COMMON)/tests-code/%.o: tests/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$<$(if $(filter sched,$(TEST_OBJ)), (instrumented)))$(CC) $(KIT_CFLAGS) \
 	  $(if $(filter sched,$(TEST_OBJ)),$(INSTRUMENT)) $(INCLUDES) -c $< -o $@ \
@@ -687,7 +689,8 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 # check and the runner's time-out), a misused pthread call and a race, on the
 # deliberately wrong code of tests/feedback, checked against its expect.txt.
 FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
-$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
+$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) \
+  $(call kit_test_code,tests/feedback/buggy_copy.c) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 
