@@ -287,22 +287,6 @@ char *kit_libc_strncat(char *to, const char *from, size_t most)
     return strncat(to, from, most);
 }
 
-/* The copies that allocate: strdup and strndup here are the kit's own
- * (kit_wrap.c, which counts the block): only the read is added. */
-char *kit_libc_strdup(const char *s);
-char *kit_libc_strdup(const char *s)
-{
-    reads(s, strlen(s) + 1, PC);
-    return strdup(s);
-}
-
-char *kit_libc_strndup(const char *s, size_t most);
-char *kit_libc_strndup(const char *s, size_t most)
-{
-    reads(s, string_bytes(s, most), PC);
-    return strndup(s, most);
-}
-
 /* ---- The checked forms _FORTIFY_SOURCE calls ------------------------------------------------ */
 
 void *__memcpy_chk(void *to, const void *from, size_t size, size_t room);
