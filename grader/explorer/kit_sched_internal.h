@@ -277,6 +277,9 @@ void sched_memory_release(int thread, int obj);
 bool kit_sched_raced(struct sched_race *race);
 /* An access of the code under test (kit_sched_tsan.c): checked, and a switch point if its place raced. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
+/* A block of @p size bytes read or written at once (a struct copy, a memcpy
+ * of the code under test): one access, its long middle left unchecked. */
+void sched_memory_range(const void *addr, size_t size, bool write, void *pc);
 /* The instrumentation's function entry (the caller's return address and a
  * place in the function) and exit, for kit_last_call(). */
 void sched_call_entered(void *site, void *function);

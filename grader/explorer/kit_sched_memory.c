@@ -6,8 +6,10 @@
  *
  * The tests link the code under test (the exercise, the reference) compiled
  * with ThreadSanitizer's instrumentation but without its runtime: each load,
- * store and atomic calls one of the __tsan_* functions below. On a thread the
- * scheduler runs, they:
+ * store and atomic calls one of the __tsan_* functions (kit_sched_tsan.c),
+ * and each memcpy, memset, strcpy and the like the kit's wrapper of it
+ * (kit_sched_libc.c), which report here. On a thread the scheduler runs,
+ * they:
  *
  * - keep happens-before with vector clocks: a thread's clock, a mutex's
  *   (unlock releases into it, lock acquires from it), create and join, a
@@ -29,6 +31,8 @@
  */
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
+
+#include <limits.h>
 
 #include <link.h>
 #include <pthread.h>
@@ -543,26 +547,69 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
     e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
 }
 
-void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
+/* The thread that makes an access at pc now, if the detector watches it,
+ * after the access's switch point (if its place raced); NULL if not. */
+static inline struct sched_thread *access_begins(const void *addr, size_t size, bool write, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
-        return;
+        return NULL;
     if (++me->accesses > SCHED_SPIN_ACCESSES)
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
-        return; /* a _Thread_local variable: this thread's own copy */
-    sched_changes_access(me->id, addr, size, write, pc);
+        return NULL; /* a _Thread_local variable: this thread's own copy */
+    sched_changes_access(me->id, addr, size < UINT_MAX ? (unsigned)size : UINT_MAX, write, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    for (uintptr_t a = (uintptr_t)addr; size > 0 && detector.on;) {
-        unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
+    return me;
+}
+
+/* Each granule of [addr, addr + size) against its cells. */
+static inline void check_bytes(struct sched_thread *me, uintptr_t a, size_t size, bool write, void *pc)
+{
+    while (size > 0 && detector.on) {
+        unsigned offset = (unsigned)(a & 7), n = size < 8u - offset ? (unsigned)size : 8 - offset;
         check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
         a += n;
         size -= n;
     }
+}
+
+void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
+{
+    struct sched_thread *me = access_begins(addr, size, write, pc);
+    if (me != NULL)
+        check_bytes(me, (uintptr_t)addr, size, write, pc);
+}
+
+/* ---- Ranges -----------------------------------------------------------------------------
+ * A block the code under test reads or writes whole: a struct copied at once,
+ * or what a memcpy, memset or strcpy it calls does (kit_sched_libc.c). One
+ * access - one switch point, at most, and one step towards the endless loop's
+ * limit - whose granules are checked as a load's are: a cost of a few
+ * nanoseconds per 8 bytes. Of a longer block than RANGE_BYTES, the first and
+ * the last RANGE_BYTES / 2 are checked (where the fields and the ends of an
+ * array are), so that one memset of a large buffer neither costs a schedule
+ * thousands of checks nor fills the shadow table, which the other accesses
+ * need. */
+#define RANGE_BYTES 8192
+
+void sched_memory_range(const void *addr, size_t size, bool write, void *pc)
+{
+    if (size == 0)
+        return;
+    struct sched_thread *me = access_begins(addr, size, write, pc);
+    if (me == NULL)
+        return;
+    uintptr_t start = (uintptr_t)addr;
+    if (size <= RANGE_BYTES) {
+        check_bytes(me, start, size, write, pc);
+        return;
+    }
+    check_bytes(me, start, RANGE_BYTES / 2, write, pc);
+    check_bytes(me, start + size - RANGE_BYTES / 2, RANGE_BYTES / 2, write, pc);
 }
 
 bool kit_sched_saw_race(void)

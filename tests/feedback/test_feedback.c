@@ -3,9 +3,10 @@
  * @brief Tests that fail on purpose, one per kind of failure, so that
  *        `make feedback` can check what the grader says about each: the
  *        student's line for a crash, every thread's wait for a hang, both
- *        accesses of a race, the words for a misused pthread call, both lines
- *        of a use after free, the change a lost wake-up missed (also one a
- *        time-out hid), the access to change of a race that lost an update.
+ *        accesses of a race (also one made by a memcpy), the words for a
+ *        misused pthread call, both lines of a use after free, the change a
+ *        lost wake-up missed (also one a time-out hid), the access to change
+ *        of a race that lost an update.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "buggy.h"
+#include "buggy_copy.h"
 #include "kit_scenario.h"
 #include "kit_time.h"
 
@@ -87,6 +89,29 @@ static void test_feedback_race_shows_both_accesses(void **state)
     counter_t *args[2] = { c, c };
     kit_test_run_group(2, "adder", add_many, args, sizeof args[0]);
     counter_destroy(c);
+}
+
+/* ---- A copy the C library makes after the unlock is a race on the schedule --------- */
+
+static void *add_to_every_slot(void *raw)
+{
+    for (int i = 0; i < 4 * TALLY_SLOTS; i++)
+        tally_add(raw, i % TALLY_SLOTS);
+    return NULL;
+}
+
+static void test_feedback_copy_after_the_unlock_is_seen(void **state)
+{
+    (void)state;
+    tally_t *t = tally_create();
+    assert_non_null(t);
+    kit_worker_t worker;
+    kit_worker_start(&worker, "adder", add_to_every_slot, t);
+    long seen[TALLY_SLOTS];
+    for (int i = 0; i < 4; i++)
+        tally_snapshot(t, seen, TALLY_SLOTS);
+    kit_worker_must_finish(&worker, "the adder");
+    tally_destroy(t);
 }
 
 /* ---- A lost wake-up names the line that changed the state ------------------------ */
@@ -379,6 +404,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_misused_timed_wait_is_named),
     cmocka_unit_test(test_feedback_pipe_handover_runs_on_real_threads),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
+    cmocka_unit_test(test_feedback_copy_after_the_unlock_is_seen),
     cmocka_unit_test(test_feedback_scenario_crash_names_the_scenario),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_change),
     cmocka_unit_test(test_feedback_stalled_wait_names_the_change),
