@@ -362,9 +362,10 @@ void kit_sched_freed(const void *block, size_t size, void *where)
     keep_freed_block(me, (uintptr_t)block, size, where);
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
-         * before, if anything was (a granule not touched yet has nothing to race with). */
-        struct shadow_entry *e = entry_of(g, false);
-        e = e != NULL ? check_granule(me, g << 3, 0xff, true, where) : entry_of(g, true);
+         * before, if anything was (a granule with no cell has nothing to race with). */
+        struct shadow_entry *e = entry_of(g, true);
+        if (e != NULL && e->cell[0].bytes != 0)
+            e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
         if (e == NULL)
             continue;
         memset(e->cell, 0, sizeof e->cell);
