@@ -419,20 +419,31 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
+/* ways_to_go(), with the common case - a runnable thread - without a call. */
+static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
+{
+    if (t->state == RUNNABLE) {
+        how[0] = GO;
+        return 1;
+    }
+    return ways_to_go(t, how);
+}
+
 /* The alternatives, the running thread's first: choice 0 lets it go on. */
 static int list_alternatives(struct sched_thread **alt, enum sched_how *how)
 {
     int n = 0;
     struct sched_thread *running = sched.threads[sched.current];
-    int k = ways_to_go(running, &how[n]);
+    int k = ways_now(running, &how[n]);
     for (int j = 0; j < k; j++)
         alt[n++] = running;
     for (int i = 0; i < sched.nlive; i++) {
         if (sched.live[i] == sched.current)
             continue;
-        k = ways_to_go(live(i), &how[n]);
+        struct sched_thread *t = live(i);
+        k = ways_now(t, &how[n]);
         for (int j = 0; j < k; j++)
-            alt[n++] = live(i);
+            alt[n++] = t;
     }
     return n;
 }
@@ -784,19 +795,30 @@ static void destroyed_twice(const struct destroyed *d, const char *what, void *w
            freer[0] ? " by " : "", freer);
 }
 
-static void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
+static void used_after_free(const void *object, const char *what, const char *doing, void *where)
+    __attribute__((noinline, cold, noreturn));
+
+/* Inline, and on to used_after_free() only for an object in freed memory. */
+static inline void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
 {
-    if ((uintptr_t)object >> 32 == 0xddddddddu) { /* the pointer itself was read from a freed block */
+    const unsigned char *byte = object;
+    if ((uintptr_t)object >> 32 == 0xddddddddu) /* the pointer itself was read from a freed block */
+        used_after_free(object, what, doing, where);
+    for (size_t i = 0; i < size; i++)
+        if (byte[i] != 0xdd)
+            return;
+    used_after_free(object, what, doing, where);
+}
+
+static void used_after_free(const void *object, const char *what, const char *doing, void *where)
+{
+    if ((uintptr_t)object >> 32 == 0xddddddddu) {
         me->where = where;
         misuse("USE AFTER FREE: %s %s a %s at %s, at an address read from memory that was freed (the kit fills "
                "freed memory with 0xdd bytes, and this address is made of them): a pointer read from a block "
                "after free(), or from an object already destroyed", kit_thread_name(), doing, what,
                call_place(where));
     }
-    const unsigned char *byte = object;
-    for (size_t i = 0; i < size; i++)
-        if (byte[i] != 0xdd)
-            return;
     char freer[1024] = "";
     bool known = kit_sched_who_freed(object, freer, sizeof freer);
     me->where = where;
