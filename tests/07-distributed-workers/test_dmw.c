@@ -1132,7 +1132,7 @@ enum { SEQUENCES = 16, SEQUENCE_TASKS = 4, SEQUENCE_ACTS = 3 };
 /* One process of a sequence. */
 struct act {
     bool reaper;         /* a pass of dmw_reap, else a worker */
-    char name[8];        /* a worker's name: a1, a2, a3 */
+    char name[16];       /* a worker's name: a1, a2, a3 */
     int crash_after;     /* the command after which it is killed */
     int child;           /* its index in the fixture */
 };
