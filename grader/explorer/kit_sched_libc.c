@@ -66,6 +66,14 @@ static size_t compared_bytes(const char *a, const char *b, size_t most, bool fol
     return i;
 }
 
+/* What comparing two strings reads of each, at the caller's line. */
+static void reads_compared(const char *a, const char *b, size_t most, bool fold_case, void *pc)
+{
+    size_t compared = compared_bytes(a, b, most, fold_case);
+    reads(a, compared, pc);
+    reads(b, compared, pc);
+}
+
 /* ---- Blocks ------------------------------------------------------------------------------ */
 
 void *kit_libc_memcpy(void *to, const void *from, size_t size);
@@ -163,36 +171,28 @@ size_t kit_libc_strnlen(const char *s, size_t most)
 int kit_libc_strcmp(const char *a, const char *b);
 int kit_libc_strcmp(const char *a, const char *b)
 {
-    size_t compared = compared_bytes(a, b, SIZE_MAX, false);
-    reads(a, compared, PC);
-    reads(b, compared, PC);
+    reads_compared(a, b, SIZE_MAX, false, PC);
     return strcmp(a, b);
 }
 
 int kit_libc_strncmp(const char *a, const char *b, size_t most);
 int kit_libc_strncmp(const char *a, const char *b, size_t most)
 {
-    size_t compared = compared_bytes(a, b, most, false);
-    reads(a, compared, PC);
-    reads(b, compared, PC);
+    reads_compared(a, b, most, false, PC);
     return strncmp(a, b, most);
 }
 
 int kit_libc_strcasecmp(const char *a, const char *b);
 int kit_libc_strcasecmp(const char *a, const char *b)
 {
-    size_t compared = compared_bytes(a, b, SIZE_MAX, true);
-    reads(a, compared, PC);
-    reads(b, compared, PC);
+    reads_compared(a, b, SIZE_MAX, true, PC);
     return strcasecmp(a, b);
 }
 
 int kit_libc_strncasecmp(const char *a, const char *b, size_t most);
 int kit_libc_strncasecmp(const char *a, const char *b, size_t most)
 {
-    size_t compared = compared_bytes(a, b, most, true);
-    reads(a, compared, PC);
-    reads(b, compared, PC);
+    reads_compared(a, b, most, true, PC);
     return strncasecmp(a, b, most);
 }
 

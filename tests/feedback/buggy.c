@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE /* pthread_cond_clockwait */
 #include "buggy.h"
+#include "kit_time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -179,13 +180,7 @@ int counter_wait_ready_for(counter_t *c, long ms)
 int counter_wait_ready_within(counter_t *c, long ms)
 {
     struct timespec deadline; /* one deadline, on the clock that never jumps */
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += ms / 1000;
-    deadline.tv_nsec += (ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_nsec -= 1000000000L;
-        deadline.tv_sec++;
-    }
+    kit_deadline_after(ms, &deadline);
     pthread_mutex_lock(&c->lock);
     int err = 0;
     while (!c->ready && err == 0) /* while: a wake-up may be spurious */
