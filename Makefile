@@ -87,7 +87,7 @@ COMMON := build/common$(if $(SAN),-$(SAN))
 # rewrites this stamp, and everything that depends on it is rebuilt. Its rule
 # runs on every build (FORCE) but writes the file only when the flags differ,
 # so an unchanged stamp keeps its age and rebuilds nothing.
-BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(TEST_CFLAGS)
+BUILD_FLAGS = $(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(TEST_CFLAGS) $(INSTRUMENT) $(LIBC_CHECKED)
 FLAGS_STAMP = $(COMMON)/.build-flags
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
@@ -148,10 +148,11 @@ PROGRAM_SUPPORT_SRCS := lib/program/kit_cli.c lib/program/kit_gate.c lib/program
 LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/subject/kit_misuse.c \
                 grader/explorer/kit_sched.c \
-                grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c \
+                grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c grader/explorer/kit_sched_libc.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
-                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c
+                grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
+                grader/explorer/kit_sched_changes.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \
@@ -177,7 +178,22 @@ SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(filter-out $(if $(filter tsan,$(S
 # race detector. Sanitizer builds link it plain, under the sanitizer's own
 # runtime; the programs and the benchmark link it plain, always.
 TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
-INSTRUMENT := -fsanitize=thread
+# The C library's memory and string functions are not instrumented: in those
+# objects, each call of one of LIBC_ACCESSES is renamed to the kit's
+# kit_libc_NAME (grader/explorer/kit_sched_libc.c), which reports what it reads
+# and writes, then calls the library. The compiler must not expand them
+# itself (-fno-builtin-NAME: gcc copies a memcpy of a constant size inline,
+# unseen); clang's calls for a struct copy are renamed with the rest. (Not
+# strdup nor strndup: the allocation wrappers name their caller as the place
+# a leaked block was allocated at, and that must stay the code's own line.)
+LIBC_ACCESSES := memcpy mempcpy memmove memccpy memset explicit_bzero memcmp memchr memrchr \
+                 strlen strnlen strcmp strncmp strcasecmp strncasecmp strchr strchrnul strrchr strstr \
+                 strcpy stpcpy strncpy stpncpy strcat strncat
+LIBC_CHECKED := __memcpy_chk __mempcpy_chk __memmove_chk __memset_chk __strcpy_chk __stpcpy_chk \
+                __strncpy_chk __strcat_chk
+INSTRUMENT := -fsanitize=thread $(addprefix -fno-builtin-,$(LIBC_ACCESSES))
+# $(call redirect_accesses,object): rename those calls in an instrumented object.
+redirect_accesses = objcopy $(foreach f,$(LIBC_ACCESSES) $(LIBC_CHECKED),--redefine-sym $(f)=kit_libc_$(f)) $(1)
 # Objects of chapter $(1)'s implementation, from $(IMPL), as $(2) (impl, the
 # default, or sched) links them.
 impl_objs = $(patsubst %.c,$(OUT)/obj/$(or $(2),impl)/$(1)/%.o,$(ch$(call number,$(1))_impl))
@@ -209,8 +225,13 @@ chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_u
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
-KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse
+KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse test_memaccess
 KIT_TEST_BINS := $(addprefix $(OUT)/tests/kit/,$(KIT_TESTS))
+# Code under test of the kit's own tests, built as a submission's is
+# (instrumented, its library calls renamed: TEST_OBJ sched), whose copies the
+# C library makes - for test_memaccess and for make feedback.
+KIT_TEST_CODE := tests/kit/memaccess_code.c tests/feedback/buggy.c tests/feedback/buggy_copy.c
+kit_test_code = $(patsubst tests/%.c,$(COMMON)/tests-code/%.o,$(1))
 # Fault injection (tests/faults/, the rubric's chapter `faults`): run by `make
 # test`, scored 0 - it holds the reference solutions to the reliability bar.
 # tests/faults/test_faults.c fails the allocations and thread creations of
@@ -274,7 +295,8 @@ $(OUT)/obj/impl/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
 $(OUT)/obj/sched/%.o: $(IMPL)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -iquote exercises/$(dir $*) -c $< -o $@ && \
+	  $(call redirect_accesses,$@)
 else
 # A submission (CONFINED=1: make grade, and make debug or explore of a
 # SUBMISSION) is built from its stage (STAGE: kit-admit stage copied its
@@ -302,7 +324,8 @@ $(COMMON)/ref/%.o: solutions/%.c $(FLAGS_STAMP)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(INCLUDES) -c $< -o $@ && objcopy --strip-debug $@
 $(COMMON)/ref-sched/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -c $< -o $@ && objcopy --strip-debug $@
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -c $< -o $@ && \
+	  $(call redirect_accesses,--strip-debug $@)
 
 $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)
@@ -375,6 +398,12 @@ endef
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
+$(OUT)/tests/kit/test_memaccess: $(call kit_test_code,tests/kit/memaccess_code.c)
+$(call kit_test_code,$(KIT_TEST_CODE)): $(COMMON)/tests-code/%.o: tests/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$<$(if $(filter sched,$(TEST_OBJ)), (instrumented)))$(CC) $(KIT_CFLAGS) \
+	  $(if $(filter sched,$(TEST_OBJ)),$(INSTRUMENT)) $(INCLUDES) -c $< -o $@ \
+	  $(if $(filter sched,$(TEST_OBJ)),&& $(call redirect_accesses,$@))
 
 define solution_linked_test
 $(OUT)/tests/$(1): $(COMMON)/tests/$(1).o $(foreach c,$(FAULT_CHAPTERS),$(call impl_objs,$(c),$(TEST_OBJ))) $(SUPPORT_OBJS) $(KITLIB)
@@ -423,7 +452,8 @@ admit_rules = --chapter $(1) --defines '$(ch$(call number,$(1))_defines)' --forb
              --allow grader/admission/imports.allow $(addprefix --runtime ,$(patsubst %.c,$(COMMON)/%.o,$(RUNTIME_SRCS))) \
              $(ADMIT_TRUSTED)
 # $(call confined_compile,NN-name/file,object,extra flags,admission variant):
-# preprocess, admit the text, compile, admit the object, keep it.
+# preprocess, admit the text, compile, admit the object, keep it (an
+# instrumented one with its library calls renamed, confined as well).
 ADMIT_TRUSTED = --trusted /usr --trusted $(CURDIR)/chapters --trusted $(CURDIR)/lib
 confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
   $(call confine_step,--rw $(abspath $(2).work)) $(CC) $(WARNINGS) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(3) $(INCLUDES) \
@@ -434,6 +464,7 @@ confined_compile = rm -rf $(2).work && mkdir -p $(2).work && \
     -c $(2).work/source.i -o $(2).work/object.o && \
   $(ADMIT) object $(call admit_rules,$(firstword $(subst /, ,$(1)))) --variant $(4) \
     --object $(2).work/object.o --source $(2).work/source.i --display $(IMPL)/$(1).c --findings $(FINDINGS) && \
+  $(if $(filter sched,$(4)),$(call confine_step,--rw $(abspath $(2).work)) $(call redirect_accesses,$(2).work/object.o) &&) \
   mv $(2).work/object.o $(2) && rm -rf $(2).work
 # $(call link_test,command,binary): the link, confined when CONFINED (it
 # reads the submission's objects), into a work folder; only the binary is
@@ -479,7 +510,7 @@ deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen,
 chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
-              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
+              $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(KIT_TEST_CODE) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
               $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
@@ -712,8 +743,11 @@ hardening: $(if $(HAVE_SOLUTIONS),deps) ## grade the hostile submissions of test
 # make feedback: what the grader says about a crash, a hang (the test's own
 # check and the runner's time-out), a misused pthread call and a race, on the
 # deliberately wrong code of tests/feedback, checked against its expect.txt.
-FEEDBACK_SRCS := tests/feedback/test_feedback.c tests/feedback/buggy.c
-$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) $(SUPPORT_OBJS) $(KITLIB)
+FEEDBACK_SRCS := tests/feedback/test_feedback.c
+# Its "submission" is built as a chapter's code is on a schedule
+# (KIT_TEST_CODE): the explorer sees its loads, stores and library copies.
+$(OUT)/tests/feedback/test_feedback: $(patsubst %.c,$(COMMON)/%.o,$(FEEDBACK_SRCS)) \
+  $(call kit_test_code,tests/feedback/buggy.c tests/feedback/buggy_copy.c) $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(SAN_CFLAGS_$(SAN)) $(HARDENED_LDFLAGS) $^ -o $@ $(TEST_WRAPS) $(CMOCKA_LIBS) $(LDLIBS)
 

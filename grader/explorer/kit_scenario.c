@@ -17,6 +17,7 @@
 #include "kit_scenario.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,7 +351,9 @@ struct check {
     int stuck_call;            /* a call no order could place next at the best depth */
     int lost_call;             /* a call asleep that the first full order lets through */
     int lost_order[MAX_CALLS]; /* ... that order */
-    uint64_t memo[MEMO_SLOTS]; /* (calls placed, state) found to lead nowhere */
+    int memo_count;            /* slots of memo filled, listed in memo_filled: */
+    uint16_t memo_filled[MEMO_SLOTS]; /* a check clears only those the last one filled */
+    uint64_t memo[MEMO_SLOTS]; /* (calls placed, state) found to lead nowhere; 0: empty */
 };
 
 static bool returned(const struct run *r, int i)
@@ -389,6 +392,7 @@ static bool memo_seen(struct check *k, uint64_t h)
             return true;
         if (*slot == 0) {
             *slot = h;
+            k->memo_filled[k->memo_count++] = (uint16_t)((h + i) % MEMO_SLOTS);
             return false;
         }
     }
@@ -600,7 +604,9 @@ static void check_history(struct run *r)
         name_line(&t, r, early);
         fail_check(r, "", early, &t);
     }
-    memset(&k, 0, sizeof k);
+    for (int i = 0; i < k.memo_count; i++) /* (a schedule's check: the whole memo is 32 KB) */
+        k.memo[k.memo_filled[i]] = 0;
+    memset(&k, 0, offsetof(struct check, memo_filled));
     k.r = r;
     k.stuck_call = k.lost_call = -1;
     if (search(&k, 0, r->initial))

@@ -314,6 +314,8 @@ static bool mutex_free(int obj)
 
 static void take_mutex(int obj, int thread)
 {
+    if (sched.threads[thread]->holding == 0)
+        sched_changes_section(thread);
     sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
@@ -417,20 +419,31 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
+/* ways_to_go(), with the common case - a runnable thread - without a call. */
+static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
+{
+    if (t->state == RUNNABLE) {
+        how[0] = GO;
+        return 1;
+    }
+    return ways_to_go(t, how);
+}
+
 /* The alternatives, the running thread's first: choice 0 lets it go on. */
 static int list_alternatives(struct sched_thread **alt, enum sched_how *how)
 {
     int n = 0;
     struct sched_thread *running = sched.threads[sched.current];
-    int k = ways_to_go(running, &how[n]);
+    int k = ways_now(running, &how[n]);
     for (int j = 0; j < k; j++)
         alt[n++] = running;
     for (int i = 0; i < sched.nlive; i++) {
         if (sched.live[i] == sched.current)
             continue;
-        k = ways_to_go(live(i), &how[n]);
+        struct sched_thread *t = live(i);
+        k = ways_now(t, &how[n]);
         for (int j = 0; j < k; j++)
-            alt[n++] = live(i);
+            alt[n++] = t;
     }
     return n;
 }
@@ -469,6 +482,23 @@ static void let_go(struct sched_thread *t, enum sched_how how)
     sched.current = t->id;
 }
 
+/* A jump this long (virtual) to a sleeper's deadline is no time-out a
+ * correct program waits for: it is the tests' "for ever, but end" bound. */
+#define STALL_NS (60 * NS_PER_S)
+
+/* Time jumps a long way to `deadline`: the sleepers of the code under test
+ * that stalled are told if the test fails (kit_sched_changes.c). */
+static void note_stalled_sleepers(int64_t deadline)
+{
+    if (deadline - sched.now < STALL_NS)
+        return;
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = live(i);
+        if (t->state == WAITING && !t->woken && !t->harness)
+            sched_changes_stalled(t->id);
+    }
+}
+
 /* No thread can go on: jump to the earliest deadline still ahead. */
 static bool advance_time(void)
 {
@@ -483,6 +513,7 @@ static bool advance_time(void)
     }
     if (earliest < 0)
         return false;
+    note_stalled_sleepers(earliest);
     sched.now = earliest;
     sched_touch_everything();
     return true;
@@ -764,19 +795,30 @@ static void destroyed_twice(const struct destroyed *d, const char *what, void *w
            freer[0] ? " by " : "", freer);
 }
 
-static void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
+static void used_after_free(const void *object, const char *what, const char *doing, void *where)
+    __attribute__((noinline, cold, noreturn));
+
+/* Inline, and on to used_after_free() only for an object in freed memory. */
+static inline void check_not_freed(const void *object, size_t size, const char *what, const char *doing, void *where)
 {
-    if ((uintptr_t)object >> 32 == 0xddddddddu) { /* the pointer itself was read from a freed block */
+    const unsigned char *byte = object;
+    if ((uintptr_t)object >> 32 == 0xddddddddu) /* the pointer itself was read from a freed block */
+        used_after_free(object, what, doing, where);
+    for (size_t i = 0; i < size; i++)
+        if (byte[i] != 0xdd)
+            return;
+    used_after_free(object, what, doing, where);
+}
+
+static void used_after_free(const void *object, const char *what, const char *doing, void *where)
+{
+    if ((uintptr_t)object >> 32 == 0xddddddddu) {
         me->where = where;
         misuse("USE AFTER FREE: %s %s a %s at %s, at an address read from memory that was freed (the kit fills "
                "freed memory with 0xdd bytes, and this address is made of them): a pointer read from a block "
                "after free(), or from an object already destroyed", kit_thread_name(), doing, what,
                call_place(where));
     }
-    const unsigned char *byte = object;
-    for (size_t i = 0; i < size; i++)
-        if (byte[i] != 0xdd)
-            return;
     char freer[1024] = "";
     bool known = kit_sched_who_freed(object, freer, sizeof freer);
     me->where = where;
@@ -968,6 +1010,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
     me->holding--;
     sched_memory_release(me->id, lock);
+    sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();
     me->deadline = -1;

@@ -237,6 +237,7 @@ static void *body_main(void *raw)
 static void reset_schedule(void)
 {
     sched_memory_begin();
+    sched_changes_begin();
     sched_lock_order_begin();
     sched.nthreads = 0;
     sched.nlive = 0;
@@ -863,8 +864,8 @@ void kit_explore_code(int got, int want, const char *expr, const char *file, int
         return;
     if (got == ENOSYS)
         kit_explore_fail(file, line, "%s returned ENOSYS: not implemented yet", expr);
-    kit_explore_fail(file, line, "%s returned %s (%d), expected %s (%d)", expr, kit_errno_name(got), got,
-                     kit_errno_name(want), want);
+    kit_explore_fail(file, line, "%s returned %s (%d), expected %s", expr, kit_errno_name(got), got,
+                     want == 0 ? "0 (success)" : kit_errno_name(want));
 }
 
 /* ---- Tallies ---------------------------------------------------------------------- */

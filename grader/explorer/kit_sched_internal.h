@@ -252,6 +252,7 @@ struct sched_race {
     char test[128];
     void *callers[4];     /* where the calls that led to pc[0] were made, innermost first */
     int ncallers;
+    int holding;          /* the mutexes the thread of pc[0] held at it */
 };
 #define RACE_CALLERS 4
 /* A lock-order inversion (kit_sched_lockorder.c): thread[i] held M serial[i][0]
@@ -276,6 +277,9 @@ void sched_memory_release(int thread, int obj);
 bool kit_sched_raced(struct sched_race *race);
 /* An access of the code under test (kit_sched_tsan.c): checked, and a switch point if its place raced. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc);
+/* A block of @p size bytes read or written at once (a struct copy, a memcpy
+ * of the code under test): one access, its long middle left unchecked. */
+void sched_memory_range(const void *addr, size_t size, bool write, void *pc);
 /* The instrumentation's function entry (the caller's return address and a
  * place in the function) and exit, for kit_last_call(). */
 void sched_call_entered(void *site, void *function);
@@ -362,5 +366,34 @@ void sched_end_failed_test(void) __attribute__((noreturn));
 void sched_explain_deadlock(void);
 void sched_forget_objects(void);
 const char *sched_op_name(enum sched_op op);
+
+/* What a sleeper's wait read and who wrote it last (kit_sched_changes.c). */
+struct sched_change {
+    void *where; /* the write's place */
+    int thread;  /* who wrote */
+    long step;   /* steps recorded before it */
+};
+void sched_changes_begin(void);
+/* An access of the code under test by thread, as sched_memory_access sees it. */
+void sched_changes_access(int thread, const void *addr, unsigned size, bool write, void *where);
+/* The thread took a mutex holding none: a new critical section begins. */
+void sched_changes_section(int thread);
+/* The thread waits on a condition variable: what its section read is what it waits for. */
+void sched_changes_wait(int thread);
+/* The latest writes (each place once, newest first, at most @p most) to memory
+ * that @p thread's last wait read in its critical section; their number. */
+int sched_changes_of(int thread, struct sched_change *out, int most);
+/* The last write @p thread made after step @p from and up to step @p to
+ * (steps recorded before it), or false. */
+bool sched_changes_last_in(int thread, long from, long to, struct sched_change *out);
+/* No thread could go on, and time jumps a long way to a deadline while
+ * @p thread, a sleeper of the code under test, waits: a lost wake-up that
+ * a time-out may hide, kept to be told if the test fails (the last 8). */
+void sched_changes_stalled(int thread);
+/* The sleeper of the @p back-th latest such jump (0: the latest; -1: no
+ * such jump this schedule), and the steps recorded before it. */
+int sched_changes_stall(int back, long *step);
+/* sched_changes_of answers as of the @p back-th latest jump (-1: now). */
+void sched_changes_as_of_stall(int back);
 
 #endif

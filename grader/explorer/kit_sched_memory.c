@@ -6,8 +6,10 @@
  *
  * The tests link the code under test (the exercise, the reference) compiled
  * with ThreadSanitizer's instrumentation but without its runtime: each load,
- * store and atomic calls one of the __tsan_* functions below. On a thread the
- * scheduler runs, they:
+ * store and atomic calls one of the __tsan_* functions (kit_sched_tsan.c),
+ * and each memcpy, memset, strcpy and the like the kit's wrapper of it
+ * (kit_sched_libc.c), which report here. On a thread the scheduler runs,
+ * they:
  *
  * - keep happens-before with vector clocks: a thread's clock, a mutex's
  *   (unlock releases into it, lock acquires from it), create and join, a
@@ -29,6 +31,8 @@
  */
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
+
+#include <limits.h>
 
 #include <link.h>
 #include <pthread.h>
@@ -227,7 +231,7 @@ struct shadow_entry {
     uintptr_t granule;
     uint32_t generation;
     uint8_t next; /* the cell to replace when all are taken */
-    struct shadow_cell cell[CELLS];
+    struct shadow_cell cell[CELLS]; /* those in use first: an empty one has only empty ones after it */
 } __attribute__((aligned(64)));
 
 static int32_t place_of_pc(const void *pc)
@@ -260,7 +264,7 @@ static unsigned shadow_slot(uintptr_t granule)
 /* The granule's entry in this schedule; with `create`, a fresh one if it
  * has none (NULL only when the table is full around it: the granule goes
  * unwatched). */
-static struct shadow_entry *entry_of(uintptr_t granule, bool create)
+static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintptr_t granule, bool create)
 {
     if (shadow == NULL && (shadow = map_shadow()) == NULL)
         return NULL;
@@ -336,7 +340,7 @@ static void keep_freed_block(const struct sched_thread *me, uintptr_t start, siz
     struct freed_block *b = &freed_blocks[nfreed++ % FREED_KEPT];
     *b = (struct freed_block){ .start = start, .end = start + size, .generation = detector.generation, .pc = pc };
     b->ncallers = open_call_sites(b->callers, RACE_CALLERS);
-    snprintf(b->thread, sizeof b->thread, "%s", me->name);
+    memcpy(b->thread, me->name, sizeof b->thread); /* (NUL-terminated within it, as the steps keep it) */
 }
 
 static bool granule_freed(uintptr_t granule)
@@ -345,7 +349,9 @@ static bool granule_freed(uintptr_t granule)
     return e != NULL && e->cell[0].write == FREED;
 }
 
-static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc);
+/* (Inline where it is called: an access's check is one call deep.) */
+static inline __attribute__((always_inline)) struct shadow_entry *
+check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc);
 
 void kit_sched_freed(const void *block, size_t size, void *where)
 {
@@ -359,8 +365,11 @@ void kit_sched_freed(const void *block, size_t size, void *where)
         last = first + FREED_GRANULES - 1;
     keep_freed_block(me, (uintptr_t)block, size, where);
     for (uintptr_t g = first; g <= last && detector.on; g++) {
-        check_granule(me, g << 3, 0xff, true, where); /* the free writes every byte */
+        /* The free writes every byte: checked against what was done there
+         * before, if anything was (a granule with no cell has nothing to race with). */
         struct shadow_entry *e = entry_of(g, true);
+        if (e != NULL && e->cell[0].bytes != 0)
+            e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
         if (e == NULL)
             continue;
         memset(e->cell, 0, sizeof e->cell);
@@ -493,8 +502,9 @@ static bool stale(const struct shadow_cell *cell, uintptr_t addr)
     return owner->state == DONE && addr >= owner->stack_low && addr < owner->stack_high;
 }
 
-static void record_race(const struct sched_thread *me, const struct shadow_cell *cell, uintptr_t addr,
-                        bool write, void *pc)
+/* (Out of line: the check that calls it stays small.) */
+static __attribute__((noinline, cold)) void record_race(const struct sched_thread *me, const struct shadow_cell *cell,
+                                                        uintptr_t addr, bool write, void *pc)
 {
     mark_racy(pc);
     mark_racy(pc_of_place(cell->place));
@@ -502,7 +512,7 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
         return;
     raced = true;
     first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write },
-                                      .step = sched.nsteps };
+                                      .step = sched.nsteps, .holding = me->holding };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
     snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);
@@ -513,21 +523,22 @@ static void record_race(const struct sched_thread *me, const struct shadow_cell 
  * cell replaces, in this order: its last cell of the same bytes (a write
  * replaces a read or write, a read a read), the first free cell or one
  * ordered before this access (nothing left to race with), or the next in
- * turn. */
-static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
+ * turn. Returns the granule's entry, or NULL if it goes unwatched. */
+static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
+                                                 void *pc)
 {
     struct shadow_entry *e = entry_of(addr >> 3, true);
     if (e == NULL)
-        return;
+        return NULL; /* unwatched: the table is full around it */
     if (e->cell[0].write == FREED)
         use_after_free(me, addr, write, pc);
     const struct vclock *now = &thread_clock[me->id];
     int mine = -1, spare = -1;
     for (int i = 0; i < CELLS; i++) {
         struct shadow_cell *cell = &e->cell[i];
-        if (cell->bytes == 0) {
+        if (cell->bytes == 0) { /* the cells in use come first: none after this one */
             spare = spare < 0 ? i : spare;
-            continue;
+            break;
         }
         bool ordered = cell->clock <= vc_get(now, cell->thread);
         if (cell->thread == me->id && cell->bytes == bytes && (write || !cell->write))
@@ -541,27 +552,85 @@ static void check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes
     if (mine < 0)
         mine = spare >= 0 ? spare : e->next++ % CELLS;
     e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+    return e;
 }
 
-void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
+/* An access across granules: each granule's bytes in turn. */
+static __attribute__((noinline)) void check_granules(struct sched_thread *me, uintptr_t addr, size_t size, bool write,
+                                                     void *pc)
+{
+    for (uintptr_t a = addr; size > 0 && detector.on;) {
+        unsigned offset = (unsigned)(a & 7), n = size < 8u - offset ? (unsigned)size : 8 - offset;
+        check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
+        a += n;
+        size -= n;
+    }
+}
+
+/* The thread that makes an access at pc now, if the detector watches it,
+ * after the access's switch point (if its place raced); NULL if not. */
+static inline struct sched_thread *access_begins(const void *addr, size_t size, bool write, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
     struct sched_thread *me = tracked();
     if (me == NULL)
-        return;
+        return NULL;
     if (++me->accesses > SCHED_SPIN_ACCESSES)
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
-        return; /* a _Thread_local variable: this thread's own copy */
+        return NULL; /* a _Thread_local variable: this thread's own copy */
+    sched_changes_access(me->id, addr, size < UINT_MAX ? (unsigned)size : UINT_MAX, write, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    for (uintptr_t a = (uintptr_t)addr; size > 0 && detector.on;) {
-        unsigned offset = (unsigned)(a & 7), n = size < 8 - offset ? size : 8 - offset;
-        check_granule(me, a, (uint8_t)(((1u << n) - 1) << offset), write, pc);
-        a += n;
-        size -= n;
+    return me;
+}
+
+/* Each granule of [addr, addr + size) against its cells. */
+static inline void check_bytes(struct sched_thread *me, uintptr_t a, size_t size, bool write, void *pc)
+{
+    unsigned first = (unsigned)(a & 7);
+    if (size > 0 && first + size <= 8) { /* within one granule, as nearly every access is */
+        if (detector.on)
+            check_granule(me, a, (uint8_t)(((1u << size) - 1) << first), write, pc);
+        return;
     }
+    check_granules(me, a, size, write, pc);
+}
+
+void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
+{
+    struct sched_thread *me = access_begins(addr, size, write, pc);
+    if (me != NULL)
+        check_bytes(me, (uintptr_t)addr, size, write, pc);
+}
+
+/* ---- Ranges -----------------------------------------------------------------------------
+ * A block the code under test reads or writes whole: a struct copied at once,
+ * or what a memcpy, memset or strcpy it calls does (kit_sched_libc.c). One
+ * access - one switch point, at most, and one step towards the endless loop's
+ * limit - whose granules are checked as a load's are: a cost of a few
+ * nanoseconds per 8 bytes. Of a longer block than RANGE_BYTES, the first and
+ * the last RANGE_BYTES / 2 are checked (where the fields and the ends of an
+ * array are), so that one memset of a large buffer neither costs a schedule
+ * thousands of checks nor fills the shadow table, which the other accesses
+ * need. */
+#define RANGE_BYTES 8192
+
+void sched_memory_range(const void *addr, size_t size, bool write, void *pc)
+{
+    if (size == 0)
+        return;
+    struct sched_thread *me = access_begins(addr, size, write, pc);
+    if (me == NULL)
+        return;
+    uintptr_t start = (uintptr_t)addr;
+    if (size <= RANGE_BYTES) {
+        check_bytes(me, start, size, write, pc);
+        return;
+    }
+    check_bytes(me, start, RANGE_BYTES / 2, write, pc);
+    check_bytes(me, start + size - RANGE_BYTES / 2, RANGE_BYTES / 2, write, pc);
 }
 
 bool kit_sched_saw_race(void)

@@ -255,6 +255,40 @@ static void print_access(const struct sched_race *race, int which, const char *a
             place ? place->function : "", place && place->function[0] ? ")" : "", chain, after);
 }
 
+/* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's reference. */
+static bool students_code(void *pc)
+{
+    const struct place *place = place_of(pc);
+    return place && strcmp(place->text, "?") != 0 && strstr(place->text, ":?") == NULL &&
+           strncmp(place->text, "test_", 5) != 0 && strstr(place->text, "(reference)") == NULL;
+}
+
+/* Which of the race's two accesses to change: the one made with no mutex
+ * held (the later one, if its thread held none; else the earlier, which
+ * did not hold the mutex the later one held), the student's own code
+ * before a test's or a reference's. */
+static int access_to_change(const struct sched_race *race)
+{
+    int which = race->holding == 0 ? 0 : 1;
+    if (!students_code(race->pc[which]) && students_code(race->pc[1 - which]))
+        which = 1 - which;
+    return which;
+}
+
+/* "the access to change: the write by A at bq.c:383 (in reject_by_running), made with no mutex held" */
+static void print_access_to_change(const struct sched_race *race)
+{
+    int which = access_to_change(race);
+    const struct place *place = place_of(race->pc[which]);
+    const char *why = which == 0 && race->holding == 0   ? "made with no mutex held"
+                      : which == 1 && race->holding > 0 ? "made without the mutex the other one held"
+                                                         : "your code's side of the two";
+    fprintf(stderr, "[ race     ]   the access to change: the %s by %s at %s%s%s%s, %s\n",
+            race->write[which] ? "write" : "read", race->thread[which], place ? place->text : "?",
+            place && place->function[0] ? " (in " : "", place ? place->function : "",
+            place && place->function[0] ? ")" : "", why);
+}
+
 static void print_lock_inversion(void);
 
 void kit_sched_print_race(void)
@@ -274,6 +308,7 @@ void kit_sched_print_race(void)
                     "between them):\n", race.test);
     print_access(&race, 1, ", first,");
     print_access(&race, 0, ", then, with nothing in between that orders it after the first");
+    print_access_to_change(&race);
     fprintf(stderr, "[ race     ] (found at step %ld of its schedule; from then on both places were switch points, "
                     "where another thread may run: a lost update, if there is one, is then a choice the search "
                     "makes)\n", race.step);
@@ -624,6 +659,15 @@ static long last_wake_of(int obj)
     return -1;
 }
 
+/* The step at which thread @p id began its last wait before step @p before, or -1. */
+static long began_waiting_before(int id, long before)
+{
+    for (long i = (before < sched.nsteps ? before : sched.nsteps) - 1; i >= 0; i--)
+        if (sched.steps[i].thread == id && sched.steps[i].op == OP_WAIT)
+            return i;
+    return -1;
+}
+
 static long began_waiting(const struct sched_thread *t)
 {
     for (long i = sched.nsteps - 1; i >= 0; i--)
@@ -752,28 +796,24 @@ static void explain_moving_deadline(kit_text_t *x, const struct sched_thread *t)
             "computed anew after each wake-up moves on for ever - compute it once, before the loop", woken);
 }
 
-/* Why sleeper t on object t->obj was not woken, naming the lines to change:
- * the critical sections of its mutex since the last signal that could have
- * been for it (or since it slept) - a change there nobody signalled - or
- * else that signal, which woke another sleeper; and the last wake-up before. */
-static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
+/* "; main signalled q->not_empty at bq.c:109 in push_locked (step 12), which woke another sleeper ..." */
+static void name_wrong_wakeup(kit_text_t *x, long signal, const char *object)
 {
-    char a[NAME_CHARS], here[160], there[160];
-    where_text(t->where, here, sizeof here);
-    const char *object = object_name(t->obj, a, sizeof a);
-    long since = began_waiting(t);
-    kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
-    long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    char there[160];
+    const struct sched_step *step = &sched.steps[signal];
+    where_text(step->where, there, sizeof there);
+    kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
+        "sleeper, any one - where more than one may go on, or sleepers wait for different things, it takes a "
+        "broadcast (or a condition variable for each kind of sleeper)", sched.threads[step->thread]->name, object,
+        there, signal + 1);
+}
+
+/* The critical sections of t's mutex since the signal (or since it slept)
+ * that could have changed what it waits for; false if there is none. */
+static bool explain_holders(kit_text_t *x, const struct sched_thread *t, long signal, long since, const char *object)
+{
     long held[HOLDERS_NAMED];
     int nheld = t->state == WAITING ? holders_since(t, t->obj2, signal >= 0 ? signal : since, held, HOLDERS_NAMED) : 0;
-    if (signal >= 0) {
-        const struct sched_step *step = &sched.steps[signal];
-        where_text(step->where, there, sizeof there);
-        kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke another sleeper, not it: a signal wakes one "
-            "sleeper, any one - where more than one may go on, or sleepers wait for different things, it takes a "
-            "broadcast (or a condition variable for each kind of sleeper)", sched.threads[step->thread]->name, object,
-            there, signal + 1);
-    }
     if (nheld > 0 && signal >= 0) {
         name_holders(x, t, held, nheld, "; after that");
         kit_text_put(x, " and nobody signalled %s again: if that changed what it waits for, it needs a signal or "
@@ -782,10 +822,14 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
         name_holders(x, t, held, nheld, "; since then");
         kit_text_put(x, " and nobody signalled %s after it: whatever changed there for it needs a signal or "
             "broadcast of %s", object, object);
-    } else if (signal < 0) {
-        kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
     }
-    explain_moving_deadline(x, t);
+    return nheld > 0;
+}
+
+/* " (its last wake-up, by main at ..., step 4, came before it slept)" */
+static void explain_last_wakeup(kit_text_t *x, const struct sched_thread *t, long since)
+{
+    char there[160];
     long wake = last_wake_of(t->obj);
     if (wake < 0 || wake > since)
         return;
@@ -793,6 +837,145 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
     where_text(step->where, there, sizeof there);
     kit_text_put(x, " (its last wake-up, by %s at %s, step %ld, came before it slept)", sched.threads[step->thread]->name,
         there, wake + 1);
+}
+
+#define CHANGES_LOOKED_AT 8
+
+/* The latest write to what sleeper t's wait read (kit_sched_changes.c), of
+ * the code the student wrote where there is one (not an earlier chapter's
+ * reference), and not by @p rival (the thread a signal for it woke instead,
+ * which took what the signal announced): false if there is none. Its place
+ * must have been resolved. */
+static bool latest_change(const struct sched_thread *t, int rival, struct sched_change *out)
+{
+    struct sched_change changes[CHANGES_LOOKED_AT];
+    int all = t->state == WAITING ? sched_changes_of(t->id, changes, CHANGES_LOOKED_AT) : 0, n = 0;
+    for (int i = 0; i < all; i++)
+        if (changes[i].thread != rival)
+            changes[n++] = changes[i];
+    for (int i = 0; i < n; i++) {
+        const struct place *place = place_of(changes[i].where);
+        if (place && strcmp(place->text, "?") != 0 && strstr(place->text, "(reference)") == NULL) {
+            *out = changes[i];
+            return true;
+        }
+    }
+    if (n > 0)
+        *out = changes[0];
+    return n > 0;
+}
+
+/* "q->sleepers--;" at @p where, from its source line, or "". */
+static void code_at(void *where, char *out, size_t size)
+{
+    const struct place *place = place_of(where);
+    char path[512], line[300];
+    out[0] = '\0';
+    if (place == NULL)
+        return;
+    snprintf(path, sizeof path, "%s", place->path);
+    char *colon = strrchr(path, ':');
+    if (colon == NULL || (*colon = '\0', !source_line(path, atol(colon + 1), line, sizeof line)))
+        return;
+    const char *code = line + strspn(line, " \t");
+    size_t length = strcspn(code, "\n");
+    const char *comment = strstr(code, "/*");
+    if (comment && (size_t)(comment - code) < length)
+        length = (size_t)(comment - code);
+    while (length > 0 && (code[length - 1] == ' ' || code[length - 1] == '\t'))
+        length--;
+    if (length > 0 && length < 90)
+        snprintf(out, size, "`%.*s` ", (int)length, code);
+}
+
+/* "; since then reader-0 changed what it waits for, `l->waiting_writers--;` at rwl.c:178 in ... (after step 12)" */
+static void name_change(kit_text_t *x, const struct sched_change *change, const char *lead)
+{
+    char code[100], there[160];
+    code_at(change->where, code, sizeof code);
+    where_text(change->where, there, sizeof there);
+    if (lead[0] == ',' && strstr(lead, "its last change"))
+        kit_text_put(x, "%s %sat %s", lead, code, there);
+    else
+        kit_text_put(x, "%s %s changed what it waits for: %sat %s (after step %ld)", lead,
+            sched.threads[change->thread]->name, code, there, change->step);
+}
+
+/* The change nobody signalled after, for sleeper t: the latest write to
+ * what its wait read after @p after (a signal, or when it slept), or the
+ * last write of a later critical section of its mutex (whose writes its
+ * wait may not have read: a condition that stopped at its first false
+ * term). @p *section is that section's first step, or -1. */
+static bool unsignalled_change(const struct sched_thread *t, long after, int rival, struct sched_change *out,
+                               long *section)
+{
+    struct sched_change read_change;
+    bool changed = latest_change(t, rival, &read_change) && read_change.step > after;
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, after, held, HOLDERS_NAMED) : 0;
+    *section = -1;
+    for (int h = 0; h < nheld; h++) {
+        const struct sched_step *step = &sched.steps[held[h]];
+        long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
+        if (step->thread == rival)
+            continue;
+        if ((!changed || read_change.step <= held[h]) && sched_changes_last_in(step->thread, held[h] + 1, end, out)) {
+            *section = held[h];
+            return true;
+        }
+        break;
+    }
+    if (changed)
+        *out = read_change;
+    return changed;
+}
+
+/* The thread the signal at step @p signal chose, or -1. */
+static int signalled_thread(long signal)
+{
+    return signal >= 0 ? sched.steps[signal].other : -1;
+}
+
+/* Why sleeper t on object t->obj was not woken, naming the line to change:
+ * the change after which nobody signalled (unsignalled_change), or that it
+ * was changed before it slept and never undone; or the signal since it
+ * slept, which woke another sleeper; else the critical sections of its
+ * mutex since (the places of their writes unknown). */
+static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
+{
+    char a[NAME_CHARS], b[NAME_CHARS], here[160], there[160];
+    where_text(t->where, here, sizeof here);
+    const char *object = object_name(t->obj, a, sizeof a);
+    long since = began_waiting(t), section;
+    kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
+    long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    if (signal >= 0)
+        name_wrong_wakeup(x, signal, object);
+    struct sched_change change;
+    const char *lead = signal >= 0 ? "; after that" : "; since then";
+    if (unsignalled_change(t, signal >= 0 ? signal : since, signalled_thread(signal), &change, &section)) {
+        if (section >= 0) {
+            section_text(section, there, sizeof there);
+            kit_text_put(x, "%s %s held %s at %s (step %ld)", lead, sched.threads[change.thread]->name,
+                object_name(t->obj2, b, sizeof b), there, section + 1);
+            name_change(x, &change, ", its last change there was");
+            kit_text_put(x, ", and nobody signalled %s after it: if that section changed what it waits for, it "
+                "needs a signal or broadcast of %s there", object, object);
+        } else {
+            name_change(x, &change, lead);
+            kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s",
+                object, object);
+        }
+    } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
+        kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
+        if (latest_change(t, -1, &change) && change.step <= since)
+            name_change(x, &change, ", and before it slept");
+        if (latest_change(t, -1, &change) && change.step <= since)
+            kit_text_put(x, ", and nothing changed it since: the step that should undo that change (or wake it) "
+                "did not run");
+    }
+    explain_moving_deadline(x, t);
+    explain_last_wakeup(x, t, since);
 }
 
 /* The places explaining thread t names (explain_thread), wanted for addr2line. */
@@ -816,6 +999,16 @@ static void want_sleeper_places(const struct sched_thread *t)
         want_place(step->where);
         if (end >= 0)
             want_place(sched.steps[end].where);
+    }
+    struct sched_change changes[CHANGES_LOOKED_AT], last;
+    int nchanges = sched_changes_of(t->id, changes, CHANGES_LOOKED_AT);
+    for (int c = 0; c < nchanges; c++)
+        want_place(changes[c].where);
+    for (int h = 0; h < nheld; h++) {
+        const struct sched_step *step = &sched.steps[held[h]];
+        long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
+        if (sched_changes_last_in(step->thread, held[h] + 1, end, &last))
+            want_place(last.where);
     }
 }
 
@@ -858,6 +1051,10 @@ static long latest_unsignalled_change(const struct sched_thread *t)
         return -1;
     long since = began_waiting(t);
     long signal = signal_since(t->obj, since);
+    struct sched_change change;
+    long section;
+    if (unsignalled_change(t, signal >= 0 ? signal : since, signalled_thread(signal), &change, &section))
+        return change.step;
     long held[1];
     return holders_since(t, t->obj2, signal >= 0 ? signal : since, held, 1) > 0 ? held[0] : -1;
 }
@@ -1292,6 +1489,17 @@ static const struct sched_thread *stuck_sleeper(void)
     return best;
 }
 
+/* The "why:" line after the failure message's first line (see explain_hang). */
+static void insert_why(const char *why, bool scheduled)
+{
+    size_t first_line = strcspn(sched.message, "\n");
+    static char rest[sizeof sched.message];
+    snprintf(rest, sizeof rest, "%s", sched.message + first_line);
+    snprintf(sched.message + first_line, sizeof sched.message - first_line, "\n  %s%s", why, rest);
+    if (scheduled)
+        fprintf(stderr, "[  ERROR   ] --- %s\n", why);
+}
+
 /* A schedule that failed as a hang the test saw - a thread "still blocked
  * after" its bound, a scenario's lost wake-up - rather than as the model's
  * deadlock (whose message says it already): why the code's sleeper was not
@@ -1312,12 +1520,85 @@ static void explain_hang(bool scheduled)
     kit_text_t x = { why, sizeof why, 0 };
     kit_text_put(&x, "why: ");
     explain_sleeper(&x, sleeper);
-    size_t first_line = strcspn(sched.message, "\n");
-    static char rest[sizeof sched.message];
-    snprintf(rest, sizeof rest, "%s", sched.message + first_line);
-    snprintf(sched.message + first_line, sizeof sched.message - first_line, "\n  %s%s", why, rest);
-    if (scheduled)
-        fprintf(stderr, "[  ERROR   ] --- %s\n", why);
+    insert_why(why, scheduled);
+}
+
+#define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
+
+/* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
+ * was then, asleep in its wait, into @p out; and the steps before it, or -1. */
+static long stalled_sleeper(int back, struct sched_thread *out)
+{
+    long step;
+    int id = sched_changes_stall(back, &step);
+    if (id < 0 || id >= sched.nthreads || began_waiting_before(id, step) < 0)
+        return -1;
+    const struct sched_step *wait = &sched.steps[began_waiting_before(id, step)];
+    *out = *sched.threads[id];
+    out->state = WAITING;
+    out->harness = false;
+    out->obj = wait->obj;
+    out->obj2 = wait->other;
+    out->where = wait->where;
+    return step;
+}
+
+/* Whether sleeper t's story finds a lost wake-up: a signal since it slept
+ * that woke another sleeper, or a change after it with no signal after that.
+ * (An idle thread that nothing was meant to wake, and that a long time-out
+ * woke, has neither.) */
+static bool lost_wakeup_found(const struct sched_thread *t)
+{
+    long since = began_waiting(t), section;
+    long signal = signal_since(t->obj, since);
+    struct sched_change change;
+    return signal >= 0 || unsignalled_change(t, since, -1, &change, &section);
+}
+
+/* A check that failed on a schedule where no thread could go on and only a
+ * long time-out woke a sleeper of the code under test (the test's bound for
+ * "for ever"): a lost wake-up the time-out hid. Why that sleeper was not
+ * woken, told as of that moment (the steps after it left out), names the
+ * line to change, as for a hang: the latest such sleeper in the student's
+ * code (an idle worker of an earlier chapter's pool is not the story), and
+ * only when its story finds a lost wake-up. */
+static void explain_stall(bool scheduled)
+{
+    static struct sched_thread sleeper;
+    int back = 0;
+    long step = -1;
+    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+        return;
+    nplaces = 0;
+    for (int b = 0; b < STALLS_TOLD; b++)
+        if (stalled_sleeper(b, &sleeper) >= 0)
+            want_place(sleeper.where);
+    resolve_places();
+    for (int b = STALLS_TOLD - 1; b >= 0; b--)
+        if (stalled_sleeper(b, &sleeper) >= 0 && students_code(sleeper.where)) {
+            back = b;
+            step = 0;
+        }
+    if (step < 0)
+        return;
+    step = stalled_sleeper(back, &sleeper);
+    long all = sched.nsteps;
+    sched.nsteps = step;
+    sched_changes_as_of_stall(back);
+    want_sleeper_places(&sleeper);
+    resolve_places();
+    if (!lost_wakeup_found(&sleeper)) {
+        sched_changes_as_of_stall(-1);
+        sched.nsteps = all;
+        return;
+    }
+    char why[1400];
+    kit_text_t x = { why, sizeof why, 0 };
+    kit_text_put(&x, "why: after step %ld no thread could go on, and only a time-out ended a wait: ", step);
+    explain_sleeper(&x, &sleeper);
+    sched_changes_as_of_stall(-1);
+    sched.nsteps = all;
+    insert_why(why, scheduled);
 }
 
 void sched_report(const char *test, const char *strategy, long schedule)
@@ -1327,6 +1608,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     name_objects(first_named());
     rename_in_message();
     explain_hang(scheduled);
+    explain_stall(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;

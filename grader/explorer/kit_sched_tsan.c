@@ -2,12 +2,15 @@
  * @file kit_sched_tsan.c
  * @brief ThreadSanitizer's entry points, for the code under test compiled
  *        with its instrumentation and linked without its runtime: each load,
- *        store and atomic reaches the scheduler's detector (kit_sched_memory.c).
+ *        store, block copy and atomic reaches the scheduler's detector
+ *        (kit_sched_memory.c).
  *
  * Left out of a ThreadSanitizer build (make tsan), whose runtime has them.
  */
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
+
+#include <string.h>
 
 /* ---- ThreadSanitizer's entry points ---------------------------------------------------- */
 
@@ -38,10 +41,36 @@ ACCESSES(4)
 ACCESSES(8)
 ACCESSES(16)
 
+/* A struct copied or cleared at once (gcc). */
 void __tsan_read_range(void *addr, unsigned long size);
-void __tsan_read_range(void *addr, unsigned long size) { sched_memory_access(addr, (unsigned)size, false, PC); }
+void __tsan_read_range(void *addr, unsigned long size) { sched_memory_range(addr, size, false, PC); }
 void __tsan_write_range(void *addr, unsigned long size);
-void __tsan_write_range(void *addr, unsigned long size) { sched_memory_access(addr, (unsigned)size, true, PC); }
+void __tsan_write_range(void *addr, unsigned long size) { sched_memory_range(addr, size, true, PC); }
+
+/* What clang from version 15 on calls for a copy or a fill it would have
+ * left to the C library (a struct assignment, a loop it recognised, a
+ * memcpy): the same ranges as the C library's own functions are reported
+ * as, when the code under test calls them (kit_sched_libc.c). */
+void *__tsan_memcpy(void *to, const void *from, size_t size);
+void *__tsan_memcpy(void *to, const void *from, size_t size)
+{
+    sched_memory_range(from, size, false, PC);
+    sched_memory_range(to, size, true, PC);
+    return memcpy(to, from, size);
+}
+void *__tsan_memmove(void *to, const void *from, size_t size);
+void *__tsan_memmove(void *to, const void *from, size_t size)
+{
+    sched_memory_range(from, size, false, PC);
+    sched_memory_range(to, size, true, PC);
+    return memmove(to, from, size);
+}
+void *__tsan_memset(void *to, int byte, size_t size);
+void *__tsan_memset(void *to, int byte, size_t size)
+{
+    sched_memory_range(to, size, true, PC);
+    return memset(to, byte, size);
+}
 
 /* The atomics do what they say, sequentially consistent, after their switch point. */
 #define MO __ATOMIC_SEQ_CST

@@ -291,8 +291,8 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
         print_error("%s returned ENOSYS: not implemented yet - write it in exercises/%.*s/\n", expr, length,
                     chapter ? chapter + 6 : "");
     } else {
-        print_error("%s returned %s (%d), expected %s (%d)\n", expr, kit_errno_name(got), got,
-                    kit_errno_name(want), want);
+        print_error("%s returned %s (%d), expected %s\n", expr, kit_errno_name(got), got,
+                    want == 0 ? "0 (success)" : kit_errno_name(want));
     }
     if (got == ENOSYS)
         kit_skip_caller_stack(); /* "not written yet" needs no stack */

@@ -103,6 +103,9 @@ char *read_log(const char *path);
 void append_line(char *detail, size_t size, const char *line, size_t length);
 void cap_log(const char *path, long *budget);
 void race_lines(const char *log, char *detail, size_t size);
+/* The access a race report says to change, from the explorer's words: "the
+ * write by main at bq.c:198 (in dequeue), made with no mutex held", or "". */
+void race_access_to_change(const char *text, char *out, size_t size);
 
 /* grader_drawing.c: the last failing schedule a test's log reports, drawn
  * by the grader as an SVG at path; 0, or -1 when the log reports none. */

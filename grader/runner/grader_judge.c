@@ -329,6 +329,41 @@ static void read_failed_steps(struct test_case *test, const char *log)
         test->failed_steps = steps;
 }
 
+/* The access a race report says to change ("the write by main at bq.c:198
+ * (in dequeue), made with no mutex held"), from the explorer's line that
+ * names it, or "". */
+void race_access_to_change(const char *text, char *out, size_t size)
+{
+    static const char mark[] = "the access to change: ";
+    out[0] = '\0';
+    const char *access = text ? strstr(text, mark) : NULL;
+    if (access != NULL) {
+        access += strlen(mark);
+        textf(out, size, "%.*s", (int)strcspn(access, "\n"), access);
+    }
+}
+
+/* A failed test that met a data race on its schedules says so first, with
+ * the access to change: a lost update there may well be what its own check
+ * saw. The race is the test's own fact (no race token), its words the
+ * explorer's report in the test's log. */
+static void lead_with_race(struct test_case *test, const char *log)
+{
+    char access[400];
+    if (test->verdict == V_PASSED || test->verdict == V_RACE || test->race_free)
+        return;
+    race_access_to_change(log, access, sizeof access);
+    if (access[0] == '\0')
+        return;
+    char *rest = malloc(sizeof test->detail);
+    if (rest == NULL)
+        return;
+    memcpy(rest, test->detail, sizeof test->detail);
+    textf(test->detail, sizeof test->detail, "a data race on its schedules, the likely cause: change %s "
+          "(the race-free line names both accesses)\n%s", access, rest);
+    free(rest);
+}
+
 /* A limit that grew with the machine's load (grader_proc.c) says so. */
 static const char *load_note(const struct process_end *end, const struct run_options *options, char *note,
                              size_t size)
@@ -376,6 +411,7 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
               options->limits.wall_seconds, load_note(end, options, note, sizeof note), stuck_threads);
     if (log)
         read_integrity(test, log);
+    lead_with_race(test, log);
     if (test->verdict != V_PASSED) {
         read_failed_steps(test, log);
         point_at_logs(test, log, log_path, options);

@@ -303,6 +303,20 @@ static void unwritten_functions(const struct test_case *first, int count, char *
         out[strlen(out) - 1] = '\0'; /* the last comma */
 }
 
+/* The closing table's words for a race-free line that failed: the access
+ * to change, where the explorer could tell it. */
+static void print_race_standing(const struct test_case *line, const char *chapter)
+{
+    char access[400];
+    race_access_to_change(line->detail, access, sizeof access);
+    if (access[0])
+        printf("%s: %s - change %s; its lines above name both accesses\n", race_label(line),
+               verdict_text(line->verdict), access);
+    else
+        printf("%s: %s - its lines above name both accesses; make tsan CH=%.2s looks for it on real threads\n",
+               race_label(line), verdict_text(line->verdict), chapter);
+}
+
 /* One line of the closing table: the chapter, its score, and the line to
  * debug first with the command that debugs it. */
 static void print_chapter_standing(const struct test_case *first, int count, const char *debug_args)
@@ -334,8 +348,7 @@ static void print_chapter_standing(const struct test_case *first, int count, con
     else if (failing->verdict == V_MISSING)
         printf("%s: not built - see what the compiler said\n", failing->name);
     else if (strcmp(failing->name, "tsan") == 0)
-        printf("%s: %s - its lines above name both accesses; make tsan CH=%.2s looks for it on real threads\n",
-               race_label(failing), verdict_text(failing->verdict), first->chapter);
+        print_race_standing(failing, first->chapter);
     else
         printf("%s: %s\n", failing->name, verdict_text(failing->verdict));
 }

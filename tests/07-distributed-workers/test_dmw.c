@@ -1115,6 +1115,139 @@ static void test_dmw_reaper_crash_at_every_step_loses_nothing(void **state)
         crash_reaper_once(&run);
 }
 
+/* ---- generated crash sequences ------------------------------------------------------ */
+
+/* The tests above kill one process at each of its steps on one path. These
+ * draw whole runs from the test's seed: a few tasks of every kind, then
+ * workers and reapers one after the other, each killed after a command drawn
+ * at random (or never, when the draw is past its last), so that crashes
+ * meet each other: a worker dying on its second task after finishing the
+ * first, a reaper dying over the tasks of a worker that died mid-retry, a
+ * second worker adopting what the first left. The run is shut down from the
+ * start, so each worker drains the queue and leaves; one process runs at a
+ * time, so each one's commands, and so the crash points, are the same on
+ * every run of a seed. Then dmw_reap, an heir, and the books. */
+enum { SEQUENCES = 16, SEQUENCE_TASKS = 4, SEQUENCE_ACTS = 3 };
+
+/* One process of a sequence. */
+struct act {
+    bool reaper;         /* a pass of dmw_reap, else a worker */
+    char name[16];       /* a worker's name: a1, a2, a3 */
+    int crash_after;     /* the command after which it is killed */
+    int child;           /* its index in the fixture */
+};
+
+/* One drawn run. */
+struct sequence {
+    fixture_t *fx;
+    int number;                               /* 1 .. SEQUENCES */
+    int tasks;                                /* tasks 0 .. tasks-1 */
+    const char *payloads[SEQUENCE_TASKS];
+    int acts;
+    struct act act[SEQUENCE_ACTS];
+};
+
+static void draw_sequence(kit_rng_t *rng, struct sequence *seq)
+{
+    static const char *const kinds[] = { "ok", "fail", "retry-first", "retry" };
+    seq->tasks = 1 + (int)kit_rng_below(rng, SEQUENCE_TASKS);
+    for (int t = 0; t < seq->tasks; t++)
+        seq->payloads[t] = kinds[kit_rng_below(rng, 4)];
+    seq->acts = 1 + (int)kit_rng_below(rng, SEQUENCE_ACTS);
+    for (int a = 0; a < seq->acts; a++) {
+        struct act *act = &seq->act[a];
+        act->reaper = a > 0 && kit_rng_below(rng, 3) == 0; /* the first act has something to do */
+        snprintf(act->name, sizeof act->name, "a%d", a + 1);
+        /* A worker sends a handful of commands a delivery, a reaper a few a silent worker. */
+        act->crash_after = 1 + (int)kit_rng_below(rng, act->reaper ? 8 : 6 * (unsigned)seq->tasks + 4);
+    }
+}
+
+/* What became of one act, for the story: killed after which command, or ran to its end. */
+static size_t tell_act(const struct sequence *seq, const struct act *act, char *out, size_t size)
+{
+    const fixture_child_t *child = &seq->fx->children[act->child];
+    const journal_command_t *at = journal_find(child->was, child->role, act->crash_after);
+    char said[600];
+    if (at == NULL || !at->crashed_after)
+        return (size_t)snprintf(out, size, "%s ran to its end (%d commands); ", child->role,
+                                journal_pass_length(child->was, child->role));
+    journal_describe(at, said, sizeof said);
+    return (size_t)snprintf(out, size, "%s was killed right after its command %d, %s; ", child->role,
+                            act->crash_after, said);
+}
+
+static void tell_sequence(void *ctx, char *out, size_t size)
+{
+    const struct sequence *seq = ctx;
+    size_t used = (size_t)snprintf(out, size, "generated run %d of %d (seed %llu): tasks", seq->number, SEQUENCES,
+                                   (unsigned long long)kit_test_seed());
+    for (int t = 0; t < seq->tasks && used < size; t++)
+        used += (size_t)snprintf(out + used, size - used, " %d \"%s\"%s", t, seq->payloads[t],
+                                 t + 1 < seq->tasks ? "," : "; then ");
+    for (int a = 0; a < seq->acts && used < size; a++)
+        used += tell_act(seq, &seq->act[a], out + used, size - used);
+    if (used < size)
+        snprintf(out + used, size - used, "then dmw_reap and an heir finished the run");
+}
+
+/* One act, alone: it ends (a worker drains the shut-down run and leaves) or dies at its crash point. */
+static void run_act(struct sequence *seq, struct act *act)
+{
+    fixture_t *fx = seq->fx;
+    dmw_worker_config_t knobs = worker_named(act->name, 0);
+    knobs.take_timeout_ms = 20;
+    act->child = act->reaper ? fixture_spawn_reaper(fx, act->crash_after)
+                             : fixture_spawn_crashing(fx, &knobs, act->crash_after);
+    const fixture_child_t *child = &fx->children[act->child];
+    if (fixture_join(fx, act->child, AWAIT_MS) != 0) {
+        char story[2400];
+        tell_sequence(seq, story, sizeof story);
+        fail_msg("%s did not end within %ld ms, although the run was shut down and it was alone: %s\n"
+                 "  what the test did: %s", act->reaper ? "the reaper (dmw_reap)" : child->role, AWAIT_MS,
+                 act->reaper ? "one pass of dmw_reap must end" : "a worker drains the queue, then leaves", story);
+    }
+    if (child->reported)
+        report_of(fx, act->child); /* it was not killed: it must have returned 0 */
+    else if (!act->reaper)
+        forget_heartbeat(fx, act->name); /* silent for good, as if its visibility timeout had passed */
+}
+
+static void run_sequence(struct sequence *seq)
+{
+    fixture_t *fx = seq->fx;
+    fixture_restart_run(fx);
+    for (int t = 0; t < seq->tasks; t++)
+        assert_ok(dmw_submit(fx->master, t, seq->payloads[t]));
+    assert_ok(dmw_shutdown(fx->master));
+    for (int a = 0; a < seq->acts; a++)
+        run_act(seq, &seq->act[a]);
+    assert_await_ok(dmw_reap(fx->redis, NULL, NULL));
+    dmw_worker_config_t knobs = worker_named("heir", 0);
+    knobs.take_timeout_ms = 20;
+    int heir = fixture_spawn(fx, &knobs);
+    int err = dmw_await(fx->master, AWAIT_MS);
+    if (fixture_join(fx, heir, AWAIT_MS) != 0)
+        fail_msg("worker heir did not leave the shut-down run");
+    books_t books = { .expect = expected_kind, .story = tell_sequence, .story_ctx = seq, .handed_out_again = true };
+    books_check(fx, err, &books);
+    report_of(fx, heir);
+}
+
+static void test_dmw_generated_crash_sequences_lose_nothing(void **state)
+{
+    static struct sequence seq; /* read by the books' story */
+    kit_rng_t rng;
+    kit_rng_seed(&rng, kit_test_seed(), 13);
+    fixture_t *fx = *state;
+    fx->config.visibility_ms = fixture_scale(60000); /* a silent process is forgotten by hand, never by time */
+    for (int number = 1; number <= SEQUENCES; number++) {
+        seq = (struct sequence){ .fx = fx, .number = number };
+        draw_sequence(&rng, &seq);
+        run_sequence(&seq);
+    }
+}
+
 /* ---- the server restarts ------------------------------------------------------------ */
 
 static void test_dmw_worker_reconnects_after_server_restart(void **state)
@@ -1247,6 +1380,7 @@ static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_retried_task),
     FIXTURE_TEST(test_dmw_crash_at_every_step_of_a_dead_lettered_task),
     FIXTURE_TEST(test_dmw_reaper_crash_at_every_step_loses_nothing),
+    FIXTURE_TEST(test_dmw_generated_crash_sequences_lose_nothing),
     FIXTURE_TEST(test_dmw_worker_reconnects_after_server_restart),
     FIXTURE_TEST(test_dmw_stress_every_task_once_across_processes),
     FIXTURE_TEST(test_dmw_stress_failures_and_a_crash_conserve_tasks),

@@ -2,8 +2,9 @@
  * @file buggy.c
  * @brief The mistakes of buggy.h, written the way a student would write them.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_cond_clockwait */
 #include "buggy.h"
+#include "kit_time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -174,6 +175,18 @@ int counter_wait_ready_for(counter_t *c, long ms)
     }
     pthread_mutex_unlock(&c->lock);
     return err;
+}
+
+int counter_wait_ready_within(counter_t *c, long ms)
+{
+    struct timespec deadline; /* one deadline, on the clock that never jumps */
+    kit_deadline_after(ms, &deadline);
+    pthread_mutex_lock(&c->lock);
+    int err = 0;
+    while (!c->ready && err == 0) /* while: a wake-up may be spurious */
+        err = pthread_cond_clockwait(&c->changed, &c->lock, CLOCK_MONOTONIC, &deadline);
+    pthread_mutex_unlock(&c->lock);
+    return c->ready ? 0 : err;
 }
 
 long counter_add_and_read(counter_t *c, long n)

@@ -46,6 +46,8 @@ void counter_add_signalling_one(counter_t *c, long n);
  *        stream of early wake-ups keeps it waiting for ever.
  */
 int counter_wait_ready_for(counter_t *c, long ms);
+/** @brief Waits until ready, at most @p ms on CLOCK_MONOTONIC (correct; counter_set_ready_quietly is not). */
+int counter_wait_ready_within(counter_t *c, long ms);
 /** @brief Adds @p n and @return the value - the one before the add: a wrong result. */
 long counter_add_and_read(counter_t *c, long n);
 /** @brief Destroys the counter once it is ready - which nothing makes it: a hang in a teardown. */

@@ -3,8 +3,10 @@
  * @brief Tests that fail on purpose, one per kind of failure, so that
  *        `make feedback` can check what the grader says about each: the
  *        student's line for a crash, every thread's wait for a hang, both
- *        accesses of a race, the words for a misused pthread call, both lines
- *        of a use after free.
+ *        accesses of a race (also one made by a memcpy), the words for a
+ *        misused pthread call, both lines of a use after free, the change a
+ *        lost wake-up missed (also one a time-out hid), the access to change
+ *        of a race that lost an update.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -15,7 +17,9 @@
 #include <string.h>
 
 #include "buggy.h"
+#include "buggy_copy.h"
 #include "kit_scenario.h"
+#include "kit_time.h"
 
 static counter_t *make_counter(void)
 {
@@ -87,6 +91,29 @@ static void test_feedback_race_shows_both_accesses(void **state)
     counter_destroy(c);
 }
 
+/* ---- A copy the C library makes after the unlock is a race on the schedule --------- */
+
+static void *add_to_every_slot(void *raw)
+{
+    for (int i = 0; i < 4 * TALLY_SLOTS; i++)
+        tally_add(raw, i % TALLY_SLOTS);
+    return NULL;
+}
+
+static void test_feedback_copy_after_the_unlock_is_seen(void **state)
+{
+    (void)state;
+    tally_t *t = tally_create();
+    assert_non_null(t);
+    kit_worker_t worker;
+    kit_worker_start(&worker, "adder", add_to_every_slot, t);
+    long seen[TALLY_SLOTS];
+    for (int i = 0; i < 4; i++)
+        tally_snapshot(t, seen, TALLY_SLOTS);
+    kit_worker_must_finish(&worker, "the adder");
+    tally_destroy(t);
+}
+
 /* ---- A lost wake-up names the line that changed the state ------------------------ */
 
 static void test_feedback_lost_wakeup_names_the_change(void **state)
@@ -98,6 +125,29 @@ static void test_feedback_lost_wakeup_names_the_change(void **state)
     kit_await_waiting_threads(1, "the waiter");
     counter_set_ready_quietly(c);
     kit_worker_must_finish(&worker, "counter_wait_ready");
+    counter_destroy(c);
+}
+
+static void *wait_ready_for_an_hour(void *raw)
+{
+    return (void *)(intptr_t)counter_wait_ready_within(raw, 3600L * 1000);
+}
+
+/* The waiter's deadline, an hour on, ends its wait: the lost wake-up is
+ * hidden by a time-out, and the check that fails is the test's own. */
+static void test_feedback_stalled_wait_names_the_change(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    pthread_t waiter;
+    assert_ok(pthread_create(&waiter, NULL, wait_ready_for_an_hour, c));
+    kit_await_waiting_threads(1, "the waiter");
+    counter_set_ready_quietly(c);
+    int64_t start = kit_now_ns();
+    assert_ok(pthread_join(waiter, NULL));
+    long waited_ms = (long)((kit_now_ns() - start) / 1000000);
+    assert_true_or_say(waited_ms == 0, "the waiter saw ready %ld ms (virtual) after it was set: only its time-out "
+                       "woke it", waited_ms);
     counter_destroy(c);
 }
 
@@ -173,6 +223,35 @@ static void test_feedback_stress_check_fails_on_a_long_schedule(void **state)
     kit_test_run_group(2, "adder", add_thirty, args, sizeof args[0]);
     assert_int_equal(counter_add_and_read(c, 1), 61);
     counter_destroy(c);
+}
+
+static void *add_one_unlocked(void *raw)
+{
+    counter_add_unlocked(raw, 1);
+    return NULL;
+}
+
+static void two_unlocked_adds(void *ctx)
+{
+    (void)ctx;
+    counter_t *c = counter_create();
+    pthread_t adders[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&adders[i], NULL, add_one_unlocked, c));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(adders[i], NULL));
+    long value = counter_read(c);
+    counter_destroy(c);
+    kit_explore_check(value == 2, "two threads added 1 each, and the counter holds %ld", value);
+}
+
+/* Adds outside the lock lose an update on some schedule: the check fails,
+ * and the access to change leads its words. */
+static void test_feedback_lost_update_names_the_unlocked_access(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 50 };
+    kit_explore(&options, two_unlocked_adds, NULL);
 }
 
 static void test_feedback_teardown_hangs_after_the_checks_passed(void **state)
@@ -325,13 +404,16 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_misused_timed_wait_is_named),
     cmocka_unit_test(test_feedback_pipe_handover_runs_on_real_threads),
     cmocka_unit_test(test_feedback_race_shows_both_accesses),
+    cmocka_unit_test(test_feedback_copy_after_the_unlock_is_seen),
     cmocka_unit_test(test_feedback_scenario_crash_names_the_scenario),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_change),
+    cmocka_unit_test(test_feedback_stalled_wait_names_the_change),
     cmocka_unit_test(test_feedback_signal_to_the_wrong_sleeper_is_named),
     cmocka_unit_test(test_feedback_early_wakeup_is_drawn_as_one),
     cmocka_unit_test(test_feedback_check_names_the_value),
     cmocka_unit_test(test_feedback_check_fails_after_many_steps),
     cmocka_unit_test(test_feedback_stress_check_fails_on_a_long_schedule),
+    cmocka_unit_test(test_feedback_lost_update_names_the_unlocked_access),
     cmocka_unit_test(test_feedback_teardown_hangs_after_the_checks_passed),
     cmocka_unit_test(test_feedback_unwritten_function_is_named),
     cmocka_unit_test(test_feedback_correct_code_passes),

@@ -1,0 +1,50 @@
+/**
+ * @file memaccess_code.h
+ * @brief A shared box whose bytes are copied with the C library's memory and
+ *        string functions: the code under test of test_memaccess.c, built as
+ *        a submission's code is (tests/kit/memaccess_code.c).
+ *
+ * Every function but box_create and box_destroy takes the box's lock around
+ * what it does when @p locked is true; when it is false, it takes the lock
+ * only to read the box's sizes, and does its copy after the unlock - a data
+ * race with any call that changes the same bytes.
+ */
+#ifndef MEMACCESS_CODE_H
+#define MEMACCESS_CODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct box box_t;
+
+/** Bytes of a box's data, and of its name with its terminating zero. */
+#define BOX_DATA 48
+#define BOX_NAME 16
+
+/** A box whose data is zeros and whose name is "box"; NULL if out of memory. */
+box_t *box_create(void);
+/** Frees @p b (NULL: nothing). */
+void box_destroy(box_t *b);
+
+/** Copies @p size bytes (at most BOX_DATA) into the box's data: memcpy, under the lock. */
+void box_fill(box_t *b, const char *from, size_t size);
+/** Names the box (fewer than BOX_NAME characters): strcpy, under the lock. */
+void box_rename(box_t *b, const char *name);
+
+/** Copies the box's data out: memcpy. */
+void box_copy_out(box_t *b, char *out, bool locked);
+/** Zeros the box's data: memset. */
+void box_clear(box_t *b, bool locked);
+/** Moves the box's data down one byte: memmove. */
+void box_shift(box_t *b, bool locked);
+/** The length of the box's name: strlen. */
+size_t box_name_length(box_t *b, bool locked);
+
+/** Copies @p size bytes from @p from to @p to: memcpy, of blocks nobody else may use. */
+void copy_bytes(char *to, const char *from, size_t size);
+
+/** The lines of the library calls above, in memaccess_code.c, for the reports' places. */
+extern const int box_fill_line, box_rename_line, box_copy_out_line, box_clear_line, box_shift_line,
+    box_name_length_line, copy_bytes_line;
+
+#endif

@@ -1,0 +1,222 @@
+/**
+ * @file test_memaccess.c
+ * @brief Tests that the copies the C library makes for the code under test
+ *        are accesses the explorer sees: a memcpy, a memset, a memmove or a
+ *        string function made after the unlock is a data race found on a
+ *        schedule, with both lines; the same calls under the lock never are;
+ *        and a memcpy out of a freed block is a use after free.
+ *
+ * The code under test is memaccess_code.c, built as a submission's code is.
+ * Each search uses fixed strategies and seeds: the same result every run.
+ * Under a sanitizer (make tsan, make asan) the sanitizer's runtime watches
+ * these calls itself, and the races here would be its reports: the racy
+ * searches are left out there.
+ */
+#define _GNU_SOURCE
+#include "kit_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kit_sched.h"
+#include "memaccess_code.h"
+
+/* ---- Bodies under exploration ------------------------------------------------------- */
+
+/* What the test thread does to the box while another thread writes it. */
+enum copy { COPY_OUT, CLEAR, SHIFT, NAME_LENGTH };
+
+struct copy_case {
+    enum copy copy;
+    bool locked;     /* the copy under the box's lock (correct) or after it (a race) */
+    const char *how; /* the call, for a failure's message */
+};
+
+struct writer {
+    box_t *box;
+    enum copy copy;
+};
+
+/* The other side, always under the lock: a new name for a string copy, new data for the rest. */
+static void *write_box(void *raw)
+{
+    const struct writer *w = raw;
+    static const char text[BOX_DATA] = "forty-seven bytes of text and a terminating zero";
+    if (w->copy == NAME_LENGTH)
+        box_rename(w->box, "renamed");
+    else
+        box_fill(w->box, text, sizeof text);
+    return NULL;
+}
+
+static void make_copy(box_t *b, enum copy copy, bool locked)
+{
+    char out[BOX_DATA];
+    switch (copy) {
+    case COPY_OUT:
+        box_copy_out(b, out, locked);
+        break;
+    case CLEAR:
+        box_clear(b, locked);
+        break;
+    case SHIFT:
+        box_shift(b, locked);
+        break;
+    case NAME_LENGTH:
+        kit_explore_check(box_name_length(b, locked) > 0, "the box has no name");
+        break;
+    }
+}
+
+static void copy_beside_a_writer(void *ctx)
+{
+    const struct copy_case *c = ctx;
+    box_t *b = box_create();
+    kit_explore_check(b != NULL, "out of memory");
+    struct writer w = { b, c->copy };
+    pthread_t writer;
+    explore_ok(pthread_create(&writer, NULL, write_box, &w));
+    make_copy(b, c->copy, c->locked);
+    explore_ok(pthread_join(writer, NULL));
+    box_destroy(b);
+}
+
+static void *free_block(void *raw)
+{
+    free(raw);
+    return NULL;
+}
+
+/* Copies out of a block a joined thread freed: a use after free, on every schedule. */
+static void copy_after_free(void *ctx)
+{
+    (void)ctx;
+    char *block = calloc(1, 32), out[32];
+    kit_explore_check(block != NULL, "out of memory");
+    pthread_t freer;
+    explore_ok(pthread_create(&freer, NULL, free_block, block));
+    explore_ok(pthread_join(freer, NULL));
+    copy_bytes(out, block, sizeof out);
+}
+
+/* ---- What the explorer says ------------------------------------------------------------- */
+
+/* kit_sched_print_race()'s words, caught from standard error. */
+static void race_report(char *out, size_t size)
+{
+    FILE *caught = tmpfile();
+    assert_non_null(caught);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(caught), STDERR_FILENO) >= 0);
+    kit_sched_print_race();
+    fflush(stderr);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    rewind(caught);
+    size_t n = fread(out, 1, size - 1, caught);
+    out[n] = '\0';
+    fclose(caught);
+}
+
+/* The report names @p thread's access at memaccess_code.c:@p line. */
+static void must_name(const char *report, const char *how, const char *thread, int line)
+{
+    char place[96];
+    snprintf(place, sizeof place, "by %s at memaccess_code.c:%d", thread, line);
+    if (strstr(report, place) == NULL)
+        fail_msg("%s: the race report does not say \"%s\"; it said:\n%s", how, place, report);
+}
+
+static int copy_line(enum copy copy)
+{
+    switch (copy) {
+    case COPY_OUT:
+        return box_copy_out_line;
+    case CLEAR:
+        return box_clear_line;
+    case SHIFT:
+        return box_shift_line;
+    case NAME_LENGTH:
+        return box_name_length_line;
+    }
+    return 0;
+}
+
+/* ---- Tests ------------------------------------------------------------------------- */
+
+static const struct copy_case late_copies[] = {
+    { COPY_OUT, false, "memcpy out of the box after the unlock" },
+    { CLEAR, false, "memset of the box after the unlock" },
+    { SHIFT, false, "memmove in the box after the unlock" },
+    { NAME_LENGTH, false, "strlen of the box's name after the unlock" },
+};
+
+static void test_memaccess_late_library_copy_is_a_race_with_both_lines(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED)
+        return;
+    static kit_explore_result_t result;
+    static char report[8192];
+    for (size_t i = 0; i < sizeof late_copies / sizeof late_copies[0]; i++) {
+        const struct copy_case *c = &late_copies[i];
+        kit_sched_take_race(); /* (none yet: each case starts from none) */
+        kit_explore_t options = { .strategy = "random:3 pct:3:2", .schedules = 100, .quiet = true };
+        if (!kit_explore_search(__func__, &options, copy_beside_a_writer, (void *)c, &result))
+            fail_msg("%s: a schedule failed: %s", c->how, result.message);
+        race_report(report, sizeof report);
+        if (!kit_sched_take_race() || strstr(report, "DATA RACE") == NULL)
+            fail_msg("%s: no data race was seen on %ld schedules", c->how, result.schedules);
+        must_name(report, c->how, "test", copy_line(c->copy));
+        must_name(report, c->how, "thread-1", c->copy == NAME_LENGTH ? box_rename_line : box_fill_line);
+    }
+}
+
+static void test_memaccess_library_copy_under_the_lock_is_never_a_race(void **state)
+{
+    (void)state;
+    static kit_explore_result_t result;
+    static const struct copy_case locked[] = {
+        { COPY_OUT, true, "memcpy out of the box under the lock" },
+        { CLEAR, true, "memset of the box under the lock" },
+        { SHIFT, true, "memmove in the box under the lock" },
+        { NAME_LENGTH, true, "strlen of the box's name under the lock" },
+    };
+    for (size_t i = 0; i < sizeof locked / sizeof locked[0]; i++) {
+        kit_sched_take_race();
+        kit_explore_t every = { .strategy = "dfs:3", .schedules = 100000, .quiet = true };
+        if (!kit_explore_search(__func__, &every, copy_beside_a_writer, (void *)&locked[i], &result))
+            fail_msg("%s: a schedule failed: %s", locked[i].how, result.message);
+        kit_explore_t walks = { .strategy = "random:1 pct:1:3", .schedules = 200, .quiet = true };
+        if (!kit_explore_search(__func__, &walks, copy_beside_a_writer, (void *)&locked[i], &result))
+            fail_msg("%s: a schedule failed: %s", locked[i].how, result.message);
+        if (kit_sched_take_race())
+            fail_msg("%s: reported as a data race, though the lock orders it", locked[i].how);
+    }
+}
+
+static void test_memaccess_library_copy_of_freed_memory_is_a_use_after_free(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED) /* the sanitizer's runtime has its own words for this */
+        return;
+    static kit_explore_result_t result;
+    kit_explore_t options = { .strategy = "random:5", .schedules = 20, .quiet = true };
+    assert_false(kit_explore_search(__func__, &options, copy_after_free, NULL, &result));
+    char words[96];
+    snprintf(words, sizeof words, "USE AFTER FREE: test reads memory at memaccess_code.c:%d", copy_bytes_line);
+    if (strstr(result.message, words) == NULL || strstr(result.message, "by thread-1 at test_memaccess.c:") == NULL)
+        fail_msg("the report does not say \"%s\", freed by thread-1 at test_memaccess.c: %s", words, result.message);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_memaccess_late_library_copy_is_a_race_with_both_lines),
+    cmocka_unit_test(test_memaccess_library_copy_under_the_lock_is_never_a_race),
+    cmocka_unit_test(test_memaccess_library_copy_of_freed_memory_is_a_use_after_free),
+};
+
+KIT_TEST_MAIN(tests)
