@@ -150,7 +150,8 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
                 grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c grader/explorer/kit_sched_libc.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
-                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_sched_lockorder.c \
+                grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_scenario_check.c \
+                grader/explorer/kit_scenario_run.c grader/explorer/kit_sched_lockorder.c \
                 grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
                 grader/explorer/kit_sched_changes.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
@@ -354,10 +355,10 @@ endef
 # proxies and the API have the same names.
 is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
 JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
-              grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c
+              grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c grader/judge/kit_judge_scenario.c
 SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
-              grader/subject/kit_symbolize.c
-JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario.c)
+              grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c
+JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario_check.c)
 SUBJECT_SUPPORT_OBJS = $(filter-out %/kit_test.o %/kit_scenario.o,$(SUPPORT_OBJS)) \
                        $(patsubst %.c,$(COMMON)/%.o,$(SERVE_SRCS) grader/judge/kit_wire.c)
 JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthread_detach pthread_mutex_lock \
@@ -387,7 +388,7 @@ JUDGE_INCLUDES := -Igrader/judge
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
 define judged_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(JUDGE_OBJS) $(KITLIB) $(JUDGED_STAMP) $(OUT)/tests/$(1)/$(3).subject
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(call test_support_objs,$(1)) $(JUDGE_OBJS) $(KITLIB) $(JUDGED_STAMP) $(OUT)/tests/$(1)/$(3).subject
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $$(JUDGE_WRAPS) $$(CMOCKA_LIBS) $$(LDLIBS)
 $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
@@ -891,7 +892,7 @@ lint: ## shellcheck on every script, the editor files, compile_commands.json, th
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
-	@$(if $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/obj/%,$(JUDGE_OBJS)),echo "a judge links the subject's side: $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/obj/%,$(JUDGE_OBJS))"; exit 1,echo "check-judge: no judge links an object of the subject's side or of a submission")
+	@$(if $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/kit_scenario_run.o %/obj/%,$(JUDGE_OBJS)),echo "a judge links the subject's side: $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/kit_scenario_run.o %/obj/%,$(JUDGE_OBJS))"; exit 1,echo "check-judge: no judge links an object of the subject's side or of a submission")
 	@tools/check-page-tags && echo "check-page-tags: every page names the tags it cites and shows none of their lines, and sends no one to the reference's files"
 	@tools/check-copied-code
 	@$(if $(HAVE_SOLUTIONS),tools/check-chapter --all --quiet && echo "check-chapter: every chapter has the parts docs/instructors.md lists (tools/check-chapter NN says more)")

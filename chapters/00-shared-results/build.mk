@@ -4,6 +4,7 @@ ch00_uses    :=                       # earlier chapters whose implementation th
 ch00_main    := main.c unsafe_list.c  # the chapter program, in chapters/00-shared-results/
 ch00_program := ch00-shared-results
 ch00_tests   := test_results test_results_explore          # one test program each, in tests/00-shared-results/
+ch00_test_support := results_scenarios.c   # the generated scenarios' spec: linked by both sides of a judged test
 ch00_smoke   := --items 20000 --quiet # a short run for `make test`
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.

@@ -4,6 +4,7 @@ ch01_uses    :=
 ch01_main    := main.c
 ch01_program := ch01-monitor-queue
 ch01_tests   := test_msgq test_msgq_explore
+ch01_test_support := msgq_scenarios.c   # the generated scenarios' spec: linked by both sides of a judged test
 ch01_smoke   := --producers 3 --consumers 2 --capacity 1 --items 5 --download-ms 5 --quiet
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.

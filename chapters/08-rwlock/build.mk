@@ -4,6 +4,7 @@ ch08_uses    :=                       # it builds on no earlier chapter's code
 ch08_main    := main.c                # the program; its reader-preferring lock for --policy reader is its own
 ch08_program := ch08-rwlock
 ch08_tests   := test_rwl test_rwl_explore
+ch08_test_support := rwl_scenarios.c   # the generated scenarios' spec: linked by both sides of a judged test
 ch08_smoke   := --readers 2 --writers 1 --read-ms 5 --write-ms 2 --duration-ms 100 --quiet
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.

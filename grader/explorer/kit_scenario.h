@@ -91,6 +91,9 @@ typedef struct kit_spec {
     /** Creates the object under test, and sets the model's state to match;
      *  on failure NULL, with errno set to the create call's error. */
     void *(*create)(long param, void *state);
+    /** The model's state for the object create(param) makes, without making
+     *  it: a judge checks histories from it (needed in a judged chapter). */
+    void (*model)(long param, void *state);
     /** Wakes every call still waiting (close), after the check. */
     void (*release)(void *object);
     /** What a call still waiting at the check returns once released (ECANCELED). */
@@ -126,6 +129,13 @@ typedef struct kit_spec {
  */
 void kit_scenarios_run(const char *test, const char *file, int line, const kit_spec_t *spec, int count,
                        const kit_explore_t *options);
+/**
+ * @brief The calls of the history being checked, for a model whose effect of
+ *        one call depends on when others ran (a timed call's deadline against
+ *        a writer's call): @p count set to their number; NULL outside a check.
+ */
+const kit_call_t *kit_scenario_calls(int *count);
+
 #define kit_scenarios(spec, count, options) kit_scenarios_run(__func__, __FILE__, __LINE__, (spec), (count), (options))
 
 #endif

@@ -40,7 +40,33 @@ enum kit_wire_kind {
     WIRE_BODY,        /* ch 0: run the exploration's body once (arg[0]: the schedule) */
     WIRE_RESULT,      /* ch 0: an exploration ended; args: passed, gave_up, schedules; blob: message\0token */
     WIRE_RERUN,       /* ch 0: the test cannot run on a schedule; blob: why */
+    WIRE_HISTORY_SCENARIO, /* ch 0: explore a generated scenario in the subject; args: its number, the free
+                              scenarios' count, the test's line, then the options as WIRE_EXPLORE's;
+                              blob: test\0file\0strategy\0the spec's name */
+    WIRE_HISTORY_BATCH,    /* ch 0, subject to judge: arg[0] schedules' histories (kit_wire_history_t,
+                              then its calls), one after another in the blob */
 };
+
+/** One schedule's history of a generated scenario (WIRE_HISTORY_BATCH):
+ *  event numbers count invocations and responses in the schedule's order. */
+typedef struct {
+    uint8_t ncalls;          /**< the scenario's calls, each a kit_wire_history_call_t after this */
+    uint8_t released;        /**< 1: after the release and the joins; 0: a check failed before */
+    uint8_t events;          /**< events in all */
+    uint8_t quiet_events;    /**< ... when nothing else could move (before the calls after) */
+    uint8_t checked_events;  /**< ... when the history was checked (after them) */
+    uint8_t unused[3];
+} kit_wire_history_t;
+
+/** One call of a history, in the scenario's order of calls. */
+typedef struct {
+    int64_t out;             /**< what it gave back */
+    int64_t started_ns, ended_ns; /**< the schedule's time at its start and end */
+    int32_t ret;             /**< what it returned */
+    int8_t invoked, responded; /**< its events; -1: none */
+    uint8_t skipped;         /**< a call before the threads left out: alone, it would wait for ever */
+    uint8_t unused;
+} kit_wire_history_call_t;
 
 /** Flags of a message. WIRE_TOUCHED (judge to subject): the test's thread
  *  recorded a history event (kit_sched_touch_history) since its last message:

@@ -113,6 +113,7 @@ static bool serve_call(const kit_wire_t *q, kit_wire_t *r)
 bool kit_serve_hook(int channel, const kit_wire_t *q, kit_wire_t *r);
 bool kit_serve_sync(int channel, const kit_wire_t *q, kit_wire_t *r);
 static void serve_explore(const kit_wire_t *q);
+bool kit_serve_scenario(const kit_wire_t *q, kit_wire_t *reply);
 
 /* Serve @p channel until a message of @p until (or the judge's end). */
 static void serve(int channel, uint32_t until)
@@ -130,6 +131,8 @@ static void serve(int channel, uint32_t until)
             ok = kit_serve_hook(channel, q, r);
         else if (q->kind == WIRE_SYNC)
             ok = kit_serve_sync(channel, q, r);
+        else if (q->kind == WIRE_HISTORY_SCENARIO && channel == 0 && !kit_sched_active())
+            ok = kit_serve_scenario(q, r); /* its reply: the scenario's result */
         else if (q->kind == WIRE_EXPLORE && channel == 0 && !kit_sched_active()) {
             serve_explore(q);
             continue;

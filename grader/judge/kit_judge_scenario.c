@@ -1,0 +1,381 @@
+/**
+ * @file kit_judge_scenario.c
+ * @brief A judged test's generated scenarios, as the judge sees them: the
+ *        subject explores each scenario whole and sends each schedule's
+ *        history; the judge checks every field of it against its own copy
+ *        of the scenario, then the history itself, and counts the schedules.
+ *
+ * DESIGN: the judge draws each scenario from its number as the subject
+ * does (the same spec, kit_scenario_check.c), so the calls, their threads
+ * and their arguments are the judge's own; from the subject it takes what
+ * each call returned and gave back, its place in the schedule's order and
+ * the schedule's time. A history whose fields do not fit (an event twice, a
+ * call before the one its thread made first, a value out of range) is a
+ * protocol violation. A history that fits is checked for linearizability
+ * against the model and for lost wake-ups, here: a subject that lies can
+ * only send histories a sequential object gives. Which schedules ran, and
+ * races, stay the subject's word.
+ */
+#define _GNU_SOURCE
+#include "kit_judge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit_scenario_internal.h"
+#include "kit_test.h"
+
+void sched_make_args(char *out, size_t size);
+
+/* What the judge made of one scenario's histories. */
+struct tally {
+    long histories;         /* received and checked */
+    long unreleased;        /* ... that ended at a failed check before the release */
+    bool failed;            /* one failed the judge's check */
+    long failed_at;         /* ... the first: its number among the histories */
+    char message[3200];     /* ... and why */
+};
+
+enum { EVENTS_MAX = 2 * SCENARIO_MAX_CALLS, RET_MAX = 4096 };
+#define OUT_MAX (1L << 40)
+
+/* The fields of one call that the subject says, in range; NULL or what is wrong. */
+static const char *call_fields(const struct scenario *sc, const kit_wire_history_t *h, int i,
+                               const kit_wire_history_call_t *w)
+{
+    if (w->invoked < -1 || w->invoked >= h->events || w->responded < -1 || w->responded >= h->events)
+        return "an event outside the history";
+    if (w->responded >= 0 && (w->invoked < 0 || w->invoked >= w->responded))
+        return "a call that ended before it began";
+    if (w->ret < 0 || w->ret >= RET_MAX || w->out < -OUT_MAX || w->out > OUT_MAX)
+        return "a value out of range";
+    if (w->responded >= 0 && w->started_ns > w->ended_ns)
+        return "a call whose time ran backwards";
+    bool init = i < sc->first_post && sc->plan[i].thread == 0;
+    if (w->skipped > 1 || (w->skipped && (!init || w->invoked >= 0)))
+        return "a call left out that cannot be";
+    if (init && !w->skipped && w->responded < 0)
+        return "a call before the threads that did not return";
+    return NULL;
+}
+
+/* Each event once, and the schedule's time never going back along them. */
+static const char *events_in_order(const kit_wire_history_t *h, const kit_wire_history_call_t *w)
+{
+    int64_t at[EVENTS_MAX];
+    uint64_t seen = 0;
+    int count = 0;
+    for (int i = 0; i < h->ncalls; i++) {
+        int8_t e[2] = { w[i].invoked, w[i].responded };
+        int64_t t[2] = { w[i].started_ns, w[i].ended_ns };
+        for (int k = 0; k < 2; k++) {
+            if (e[k] < 0)
+                continue;
+            if (seen & (1ULL << e[k]))
+                return "an event twice";
+            seen |= 1ULL << e[k];
+            at[e[k]] = t[k];
+            count++;
+        }
+    }
+    if (count != h->events)
+        return "an event missing";
+    for (int e = 1; e < count; e++)
+        if (at[e] < at[e - 1])
+            return "events whose time runs backwards";
+    return NULL;
+}
+
+/* Each thread's calls in the script's order, the threads after the calls
+ * before them, the calls after once the scenario was quiet. */
+static const char *script_order(const struct scenario *sc, const kit_wire_history_t *h,
+                                const kit_wire_history_call_t *w)
+{
+    int init_end = -1;
+    for (int i = 0; i < sc->first_post; i++)
+        if (sc->plan[i].thread == 0 && w[i].responded > init_end)
+            init_end = w[i].responded;
+    for (int t = 0; t <= sc->nthreads; t++) {
+        int last = -1;
+        bool stopped = false; /* a call of the thread's did not end (or did not begin) */
+        for (int i = 0; i < sc->ncalls; i++) {
+            if (sc->plan[i].thread != t || w[i].skipped)
+                continue;
+            if (w[i].invoked >= 0 && (stopped || w[i].invoked < last))
+                return "a thread's calls out of the script's order";
+            if (t > 0 && w[i].invoked >= 0 && w[i].invoked < init_end)
+                return "a thread's call before the threads started";
+            bool post = i >= sc->first_post;
+            if (post && (w[i].invoked < h->quiet_events || w[i].responded < 0 ||
+                         w[i].responded >= h->checked_events))
+                return "a call after the threads out of its place";
+            stopped = stopped || w[i].responded < 0;
+            last = w[i].responded;
+        }
+    }
+    return NULL;
+}
+
+static const char *released_whole(const struct scenario *sc, const kit_wire_history_t *h,
+                                  const kit_wire_history_call_t *w)
+{
+    if (!h->released)
+        return NULL;
+    for (int i = 0; i < sc->ncalls; i++)
+        if (!w[i].skipped && w[i].responded < 0)
+            return "a call that never returned, though its thread was joined";
+    return NULL;
+}
+
+/* Whether the history fits the judge's scenario; NULL, or what is wrong. */
+static const char *history_fits(const struct scenario *sc, const kit_wire_history_t *h,
+                                const kit_wire_history_call_t *w)
+{
+    if (h->ncalls != sc->ncalls || h->events > 2 * sc->ncalls || h->quiet_events > h->checked_events ||
+        h->checked_events > h->events || h->released > 1)
+        return "a history of another scenario's size";
+    for (int i = 0; i < sc->ncalls; i++) {
+        const char *wrong = call_fields(sc, h, i, &w[i]);
+        if (wrong != NULL)
+            return wrong;
+    }
+    const char *wrong = events_in_order(h, w);
+    if (wrong == NULL)
+        wrong = script_order(sc, h, w);
+    return wrong != NULL ? wrong : released_whole(sc, h, w);
+}
+
+/* The history as the judge keeps it: its plan's calls with what the subject said. */
+static void take_calls(struct run *r, const kit_wire_history_t *h, const kit_wire_history_call_t *w)
+{
+    const struct scenario *sc = r->sc;
+    memcpy(r->calls, sc->plan, sizeof r->calls);
+    for (int i = 0; i < sc->ncalls; i++) {
+        kit_call_t *c = &r->calls[i];
+        c->ret = w[i].ret;
+        c->out = w[i].out;
+        c->invoked = w[i].invoked;
+        c->responded = w[i].responded;
+        c->started_ns = w[i].started_ns;
+        c->ended_ns = w[i].ended_ns;
+        r->skipped[i] = w[i].skipped != 0;
+        r->pending[i] = c->invoked >= 0 && c->invoked < h->quiet_events &&
+                        (c->responded < 0 || c->responded >= h->quiet_events);
+    }
+    r->events = h->events;
+    r->quiet_events = h->quiet_events;
+    r->checked_events = h->checked_events;
+}
+
+/* The calls before the threads that the model says wait alone are the ones left out. */
+static bool skips_fit(struct run *r)
+{
+    unsigned char model[SCENARIO_STATE_MAX];
+    memcpy(model, r->initial, sizeof model);
+    for (int i = 0; i < r->sc->first_post; i++) {
+        if (r->calls[i].thread != 0)
+            continue;
+        if (scenario_skips(r, i, model) != r->skipped[i])
+            return false;
+        if (!r->skipped[i])
+            r->sc->spec->ops[r->calls[i].op].take_effect(model, &r->calls[i]);
+    }
+    return true;
+}
+
+/* The history when it was checked: what came after is not in it yet. */
+static void as_checked(struct run *r)
+{
+    for (int i = 0; i < r->sc->ncalls; i++) {
+        kit_call_t *c = &r->calls[i];
+        if (c->invoked >= r->checked_events)
+            c->invoked = c->responded = -1;
+        else if (c->responded >= r->checked_events)
+            c->responded = -1;
+    }
+}
+
+/* One history: fitted, then checked; a failed check is kept in @p tally. */
+static void judge_history(const struct scenario *sc, const kit_wire_history_t *h, const kit_wire_history_call_t *w,
+                          struct tally *tally)
+{
+    static struct run whole, checked;
+    const char *wrong = history_fits(sc, h, w);
+    if (wrong != NULL)
+        kit_judge_violation("scenario %d, schedule %ld: %s", sc->number, tally->histories + 1, wrong);
+    memset(&whole, 0, sizeof whole);
+    whole.sc = sc;
+    scenario_model(sc, whole.initial);
+    take_calls(&whole, h, w);
+    if (!skips_fit(&whole))
+        kit_judge_violation("scenario %d, schedule %ld: a call before the threads left out, or not, against "
+                            "the model", sc->number, tally->histories + 1);
+    memcpy(&checked, &whole, sizeof checked);
+    as_checked(&checked);
+    tally->histories++;
+    tally->unreleased += !h->released;
+    if (tally->failed)
+        return;
+    kit_text_t t = { tally->message, sizeof tally->message, 0 };
+    tally->message[0] = '\0';
+    bool held = scenario_check_quiet(&checked, &t);
+    if (held && h->released)
+        held = scenario_check_released(&whole, &t);
+    if (!held) {
+        tally->failed = true;
+        tally->failed_at = tally->histories;
+    }
+}
+
+static void take_batch(const struct scenario *sc, const kit_wire_t *m, long budget, struct tally *tally)
+{
+    if (m->nargs != 1)
+        kit_judge_violation("a batch of histories without its count");
+    kit_wire_reader_t reader = { m, 0 };
+    for (uint64_t k = 0; k < m->arg[0]; k++) {
+        const kit_wire_history_t *h = kit_wire_take(&reader, sizeof *h);
+        if (h == NULL || h->ncalls != sc->ncalls)
+            kit_judge_violation("scenario %d: a batch of histories cut short, or of another scenario", sc->number);
+        kit_wire_history_t head;
+        memcpy(&head, h, sizeof head);
+        static kit_wire_history_call_t calls[SCENARIO_MAX_CALLS];
+        const void *bytes = kit_wire_take(&reader, (size_t)head.ncalls * sizeof calls[0]);
+        if (bytes == NULL)
+            kit_judge_violation("scenario %d: a history cut short", sc->number);
+        memcpy(calls, bytes, (size_t)head.ncalls * sizeof calls[0]);
+        if (tally->histories >= budget)
+            kit_judge_violation("scenario %d: more schedules than the %ld the search may run", sc->number, budget);
+        judge_history(sc, &head, calls, tally);
+    }
+    if (reader.at != m->nbytes)
+        kit_judge_violation("scenario %d: a batch of histories with bytes to spare", sc->number);
+}
+
+static void ask_to_explore(const char *test, const char *file, int line, const struct scenario *sc, int count,
+                           const kit_explore_t *options)
+{
+    char name[1024];
+    scenario_spec_name(sc->spec, name, sizeof name);
+    const char *slash = strrchr(file, '/');
+    kit_wire_t *m = kit_judge_begin(WIRE_HISTORY_SCENARIO, 0);
+    uint64_t words[] = { (uint64_t)sc->number, (uint64_t)count, (uint64_t)line, (uint64_t)options->schedules,
+                         (uint64_t)options->spurious, options->timeouts_race, (uint64_t)options->max_steps,
+                         options->quiet, options->strategy != NULL };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        kit_judge_word(m, words[i]);
+    kit_judge_bytes(m, test, strlen(test) + 1, "the test's name");
+    kit_judge_bytes(m, slash ? slash + 1 : file, strlen(slash ? slash + 1 : file) + 1, "the test's file");
+    kit_judge_bytes(m, options->strategy ? options->strategy : "", strlen(options->strategy ? options->strategy : "") + 1,
+                    "the strategy");
+    kit_judge_bytes(m, name, strlen(name) + 1, "the spec's name");
+    kit_judge_post(m);
+}
+
+/* The i-th text of a result's blob (message, token, schedule). */
+static void blob_text(const kit_wire_t *m, int index, char *out, size_t size)
+{
+    size_t at = 0;
+    for (int i = 0; i < index && at < m->nbytes; i++)
+        at += strnlen((const char *)m->blob + at, m->nbytes - at) + 1;
+    size_t n = at < m->nbytes ? strnlen((const char *)m->blob + at, m->nbytes - at) : 0;
+    snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), at < m->nbytes ? (const char *)m->blob + at : "");
+}
+
+static bool take_result(const kit_wire_t *m, kit_explore_result_t *r)
+{
+    if (m->nargs != 7)
+        kit_judge_violation("a scenario's end without its counts");
+    memset(r, 0, sizeof *r);
+    r->failed = m->arg[0] == 0;
+    r->gave_up = m->arg[1] != 0;
+    r->deadlocked = m->arg[2] != 0;
+    r->schedules = (long)m->arg[3];
+    r->complete = m->arg[4] != 0;
+    r->interleavings = (long)m->arg[5];
+    r->bound_reached = m->arg[6] != 0;
+    blob_text(m, 0, r->message, sizeof r->message);
+    blob_text(m, 1, r->token, sizeof r->token);
+    return !r->failed;
+}
+
+/* The test fails at @p file:@p line: the subject's report of the failing schedule, and its replay command. */
+static _Noreturn void scenario_failed(const char *test, const char *file, int line, int number, int total,
+                                      const kit_explore_result_t *result)
+{
+    if (result->gave_up)
+        fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result->message);
+    char make_args[1200];
+    sched_make_args(make_args, sizeof make_args);
+    if (strcmp(result->token, ".") == 0 || result->token[0] == '\0')
+        print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result->message, number,
+                    total);
+    else
+        print_error("%s\n    in scenario %d of %d; its steps are printed with the test's output (under "
+                    "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
+                    result->message, number, total, make_args, test, result->token);
+    kit_note_stacks_dumped(); /* the subject's report told where every thread was */
+    _fail(file, line);
+    abort();
+}
+
+/* The verdict on one scenario: the judge's check, and the subject's report when both say it failed. */
+static void decide(const char *test, const char *file, int line, const struct scenario *sc, int total,
+                   const struct tally *tally, const kit_explore_result_t *result)
+{
+    if (tally->failed && !result->failed)
+        kit_judge_violation("scenario %d: every schedule passed, says the code under test's process, but the "
+                            "history of schedule %ld fails the check: %.1500s", sc->number, tally->failed_at,
+                            tally->message);
+    if (result->failed)
+        scenario_failed(test, file, line, sc->number, total, result);
+    if (tally->histories != result->schedules || tally->unreleased > 0)
+        kit_judge_violation("scenario %d: %ld histories, %ld of them cut short, for a search of %ld schedules "
+                            "that passed", sc->number, tally->histories, tally->unreleased, result->schedules);
+}
+
+static void judge_scenario(const char *test, const char *file, int line, const kit_spec_t *spec, int number,
+                           int count, const kit_explore_t *options, struct coverage *seen)
+{
+    static struct scenario sc;
+    static struct tally tally;
+    static kit_explore_result_t result;
+    scenario_draw(spec, number, count, &sc);
+    memset(&tally, 0, sizeof tally);
+    ask_to_explore(test, file, line, &sc, count, options);
+    for (;;) {
+        const kit_wire_t *m = kit_judge_wait_either(WIRE_HISTORY_BATCH, WIRE_RESULT);
+        if (m->kind == WIRE_RESULT) {
+            take_result(m, &result);
+            break;
+        }
+        take_batch(&sc, m, options->schedules, &tally);
+    }
+    decide(test, file, line, &sc, scenario_total(spec, count), &tally, &result);
+    if (number <= count)
+        seen->free++;
+    else
+        seen->shaped++;
+    scenario_count(&sc, seen);
+    seen->schedules += tally.histories; /* the judge's count */
+    seen->interleavings += result.complete ? result.interleavings : 0;
+    seen->complete += result.complete && !result.bound_reached;
+    seen->within_bound += result.complete && result.bound_reached;
+}
+
+void kit_scenarios_run(const char *test, const char *file, int line, const kit_spec_t *spec, int count,
+                       const kit_explore_t *options)
+{
+    if (spec->state_size > SCENARIO_STATE_MAX || spec->nops > 32)
+        fail_msg("%s: the spec's model is larger than the scenarios allow", test);
+    if (spec->model == NULL)
+        fail_msg("%s: a judged test's spec needs its model's first state (kit_spec_t.model)", test);
+    int only = scenario_only();
+    int total = scenario_total(spec, count);
+    static struct coverage seen;
+    memset(&seen, 0, sizeof seen);
+    for (int number = 1; number <= total; number++)
+        if (scenario_runs_here(number, count, only))
+            judge_scenario(test, file, line, spec, number, count, options, &seen);
+    scenario_summary(test, spec, only, &seen);
+}
