@@ -328,6 +328,22 @@ static int lost_wakeup(const struct run *r, const unsigned char *state)
     return -1;
 }
 
+/* Every call that returned is placed: the order holds if no sleeper missed its wake-up in @p state. */
+static bool order_ends(struct check *k, const unsigned char *state)
+{
+    struct run *r = k->r;
+    int lost = lost_wakeup(r, state);
+    if (lost < 0) {
+        memcpy(r->final, state, r->sc->spec->state_size);
+        return true;
+    }
+    if (k->lost_call < 0) {
+        k->lost_call = lost;
+        memcpy(k->lost_order, k->done, sizeof k->done);
+    }
+    return false;
+}
+
 static bool search(struct check *k, uint32_t placed, const unsigned char *state)
 {
     struct run *r = k->r;
@@ -336,18 +352,8 @@ static bool search(struct check *k, uint32_t placed, const unsigned char *state)
     for (int i = 0; i < r->sc->ncalls; i++)
         if (returned(r, i) && !(placed & (1u << i)))
             all = false;
-    if (all) {
-        int lost = lost_wakeup(r, state);
-        if (lost < 0) {
-            memcpy(r->final, state, spec->state_size);
-            return true;
-        }
-        if (k->lost_call < 0) {
-            k->lost_call = lost;
-            memcpy(k->lost_order, k->done, sizeof k->done);
-        }
-        return false;
-    }
+    if (all)
+        return order_ends(k, state);
     if (memo_seen(k, hash_of(placed, state, spec->state_size)))
         return false;
     for (int i = 0; i < r->sc->ncalls; i++) {

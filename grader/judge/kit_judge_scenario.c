@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kit_scenario_internal.h"
 #include "kit_test.h"
@@ -282,9 +283,12 @@ static void blob_text(const kit_wire_t *m, int index, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), at < m->nbytes ? (const char *)m->blob + at : "");
 }
 
+/* The scenario's threads that still ran in the subject when its search ended (its word; for the report). */
+static long threads_left;
+
 static bool take_result(const kit_wire_t *m, kit_explore_result_t *r)
 {
-    if (m->nargs != 7)
+    if (m->nargs != 8)
         kit_judge_violation("a scenario's end without its counts");
     memset(r, 0, sizeof *r);
     r->failed = m->arg[0] == 0;
@@ -294,6 +298,7 @@ static bool take_result(const kit_wire_t *m, kit_explore_result_t *r)
     r->complete = m->arg[4] != 0;
     r->interleavings = (long)m->arg[5];
     r->bound_reached = m->arg[6] != 0;
+    threads_left = m->arg[7] < SCENARIO_MAX_THREADS ? (long)m->arg[7] : SCENARIO_MAX_THREADS;
     blob_text(m, 0, r->message, sizeof r->message);
     blob_text(m, 1, r->token, sizeof r->token);
     return !r->failed;
@@ -305,7 +310,9 @@ static _Noreturn void scenario_failed(const char *test, const char *file, int li
 {
     if (result->gave_up)
         fail_msg("%s: scenario %d could not run on the schedules: %s", test, number, result->message);
-    char make_args[1200];
+    char make_args[1200], words[32];
+    snprintf(words, sizeof words, "%d", number);
+    kit_sched_replay_scenario(words); /* (the subject kept them too, for its own report) */
     sched_make_args(make_args, sizeof make_args);
     if (strcmp(result->token, ".") == 0 || result->token[0] == '\0')
         print_error("%s\n    in scenario %d of %d, before any thread had a choice\n", result->message, number,
@@ -315,6 +322,13 @@ static _Noreturn void scenario_failed(const char *test, const char *file, int li
                     "make grade: in its log); replay it with\n    make explore %s TEST=%s REPLAY=%s\n",
                     result->message, number, total, make_args, test, result->token);
     kit_note_stacks_dumped(); /* the subject's report told where every thread was */
+    if (threads_left > 0) { /* as in one process: the failing schedule's threads stay where they stopped */
+        kit_verdict_end(false);
+        fprintf(stderr, "[   LINE   ] --- %s:%d: error: Failure!\n", file, line);
+        fprintf(stderr, "[  FAILED  ] the test stopped here: %ld of its threads still run\n", threads_left);
+        fflush(stderr);
+        _exit(1);
+    }
     _fail(file, line);
     abort();
 }

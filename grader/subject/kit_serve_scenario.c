@@ -86,8 +86,9 @@ static void put_result(kit_wire_t *reply, bool passed, const kit_explore_result_
 {
     kit_wire_begin(reply, WIRE_RESULT, 0);
     uint64_t words[] = { passed, result->gave_up, result->deadlocked, (uint64_t)result->schedules,
-                         result->complete, (uint64_t)result->interleavings, result->bound_reached };
-    for (int i = 0; i < 7; i++)
+                         result->complete, (uint64_t)result->interleavings, result->bound_reached,
+                         (uint64_t)kit_threads_alive() };
+    for (int i = 0; i < 8; i++)
         kit_wire_word(reply, words[i]);
     kit_wire_bytes(reply, result->message, strlen(result->message) + 1);
     kit_wire_bytes(reply, result->token, strlen(result->token) + 1);
