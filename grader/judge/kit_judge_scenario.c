@@ -348,6 +348,21 @@ static void decide(const char *test, const char *file, int line, const struct sc
                             "that passed", sc->number, tally->histories, tally->unreleased, result->schedules);
 }
 
+/* The most schedules a search of @p options may run, as the explorer counts
+ * them (kit_sched_explore.c): its budget for each of its strategies. */
+static long search_budget(const kit_explore_t *options)
+{
+    const char *text = getenv("KIT_SCHEDULES");
+    long each = text && text[0] ? atol(text) : options->schedules > 0 ? options->schedules : 500;
+    const char *strategies = getenv("KIT_SCHED");
+    if (strategies == NULL || strategies[0] == '\0')
+        strategies = options->strategy ? options->strategy : "pct:1:3 random:1";
+    long words = 0;
+    for (const char *c = strategies; *c; c++)
+        words += (c == strategies || c[-1] == ' ' || c[-1] == ',') && *c != ' ' && *c != ',';
+    return each > 0 ? each * (words > 0 ? words : 1) : 1;
+}
+
 static void judge_scenario(const char *test, const char *file, int line, const kit_spec_t *spec, int number,
                            int count, const kit_explore_t *options, struct coverage *seen)
 {
@@ -363,7 +378,7 @@ static void judge_scenario(const char *test, const char *file, int line, const k
             take_result(m, &result);
             break;
         }
-        take_batch(&sc, m, options->schedules, &tally);
+        take_batch(&sc, m, search_budget(options), &tally);
     }
     decide(test, file, line, &sc, scenario_total(spec, count), &tally, &result);
     if (number <= count)

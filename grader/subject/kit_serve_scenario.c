@@ -107,7 +107,8 @@ bool kit_serve_scenario(const kit_wire_t *q, kit_wire_t *reply)
     snprintf(file, sizeof file, "%.255s", text_at(q, 1));
     snprintf(strategy, sizeof strategy, "%.255s", text_at(q, 2));
     const kit_spec_t *spec = spec_named(text_at(q, 3));
-    if (spec == NULL || q->arg[0] < 1 || q->arg[1] > 100000)
+    if (spec == NULL || q->arg[1] > 100000 || q->arg[0] < 1 ||
+        q->arg[0] > (uint64_t)scenario_total(spec, (int)q->arg[1]))
         return false;
     kit_explore_t options = { .strategy = q->arg[8] ? strategy : NULL, .schedules = (long)q->arg[3],
                               .spurious = (int)q->arg[4], .timeouts_race = q->arg[5] != 0,
