@@ -16,11 +16,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kit_judge.h"
+#include "kit_test.h"
+#include "kit_thread.h"
 
 /* The kit's own memory, not the code under test's: not counted, never failed on purpose. */
 void *__real_malloc(size_t size);
@@ -260,4 +264,134 @@ int kit_transcript_usleep(useconds_t us)
 {
     struct timespec wanted = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
     return kit_transcript_nanosleep(&wanted, NULL);
+}
+
+int64_t kit_transcript_kit_now_ns(void)
+{
+    struct timespec now;
+    kit_transcript_clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* ---- threads the kit's library starts, named ------------------------------------------------ */
+
+struct named {
+    void *(*fn)(void *);
+    void *arg;
+    char name[KIT_THREAD_NAME_MAX];
+};
+
+/* As the library's trampoline: the thread names itself (which the judge's
+ * copy sends, cut to the kernel's 15 characters), then runs. */
+static void *named_start(void *raw)
+{
+    struct named job = *(struct named *)raw;
+    __real_free(raw);
+    int channel = kit_transcript_channel();
+    if (channel >= 0) {
+        char kernel_name[16];
+        size_t n = strnlen(job.name, sizeof kernel_name - 1);
+        memcpy(kernel_name, job.name, n);
+        kernel_name[n] = '\0';
+        kit_wire_t *m = kit_judge_begin(WIRE_SYNC, SYNC_NAME);
+        for (int i = 0; i < 5; i++)
+            kit_wire_word(m, 0);
+        kit_wire_bytes(m, kernel_name, strlen(kernel_name) + 1);
+        kit_transcript_put(channel, false, m);
+        answer(channel, 0, 0, 0);
+    }
+    kit_thread_set_name(job.name);
+    return job.fn(job.arg);
+}
+
+int kit_transcript_kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg)
+{
+    if (kit_transcript_channel() < 0)
+        return kit_thread_start(thread, name, fn, arg);
+    if (thread == NULL || fn == NULL || name == NULL || name[0] == '\0')
+        return EINVAL; /* (the copy's threads are named: an unnamed one's name is numbered in each process apart) */
+    struct named *job = __real_malloc(sizeof *job);
+    if (job == NULL)
+        return ENOMEM;
+    *job = (struct named){ fn, arg, "" };
+    snprintf(job->name, sizeof job->name, "%s", name);
+    kit_sched_call_site(__builtin_return_address(0));
+    int err = kit_transcript_pthread_create(thread, NULL, named_start, job);
+    if (err != 0)
+        __real_free(job);
+    return err;
+}
+
+/* ---- the harness's hooks a body calls: the subject's word, as the judge would have asked ----- */
+
+static uint64_t hook(enum kit_hook op, uint64_t a, uint64_t (*call)(uint64_t a))
+{
+    int channel = kit_transcript_channel();
+    if (channel < 0)
+        return call(a);
+    kit_wire_t *m = kit_judge_begin(WIRE_HOOK, op);
+    kit_wire_word(m, a);
+    kit_wire_word(m, 0);
+    kit_transcript_put(channel, false, m);
+    uint64_t value = call(a);
+    m = kit_judge_begin(WIRE_REPLY, op);
+    kit_wire_word(m, value);
+    kit_transcript_put(channel, true, m);
+    return value;
+}
+
+static uint64_t await_sleepers(uint64_t count)
+{
+    kit_explore_await_sleepers((int)count);
+    return 0;
+}
+
+static uint64_t await_quiet(uint64_t unused)
+{
+    (void)unused;
+    kit_explore_await_quiet();
+    return 0;
+}
+
+static uint64_t futile_wakeups(uint64_t unused)
+{
+    (void)unused;
+    return (uint64_t)kit_sched_futile_wakeups();
+}
+
+static uint64_t sched_wakeups(uint64_t unused)
+{
+    (void)unused;
+    return (uint64_t)kit_sched_wakeups();
+}
+
+static uint64_t waiting_threads(uint64_t unused)
+{
+    (void)unused;
+    return (uint64_t)kit_waiting_threads();
+}
+
+void kit_transcript_kit_explore_await_sleepers(int count)
+{
+    hook(HOOK_AWAIT_SLEEPERS, (uint64_t)count, await_sleepers);
+}
+
+void kit_transcript_kit_explore_await_quiet(void)
+{
+    hook(HOOK_AWAIT_QUIET, 0, await_quiet);
+}
+
+long kit_transcript_kit_sched_futile_wakeups(void)
+{
+    return (long)hook(HOOK_FUTILE_WAKEUPS, 0, futile_wakeups);
+}
+
+long kit_transcript_kit_sched_wakeups(void)
+{
+    return (long)hook(HOOK_SCHED_WAKEUPS, 0, sched_wakeups);
+}
+
+int kit_transcript_kit_waiting_threads(void)
+{
+    return (int)hook(HOOK_WAITING_THREADS, 0, waiting_threads);
 }
