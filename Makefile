@@ -366,13 +366,15 @@ JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthrea
                 pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime pthread_setname_np \
                 _fail _assert_in_range print_error)
 SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WRAPS))
-# Which chapters are judged: a change (chNN_judged=yes on the command line,
-# or in a build.mk) rewrites this stamp, and their test programs link again.
+# Which chapters are judged, and which of those write their explorations
+# down in the subject: a change (chNN_judged=yes or chNN_transcripts= on the
+# command line, or in a build.mk) rewrites this stamp, and their test
+# programs link again.
 JUDGED_STAMP = $(OUT)/tests/.judged
+JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts)))
 $(JUDGED_STAMP): FORCE
 	@mkdir -p $(@D)
-	@echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' | cmp -s - $@ 2>/dev/null || \
-	  echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' > $@
+	@echo '$(JUDGED_SET)' | cmp -s - $@ 2>/dev/null || echo '$(JUDGED_SET)' > $@
 $(COMMON)/judged/%/proxies.c: chapters/%/judged.tsv grader/judge/kit-proxies
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) judge $@

@@ -2,7 +2,9 @@
  * @file kit_judge_explore.c
  * @brief Schedules seen from the judge: a graded test on one schedule of
  *        the subject's, and explorations, whose search runs in the subject
- *        and whose body runs here, once for each schedule the subject asks.
+ *        and whose body runs here, once for each schedule: asked for one at
+ *        a time, or replayed from the schedules' transcripts when the
+ *        subject's copy of the test ran it (kit_judge_replay.c).
  *
  * The judge decides an exploration from what it saw: a check of the body's
  * that failed here fails it, whatever the subject says after; and the

@@ -19,6 +19,7 @@
 #include "kit_judge.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,17 @@ int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
 int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
 int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
 int __real_pthread_cond_broadcast(pthread_cond_t *cond);
+int __real_pthread_cond_signal(pthread_cond_t *cond);
+int __real_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr);
 
 bool judge_replaying;
 
 /* Guards everything below: the test's threads read the transcript at once. */
 static pthread_mutex_t replay_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Broadcast when the next entry is taken, a batch came, or the transcript ended. */
-static pthread_cond_t replay_moved = PTHREAD_COND_INITIALIZER;
+/* One a channel: signalled when the next entry is that channel's thread's,
+ * broadcast to all when a batch is needed or the transcript ended. */
+static pthread_cond_t turn[KIT_WIRE_CHANNELS];
+static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
 static kit_wire_t *batch, *spare;  /* the batch being read; the one the next is read into */
 static kit_wire_reader_t reader;   /* ... where in it */
 static kit_wire_entry_t next;      /* the transcript's next entry, when have_next */
@@ -56,8 +61,45 @@ static kit_wire_t *allocate(void)
     return m;
 }
 
+static void make_turns(void)
+{
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        __real_pthread_cond_init(&turn[c], NULL);
+}
+
+/* Wake the thread whose entry is next; every thread if none is known yet
+ * (one of them reads the next batch) or the transcript ended. */
+static void announce(void)
+{
+    if (have_next && end_message == NULL) {
+        __real_pthread_cond_signal(&turn[next.channel]);
+        return;
+    }
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        __real_pthread_cond_broadcast(&turn[c]);
+}
+
+/* The subject explores while the judge replays what it sent: on a machine
+ * of more than one CPU, the judge's threads leave the subject's CPU. */
+static void leave_the_subjects_cpu(void)
+{
+#if defined(__linux__)
+    cpu_set_t mine, others;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) != 1)
+        return; /* not kept to one CPU: nothing to leave */
+    CPU_ZERO(&others);
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpu < 1024; cpu++)
+        if (!CPU_ISSET(cpu, &mine))
+            CPU_SET(cpu, &others);
+    if (CPU_COUNT(&others) > 0)
+        sched_setaffinity(0, sizeof others, &others); /* (refused: the judge stays where it is) */
+#endif
+}
+
 void judge_replay_begin(const kit_wire_t *first)
 {
+    pthread_once(&turns_once, make_turns);
+    leave_the_subjects_cpu();
     if (batch == NULL) {
         batch = allocate();
         spare = allocate();
@@ -94,20 +136,30 @@ static void fetch(void)
     } else {
         kit_judge_violation("a message of kind %u in the middle of an exploration's transcript", spare->kind);
     }
-    __real_pthread_cond_broadcast(&replay_moved); /* threads waiting for an entry look again */
+    if (end_message != NULL)
+        announce(); /* every thread of the body learns it */
 }
 
-/* The next entry is there, or the transcript ended (called with replay_lock held). */
-static bool advance(void)
+/* Read the next entry from the batch at hand (called with replay_lock held,
+ * the batch holding one more). */
+static void read_next(void)
+{
+    int got = kit_wire_entry_take(&reader, &next);
+    if (got < 0)
+        kit_judge_violation("a transcript's entry whose lengths do not add up");
+    have_next = got > 0;
+}
+
+/* The next entry is there, or the transcript ended (called with replay_lock
+ * held, by the thread of @p channel). */
+static bool advance(int channel)
 {
     while (!have_next && end_message == NULL) {
-        int got = kit_wire_entry_take(&reader, &next);
-        if (got < 0)
-            kit_judge_violation("a transcript's entry whose lengths do not add up");
-        if (got > 0)
-            have_next = true;
-        else if (fetching) /* while: another thread reads the next batch; it broadcasts when it has */
-            __real_pthread_cond_wait(&replay_moved, &replay_lock);
+        if (reader.at < reader.m->nbytes) {
+            read_next();
+            announce(); /* (its thread may be another, waiting) */
+        } else if (fetching) /* while: another thread reads the next batch; it wakes the next entry's thread */
+            __real_pthread_cond_wait(&turn[channel], &replay_lock);
         else
             fetch();
     }
@@ -124,6 +176,16 @@ static bool same_request(const kit_wire_t *mine, const kit_wire_t *written)
     return mine->kind == WIRE_CALL || memcmp(mine->blob, written->blob, mine->nbytes) == 0;
 }
 
+/* A message in a few words: its kind, operation and first words. */
+static void describe(const kit_wire_t *m, char *out, size_t size)
+{
+    int at = snprintf(out, size, "(kind %u, op %u, %u bytes; words", m->kind, m->op, m->nbytes);
+    for (uint32_t i = 0; i < m->nargs && i < 5 && at > 0 && (size_t)at < size; i++)
+        at += snprintf(out + at, size - (size_t)at, " %llu", (unsigned long long)m->arg[i]);
+    if (at > 0 && (size_t)at < size)
+        snprintf(out + at, size - (size_t)at, ")");
+}
+
 /* The transcript ended with this thread of the body still running. */
 static const kit_wire_t *ended_under(int channel)
 {
@@ -133,7 +195,7 @@ static const kit_wire_t *ended_under(int channel)
     }
     if (channel != 0)
         for (;;) /* for ever: no entry is this thread's any more; the test ends with its main thread */
-            __real_pthread_cond_wait(&replay_moved, &replay_lock);
+            __real_pthread_cond_wait(&turn[channel], &replay_lock);
     __real_pthread_mutex_unlock(&replay_lock);
     return end_message;
 }
@@ -143,19 +205,31 @@ static const kit_wire_t *ended_under(int channel)
 static bool my_turn(int channel)
 {
     for (;;) {
-        if (!advance())
+        if (!advance(channel))
             return false;
         if (next.channel == (uint32_t)channel)
             return true;
-        __real_pthread_cond_wait(&replay_moved, &replay_lock); /* while: another thread's entry; it takes it, and broadcasts */
+        /* while: another thread's entry; whoever reads the one after it wakes that one's thread */
+        __real_pthread_cond_wait(&turn[channel], &replay_lock);
     }
 }
 
+/* The next entry is taken: the one after it, if the batch at hand holds it,
+ * is read now, and its thread woken - once the lock is let go, so that it
+ * does not wake only to wait for the lock. */
 static void taken(void)
 {
     have_next = false;
-    __real_pthread_cond_broadcast(&replay_moved); /* the next entry may be another thread's */
+    if (reader.at < reader.m->nbytes)
+        read_next();
+    bool one = have_next && end_message == NULL;
+    int channel = (int)next.channel;
     __real_pthread_mutex_unlock(&replay_lock);
+    if (one)
+        __real_pthread_cond_signal(&turn[channel]);
+    else
+        for (int c = 0; c < KIT_WIRE_CHANNELS; c++) /* a thread waiting for its entry reads the next batch */
+            __real_pthread_cond_broadcast(&turn[c]);
 }
 
 void judge_replay_post(int channel, kit_wire_t *m)
@@ -166,10 +240,14 @@ void judge_replay_post(int channel, kit_wire_t *m)
         return;
     }
     kit_wire_rename(&namer, m);
-    if (next.answer || !same_request(m, next.m))
-        kit_judge_violation("the transcript's next step of the test's thread %d is %s of kind %u, op %u, where the "
-                            "judge's copy of the body sent a request of kind %u, op %u", channel,
-                            next.answer ? "an answer" : "a request", next.m->kind, next.m->op, m->kind, m->op);
+    if (next.answer || !same_request(m, next.m)) {
+        char mine[160], written[160];
+        describe(m, mine, sizeof mine);
+        describe(next.m, written, sizeof written);
+        kit_judge_violation("the transcript's next step of the test's thread %d is %s %s, where the judge's copy of "
+                            "the body sent the request %s", channel, next.answer ? "the answer" : "the request",
+                            written, mine);
+    }
     taken();
 }
 

@@ -8,8 +8,9 @@
  * channels at KIT_WIRE_FD.. and no other descriptor of its own. The main
  * thread serves channel 0: the test's start, off or on one schedule (then
  * the schedule's first thread is the main thread's stand-in), and the
- * explorations, whose body stand-in asks the judge to run the body once per
- * schedule. A stand-in blocked on its channel is outside the schedule
+ * explorations: a hand-written body runs here from this program's copy of
+ * the test, each schedule written down for the judge (kit_transcript.c);
+ * another's stand-in asks the judge to run the body once per schedule. A stand-in blocked on its channel is outside the schedule
  * (kit_sched_outside): the test's thread in the judge runs meanwhile, as
  * the schedule's running thread. Before the first request the system-call
  * filter is installed (kit_seccomp.c). Nothing here decides a verdict: the
