@@ -123,7 +123,24 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     int channel;
+    char name[KIT_THREAD_NAME_MAX]; /* "": a thread pthread_create starts; else one the library starts and names */
 };
+
+/* The name a thread the library starts gives itself, which the judge's copy
+ * sends, cut to the kernel's 15 characters. */
+static void record_name(const struct start *job)
+{
+    char kernel_name[16];
+    size_t n = strnlen(job->name, sizeof kernel_name - 1);
+    memcpy(kernel_name, job->name, n);
+    kernel_name[n] = '\0';
+    kit_wire_t *m = kit_judge_begin(WIRE_SYNC, SYNC_NAME);
+    for (int i = 0; i < 5; i++)
+        kit_wire_word(m, 0);
+    kit_wire_bytes(m, kernel_name, n + 1);
+    kit_transcript_put(job->channel, false, m);
+    answer(job->channel, 0, 0, 0);
+}
 
 /* A thread of the test's: its stand-in says go, it runs, it says it ended. */
 static void *started(void *raw)
@@ -132,6 +149,8 @@ static void *started(void *raw)
     __real_free(raw);
     my_channel = job.channel;
     bare(job.channel, true, WIRE_GO);
+    if (job.name[0] != '\0')
+        record_name(&job);
     void *result = job.fn(job.arg);
     if (kit_transcript_on)
         bare(job.channel, false, WIRE_EXIT);
@@ -140,11 +159,11 @@ static void *started(void *raw)
     return result;
 }
 
-int kit_transcript_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+/* Start a thread of the test's on the next channel, as the judge's wrapper
+ * does: by pthread_create, or (@p name not NULL) by the library. */
+static int start_recorded(int me, pthread_t *thread, const pthread_attr_t *attr, const char *name,
+                          void *(*fn)(void *), void *arg)
 {
-    int me = kit_transcript_channel();
-    if (me < 0)
-        return pthread_create(thread, attr, fn, arg);
     int channel = take_channel();
     struct start *job = channel > 0 ? __real_malloc(sizeof *job) : NULL;
     if (job == NULL) {
@@ -152,10 +171,11 @@ int kit_transcript_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
             channels[channel].taken = false;
         return EAGAIN; /* (the judge's answer too: no channel, or no memory) */
     }
-    *job = (struct start){ fn, arg, channel };
+    *job = (struct start){ fn, arg, channel, "" };
+    if (name != NULL)
+        snprintf(job->name, sizeof job->name, "%s", name);
     request(me, SYNC_CREATE, (uint64_t)channel, 0, 0, 0, 0);
-    kit_sched_call_site(__builtin_return_address(0)); /* the step's place: the test's line */
-    int err = pthread_create(thread, attr, started, job);
+    int err = name != NULL ? kit_thread_start(thread, name, started, job) : pthread_create(thread, attr, started, job);
     if (err != 0) {
         __real_free(job);
         channels[channel].taken = false;
@@ -164,6 +184,15 @@ int kit_transcript_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     }
     answer(me, (uint64_t)err, 0, 0);
     return err;
+}
+
+int kit_transcript_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    int me = kit_transcript_channel();
+    if (me < 0)
+        return pthread_create(thread, attr, fn, arg);
+    kit_sched_call_site(__builtin_return_address(0)); /* the step's place: the test's line */
+    return start_recorded(me, thread, attr, NULL, fn, arg);
 }
 
 int kit_transcript_pthread_join(pthread_t thread, void **result)
@@ -275,51 +304,14 @@ int64_t kit_transcript_kit_now_ns(void)
 
 /* ---- threads the kit's library starts, named ------------------------------------------------ */
 
-struct named {
-    void *(*fn)(void *);
-    void *arg;
-    char name[KIT_THREAD_NAME_MAX];
-};
-
-/* As the library's trampoline: the thread names itself (which the judge's
- * copy sends, cut to the kernel's 15 characters), then runs. */
-static void *named_start(void *raw)
-{
-    struct named job = *(struct named *)raw;
-    __real_free(raw);
-    int channel = kit_transcript_channel();
-    if (channel >= 0) {
-        char kernel_name[16];
-        size_t n = strnlen(job.name, sizeof kernel_name - 1);
-        memcpy(kernel_name, job.name, n);
-        kernel_name[n] = '\0';
-        kit_wire_t *m = kit_judge_begin(WIRE_SYNC, SYNC_NAME);
-        for (int i = 0; i < 5; i++)
-            kit_wire_word(m, 0);
-        kit_wire_bytes(m, kernel_name, strlen(kernel_name) + 1);
-        kit_transcript_put(channel, false, m);
-        answer(channel, 0, 0, 0);
-    }
-    kit_thread_set_name(job.name);
-    return job.fn(job.arg);
-}
-
 int kit_transcript_kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg)
 {
-    if (kit_transcript_channel() < 0)
+    int me = kit_transcript_channel();
+    if (me < 0 || thread == NULL || fn == NULL)
         return kit_thread_start(thread, name, fn, arg);
-    if (thread == NULL || fn == NULL || name == NULL || name[0] == '\0')
+    if (name == NULL || name[0] == '\0')
         return EINVAL; /* (the copy's threads are named: an unnamed one's name is numbered in each process apart) */
-    struct named *job = __real_malloc(sizeof *job);
-    if (job == NULL)
-        return ENOMEM;
-    *job = (struct named){ fn, arg, "" };
-    snprintf(job->name, sizeof job->name, "%s", name);
-    kit_sched_call_site(__builtin_return_address(0));
-    int err = kit_transcript_pthread_create(thread, NULL, named_start, job);
-    if (err != 0)
-        __real_free(job);
-    return err;
+    return start_recorded(me, thread, NULL, name, fn, arg);
 }
 
 /* ---- the harness's hooks a body calls: the subject's word, as the judge would have asked ----- */
@@ -340,9 +332,11 @@ static uint64_t hook(enum kit_hook op, uint64_t a, uint64_t (*call)(uint64_t a))
     return value;
 }
 
+static _Thread_local void *hook_site; /* where the copy called the hook being recorded */
+
 static uint64_t await_sleepers(uint64_t count)
 {
-    kit_explore_await_sleepers((int)count);
+    kit_sched_await_sleepers((int)count, -1, hook_site); /* the step's place: the test's line */
     return 0;
 }
 
@@ -373,6 +367,11 @@ static uint64_t waiting_threads(uint64_t unused)
 
 void kit_transcript_kit_explore_await_sleepers(int count)
 {
+    if (kit_transcript_channel() < 0) {
+        kit_explore_await_sleepers(count);
+        return;
+    }
+    hook_site = __builtin_return_address(0);
     hook(HOOK_AWAIT_SLEEPERS, (uint64_t)count, await_sleepers);
 }
 
