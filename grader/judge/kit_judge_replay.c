@@ -153,6 +153,8 @@ static void read_next(void)
     int got = kit_wire_entry_take(&reader, &next);
     if (got < 0)
         kit_judge_violation("a transcript's entry whose lengths do not add up");
+    if (got > 0 && next.channel >= KIT_WIRE_CHANNELS)
+        kit_judge_violation("a transcript's entry on channel %u, of %d", next.channel, KIT_WIRE_CHANNELS);
     have_next = got > 0;
 }
 
