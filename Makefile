@@ -355,9 +355,11 @@ endef
 # proxies and the API have the same names.
 is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
 JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
-              grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c grader/judge/kit_judge_scenario.c
+              grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c grader/judge/kit_judge_scenario.c \
+              grader/judge/kit_judge_replay.c
 SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
-              grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c
+              grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c grader/subject/kit_transcript.c \
+              grader/subject/kit_transcript_sync.c
 JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario_check.c)
 SUBJECT_SUPPORT_OBJS = $(filter-out %/kit_test.o %/kit_scenario.o,$(SUPPORT_OBJS)) \
                        $(patsubst %.c,$(COMMON)/%.o,$(SERVE_SRCS) grader/judge/kit_wire.c)
@@ -367,31 +369,48 @@ JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthrea
                 pthread_cond_destroy sched_yield nanosleep clock_nanosleep usleep clock_gettime pthread_setname_np \
                 _fail _assert_in_range print_error)
 SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WRAPS))
-# Which chapters are judged: a change (chNN_judged=yes on the command line,
-# or in a build.mk) rewrites this stamp, and their test programs link again.
+# Which chapters are judged, and which of those write their explorations
+# down in the subject: a change (chNN_judged=yes or chNN_transcripts= on the
+# command line, or in a build.mk) rewrites this stamp, and their test
+# programs link again.
 JUDGED_STAMP = $(OUT)/tests/.judged
+JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts)))
 $(JUDGED_STAMP): FORCE
 	@mkdir -p $(@D)
-	@echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' | cmp -s - $@ 2>/dev/null || \
-	  echo '$(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)))' > $@
+	@echo '$(JUDGED_SET)' | cmp -s - $@ 2>/dev/null || echo '$(JUDGED_SET)' > $@
 $(COMMON)/judged/%/proxies.c: chapters/%/judged.tsv grader/judge/kit-proxies
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) judge $@
 $(COMMON)/judged/%/serve.c: chapters/%/judged.tsv grader/judge/kit-proxies
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) subject $@
+$(COMMON)/judged/%/names.h: chapters/%/judged.tsv grader/judge/kit-proxies
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) names $@
+$(COMMON)/judged/%/record.c: chapters/%/judged.tsv grader/judge/kit-proxies
+	@mkdir -p $(@D)
+	$(call say,GEN,$@)grader/judge/kit-proxies $< $(ch$(call number,$*)_api) record $@
 $(COMMON)/judged/%.o: $(COMMON)/judged/%.c $(FLAGS_STAMP)
 	$(call say,CC,$<)$(CC) $(KIT_CFLAGS) $(TEST_CFLAGS) $(INCLUDES) $(HARNESS_INCLUDES) $(JUDGE_INCLUDES) $(CMOCKA_CFLAGS) -c $< -o $@
 JUDGE_INCLUDES := -Igrader/judge
 # (The generated sources are kept: they are read when a judge's message is.)
-.SECONDARY: $(foreach c,$(CHAPTER_DIRS),$(COMMON)/judged/$(c)/proxies.c $(COMMON)/judged/$(c)/serve.c)
+.SECONDARY: $(foreach c,$(CHAPTER_DIRS),$(foreach f,proxies.c serve.c record.c names.h,$(COMMON)/judged/$(c)/$(f)))
+# An exploration's body runs in the subject, which writes each schedule down
+# for the judge to replay (chNN_transcripts := yes; docs/grading.md): the
+# subject links a copy of the test, its main renamed, its calls of the API
+# and its pthread calls made by recorders (grader/subject/kit_transcript*.c).
+transcribed = $(if $(filter yes,$(ch$(2)_transcripts)),$(filter %_explore,$(3)))
+COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
 define judged_test
 $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxies.o $(call test_support_objs,$(1)) $(JUDGE_OBJS) $(KITLIB) $(JUDGED_STAMP) $(OUT)/tests/$(1)/$(3).subject
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $$(JUDGE_WRAPS) $$(CMOCKA_LIBS) $$(LDLIBS)
-$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
+$(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
+	@mkdir -p $$(@D)
+	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
+$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef

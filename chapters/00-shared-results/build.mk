@@ -15,4 +15,7 @@ ch00_defines := results_*
 # judged.tsv. Not yet by default: graded that way, the chapter takes more than
 # 30% longer than in one process. `make grade CH=00 ch00_judged=yes` grades it judged.
 ch00_judged  :=
+# Its explorations run their bodies in the subject, which sends each schedule's
+# transcript for the judge to replay (docs/grading.md).
+ch00_transcripts := yes
 ch00_api     := results.h

@@ -18,4 +18,7 @@ ch01_forbids := sem_*
 # judged.tsv. Not yet by default: graded that way, the chapter takes more than
 # 30% longer than in one process. `make grade CH=01 ch01_judged=yes` grades it judged.
 ch01_judged  :=
+# Its explorations run their bodies in the subject, which sends each schedule's
+# transcript for the judge to replay (docs/grading.md).
+ch01_transcripts := yes
 ch01_api     := msgq.h

@@ -18,4 +18,7 @@ ch08_forbids := pthread_rwlock_* pthread_rwlockattr_*
 # judged.tsv. Not yet by default: graded that way, the chapter takes more than
 # 30% longer than in one process. `make grade CH=08 ch08_judged=yes` grades it judged.
 ch08_judged  :=
+# Its explorations run their bodies in the subject, which sends each schedule's
+# transcript for the judge to replay (docs/grading.md).
+ch08_transcripts := yes
 ch08_api     := rwl.h

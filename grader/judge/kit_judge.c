@@ -353,7 +353,19 @@ void kit_judge_post(kit_wire_t *m)
     m->flags = my_touch ? WIRE_TOUCHED : 0;
     my_touch = false;
     my_clocked = false;
-    if (kit_wire_send(ends[my_channel], m) != 0)
+    if (judge_replaying && my_schedule)
+        judge_replay_post(my_channel, m);
+    else if (kit_wire_send(ends[my_channel], m) != 0)
+        subject_ended();
+}
+
+void judge_recv(int channel, kit_wire_t *m)
+{
+    int err = kit_wire_recv(ends[channel], m);
+    ORDER_AFTER_RECV();
+    if (err == EPROTO)
+        kit_judge_violation("a message that is not one (its lengths do not add up)");
+    if (err != 0)
         subject_ended();
 }
 
@@ -364,20 +376,23 @@ const kit_wire_t *kit_judge_wait(uint32_t kind)
 
 const kit_wire_t *kit_judge_wait_either(uint32_t kind, uint32_t or_kind)
 {
+    return kit_judge_wait_any(kind, or_kind, or_kind);
+}
+
+const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t or_else)
+{
     kit_wire_t *m = buffer();
     for (;;) {
-        int err = kit_wire_recv(ends[my_channel], m);
-        ORDER_AFTER_RECV();
-        if (err == EPROTO)
-            kit_judge_violation("a message that is not one (its lengths do not add up)");
-        if (err != 0)
-            subject_ended();
+        if (judge_replaying && my_schedule)
+            m = (kit_wire_t *)judge_replay_wait(my_channel, m);
+        else
+            judge_recv(my_channel, m);
         if (my_schedule && (m->flags & WIRE_CLOCKED)) {
             my_clocked = true;
             my_clock[0] = m->clock[0];
             my_clock[1] = m->clock[1];
         }
-        if (m->kind == kind || m->kind == or_kind)
+        if (m->kind == kind || m->kind == or_kind || m->kind == or_else)
             return m;
         if (my_channel == 0 && m->kind == WIRE_RESULT && judge_in_body)
             judge_explore_ended(m);

@@ -60,6 +60,8 @@ void kit_judge_post(kit_wire_t *m);
 const kit_wire_t *kit_judge_wait(uint32_t kind);
 /** kit_judge_wait() for either of two kinds. */
 const kit_wire_t *kit_judge_wait_either(uint32_t kind, uint32_t or_kind);
+/** kit_judge_wait() for any of three kinds. */
+const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t or_else);
 
 /* ---- between the judge's own files ---------------------------------------------- */
 /** This thread's channel, -1 if it has none yet. */
@@ -79,5 +81,20 @@ void judge_start_subject(const char *test, bool scheduled, uint64_t seed);
 void judge_explore_ended(const kit_wire_t *result);
 /** Set by the exploration proxy while its body runs. */
 extern bool judge_in_body;
+/** Receive the next message on @p channel into @p m; the subject's end or a
+ *  malformed packet ends the test here. */
+void judge_recv(int channel, kit_wire_t *m);
+
+/* ---- an exploration's transcripts, replayed (kit_judge_replay.c) ---------------- */
+/** Set while the test's threads on a schedule take their answers from a transcript. */
+extern bool judge_replaying;
+/** Replay from the batch @p first on. */
+void judge_replay_begin(const kit_wire_t *first);
+void judge_replay_end(void);
+/** This thread's request @p m, met by the transcript (its words may be renamed). */
+void judge_replay_post(int channel, kit_wire_t *m);
+/** This thread's next answer, copied into @p into; or, on channel 0 between
+ *  bodies, the exploration's end. */
+const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into);
 
 #endif

@@ -2,7 +2,9 @@
  * @file kit_judge_explore.c
  * @brief Schedules seen from the judge: a graded test on one schedule of
  *        the subject's, and explorations, whose search runs in the subject
- *        and whose body runs here, once for each schedule the subject asks.
+ *        and whose body runs here, once for each schedule: asked for one at
+ *        a time, or replayed from the schedules' transcripts when the
+ *        subject's copy of the test ran it (kit_judge_replay.c).
  *
  * The judge decides an exploration from what it saw: a check of the body's
  * that failed here fails it, whatever the subject says after; and the
@@ -102,6 +104,9 @@ static bool take_result(const kit_wire_t *m, long bodies, kit_explore_result_t *
     return !r.failed;
 }
 
+/* Set by kit_explore_run(): the body is one the test wrote (not a generated scenario's). */
+static bool hand_written;
+
 static void ask_to_explore(const char *test, const kit_explore_t *options)
 {
     kit_wire_t *m = kit_judge_begin(WIRE_EXPLORE, 0);
@@ -111,36 +116,48 @@ static void ask_to_explore(const char *test, const kit_explore_t *options)
     kit_judge_word(m, (uint64_t)options->max_steps);
     kit_judge_word(m, options->quiet);
     kit_judge_word(m, options->strategy != NULL);
+    kit_judge_word(m, hand_written); /* the subject may run it from its copy of the test */
     kit_judge_bytes(m, test, strlen(test) + 1, "the test's name");
     if (options->strategy)
         kit_judge_bytes(m, options->strategy, strlen(options->strategy) + 1, "the strategy");
     kit_judge_post(m);
 }
 
+/* The search's end: the judge's result from what it saw and what the subject said. */
+static bool search_over(const kit_wire_t *end, long bodies, kit_explore_result_t *result)
+{
+    judge_in_body = false;
+    judge_set_thread(0, false);
+    judge_replay_end();
+    return take_result(end, bodies, result);
+}
+
+/* The subject asks for the body once a schedule (WIRE_BODY), or sends the
+ * schedules' transcripts (its own copy of the body ran): then this copy of
+ * it runs once a schedule written down, its answers taken from there. */
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result)
 {
     ask_to_explore(test, options);
     check_failed = false;
     long bodies = 0;
+    judge_set_thread(0, true); /* between bodies too: the schedules order what the bodies did */
+    const kit_wire_t *m = kit_judge_wait_any(WIRE_BODY, WIRE_RESULT, WIRE_TRANSCRIPT_BATCH);
+    if (m->kind == WIRE_TRANSCRIPT_BATCH) {
+        judge_replay_begin(m);
+        m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
+    }
     for (;;) {
-        judge_set_thread(0, true); /* between bodies too: the schedules order what the bodies did */
-        const kit_wire_t *m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
-        judge_set_thread(0, false);
         if (m->kind == WIRE_RESULT)
-            return take_result(m, bodies, result);
+            return search_over(m, bodies, result);
         bodies++;
-        if (setjmp(body_exit) != 0) { /* the schedule ended under the body: the search is over */
-            judge_in_body = false;
-            judge_set_thread(0, false);
-            return take_result(&ended, bodies, result);
-        }
-        judge_set_thread(0, true);
+        if (setjmp(body_exit) != 0) /* the schedule ended under the body: the search is over */
+            return search_over(&ended, bodies, result);
         judge_in_body = true;
         body(ctx);
         judge_in_body = false;
-        judge_set_thread(0, false);
         kit_judge_post(kit_judge_begin(WIRE_BODY_DONE, 0));
+        m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
     }
 }
 
@@ -150,7 +167,10 @@ void kit_explore_run(const char *test, const char *file, int line, const kit_exp
                      void (*body)(void *ctx), void *ctx)
 {
     static kit_explore_result_t result;
-    if (kit_explore_search(test, options, body, ctx, &result))
+    hand_written = true;
+    bool passed = kit_explore_search(test, options, body, ctx, &result);
+    hand_written = false;
+    if (passed)
         return;
     if (result.gave_up) {
         fprintf(stderr, "[ explore  ] %s cannot be explored: %s\n[ explore  ] it runs %d times on real threads "
@@ -185,6 +205,9 @@ void kit_explore_fail(const char *file, int line, const char *fmt, ...)
     check_failed = true;
     if (!kit_judge_on_schedule())
         kit_fail_at(file, line, "%s", text);
+    if (judge_replaying)
+        for (;;) /* the subject's copy failed the same check: its transcript ends here, and channel 0 jumps out */
+            kit_judge_wait(WIRE_REPLY);
     kit_wire_t *m = kit_judge_begin(WIRE_HOOK, HOOK_EXPLORE_FAIL);
     kit_judge_word(m, (uint64_t)line);
     kit_judge_word(m, 0);

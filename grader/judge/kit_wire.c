@@ -85,3 +85,73 @@ const void *kit_wire_take(kit_wire_reader_t *r, size_t size)
     r->at += size;
     return bytes;
 }
+
+/* ---- transcripts ------------------------------------------------------------------------ */
+
+/* An entry in a batch's blob: this head, the words, the bytes, padded to 8. */
+struct entry_head {
+    uint32_t channel, answer, kind, op, nargs, nbytes, flags, unused;
+};
+
+bool kit_wire_entry_put(kit_wire_t *batch, uint32_t channel, bool answer, const kit_wire_t *m)
+{
+    static const unsigned char pad[8];
+    struct entry_head head = { channel, answer, m->kind, m->op, m->nargs, m->nbytes, m->flags, 0 };
+    size_t size = sizeof head + m->nargs * sizeof m->arg[0] + (m->nbytes + 7) / 8 * 8;
+    if (size > KIT_WIRE_BLOB - batch->nbytes)
+        return false;
+    kit_wire_bytes(batch, &head, sizeof head);
+    kit_wire_bytes(batch, m->arg, m->nargs * sizeof m->arg[0]);
+    kit_wire_bytes(batch, m->blob, m->nbytes);
+    kit_wire_bytes(batch, pad, (8 - m->nbytes % 8) % 8);
+    return true;
+}
+
+int kit_wire_entry_take(kit_wire_reader_t *r, kit_wire_entry_t *out)
+{
+    if (r->at == r->m->nbytes)
+        return 0;
+    struct entry_head head;
+    const void *bytes = kit_wire_take(r, sizeof head);
+    if (bytes == NULL)
+        return -1;
+    memcpy(&head, bytes, sizeof head);
+    if (head.nargs > KIT_WIRE_ARGS || head.nbytes > KIT_WIRE_BLOB || head.answer > 1)
+        return -1;
+    const void *words = kit_wire_take(r, head.nargs * sizeof out->m->arg[0]);
+    const void *blob = kit_wire_take(r, (head.nbytes + 7) / 8 * 8);
+    if (words == NULL || blob == NULL)
+        return -1;
+    kit_wire_begin(out->m, head.kind, head.op);
+    out->m->flags = head.flags;
+    out->m->nargs = head.nargs;
+    memcpy(out->m->arg, words, head.nargs * sizeof out->m->arg[0]);
+    kit_wire_bytes(out->m, blob, head.nbytes);
+    out->channel = head.channel;
+    out->answer = head.answer;
+    return 1;
+}
+
+int kit_wire_names(const kit_wire_t *m)
+{
+    if (m->kind != WIRE_SYNC || m->nargs < 2)
+        return 0;
+    if (m->op == SYNC_COND_WAIT)
+        return 2; /* the condition and its mutex */
+    return m->op >= SYNC_MUTEX_LOCK && m->op <= SYNC_FORGET ? 1 : 0;
+}
+
+void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m)
+{
+    for (int w = 0; w < kit_wire_names(m); w++) {
+        uint64_t order = 0;
+        for (int i = 0; i < namer->count && order == 0; i++)
+            if (namer->value[i] == m->arg[w])
+                order = (uint64_t)i + 1;
+        if (order == 0 && namer->count < KIT_WIRE_NAMES) {
+            namer->value[namer->count++] = m->arg[w];
+            order = (uint64_t)namer->count;
+        }
+        m->arg[w] = order;
+    }
+}

@@ -31,7 +31,7 @@ enum kit_wire_kind {
     WIRE_CALL,        /* op: a function of the chapter's table; args and buffers per its row */
     WIRE_HOOK,        /* op: a harness hook (enum kit_hook) */
     WIRE_SYNC,        /* op: a pthread call of the test's own code, on a schedule (enum kit_sync) */
-    WIRE_EXPLORE,     /* ch 0: explore; args: schedules, max_steps, max_threads; blob: test\0strategy */
+    WIRE_EXPLORE,     /* ch 0: explore; args: the options, then whether the body is the test's own; blob: test\0strategy */
     WIRE_BODY_DONE,   /* the body of an exploration returned */
     WIRE_EXIT,        /* a thread of the test returned: its stand-in ends */
     WIRE_END,         /* ch 0: the test is over */
@@ -45,6 +45,7 @@ enum kit_wire_kind {
                               blob: test\0file\0strategy\0the spec's name */
     WIRE_HISTORY_BATCH,    /* ch 0, subject to judge: arg[0] schedules' histories (kit_wire_history_t,
                               then its calls), one after another in the blob */
+    WIRE_TRANSCRIPT_BATCH, /* ch 0, exploring: the next entries of the schedules' transcripts (below) */
 };
 
 /** One schedule's history of a generated scenario (WIRE_HISTORY_BATCH):
@@ -128,5 +129,36 @@ enum kit_sync {
     SYNC_COND_WAIT, SYNC_COND_SIGNAL, SYNC_COND_BROADCAST, SYNC_FORGET, SYNC_YIELD, SYNC_SLEEP, SYNC_CLOCK,
     SYNC_NAME, SYNC_COUNT
 };
+
+/** A transcript: an exploration whose body ran in the subject, each of its
+ *  schedules written down as the messages the judge's threads and their
+ *  stand-ins would have exchanged had the body run in the judge, in the
+ *  order the schedule made them. An entry is a message and the channel it
+ *  went on: a request (judge to subject) or an answer (subject to judge).
+ *  Words that name the test's own mutexes and conditions (kit_wire_names())
+ *  are written as the order each was first named in since the body began,
+ *  so that both sides' copies of the body, whose objects lie at different
+ *  addresses, name them alike. */
+typedef struct {
+    uint32_t channel;  /**< the test's thread: 0 its main thread */
+    uint32_t answer;   /**< 1: subject to judge; 0: a request */
+    kit_wire_t *m;     /**< the message (the reader's own copy) */
+} kit_wire_entry_t;
+/** Add an entry to @p batch: false if it has no room left for it. */
+bool kit_wire_entry_put(kit_wire_t *batch, uint32_t channel, bool answer, const kit_wire_t *m);
+/** Read the next entry of @p r into @p out->m: 1, 0 at the batch's end, -1
+ *  for bytes that are not an entry (lengths that do not add up). */
+int kit_wire_entry_take(kit_wire_reader_t *r, kit_wire_entry_t *out);
+/** How many of a request's first words name a mutex or a condition of the test's. */
+int kit_wire_names(const kit_wire_t *m);
+/** The names a transcript's body has given so far: each value, in the order first seen. */
+enum { KIT_WIRE_NAMES = 256 };
+typedef struct {
+    uint64_t value[KIT_WIRE_NAMES];
+    int count;
+} kit_wire_namer_t;
+/** Write the words of @p m that name an object of the test's as the order
+ *  each was first named in (1, 2, ...; 0 once @p namer is full). */
+void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m);
 
 #endif

@@ -8,8 +8,9 @@
  * channels at KIT_WIRE_FD.. and no other descriptor of its own. The main
  * thread serves channel 0: the test's start, off or on one schedule (then
  * the schedule's first thread is the main thread's stand-in), and the
- * explorations, whose body stand-in asks the judge to run the body once per
- * schedule. A stand-in blocked on its channel is outside the schedule
+ * explorations: a hand-written body runs here from this program's copy of
+ * the test, each schedule written down for the judge (kit_transcript.c);
+ * another's stand-in asks the judge to run the body once per schedule. A stand-in blocked on its channel is outside the schedule
  * (kit_sched_outside): the test's thread in the judge runs meanwhile, as
  * the schedule's running thread. Before the first request the system-call
  * filter is installed (kit_seccomp.c). Nothing here decides a verdict: the
@@ -34,6 +35,7 @@
 #include "kit_test.h"
 #include "kit_thread.h"
 #include "kit_time.h"
+#include "kit_transcript.h"
 
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 int __real_pthread_join(pthread_t thread, void **result);
@@ -210,28 +212,38 @@ static void body_standin(void *ctx)
 
 const char *kit_sched_failed_schedule(void);
 
+void kit_serve_result(bool passed, const kit_explore_result_t *result)
+{
+    kit_wire_t *m = &replies[0];
+    kit_wire_begin(m, WIRE_RESULT, 0);
+    uint64_t words[] = { passed, result->gave_up, result->deadlocked, (uint64_t)result->schedules, result->complete,
+                         (uint64_t)result->interleavings };
+    for (int i = 0; i < 6; i++)
+        kit_wire_word(m, words[i]);
+    kit_wire_bytes(m, result->message, strlen(result->message) + 1);
+    kit_wire_bytes(m, result->token, strlen(result->token) + 1);
+    kit_wire_bytes(m, kit_sched_failed_schedule(), strlen(kit_sched_failed_schedule()) + 1);
+    post(0, m);
+}
+
+/* An exploration: the body runs here, written down for the judge, if this
+ * program holds a copy of the test (kit_transcript.c); else in the judge,
+ * which this side asks to run it once a schedule. */
 static void serve_explore(const kit_wire_t *q)
 {
     static char test[256], strategy[256];
-    if (q->nargs != 6)
+    if (q->nargs != 7)
         _exit(3);
     snprintf(test, sizeof test, "%.255s", text_of(q, 0));
     snprintf(strategy, sizeof strategy, "%.255s", text_of(q, 1));
     kit_explore_t options = { .strategy = q->arg[5] ? strategy : NULL, .schedules = (long)q->arg[0],
                               .spurious = (int)q->arg[1], .timeouts_race = q->arg[2] != 0,
                               .max_steps = (long)q->arg[3], .quiet = q->arg[4] != 0 };
+    if (q->arg[6] && kit_transcript_explore(test, &options))
+        return;
     static kit_explore_result_t result;
     bool passed = kit_explore_search(test, &options, body_standin, NULL, &result);
-    kit_wire_t *m = &replies[0];
-    kit_wire_begin(m, WIRE_RESULT, 0);
-    uint64_t words[] = { passed, result.gave_up, result.deadlocked, (uint64_t)result.schedules, result.complete,
-                         (uint64_t)result.interleavings };
-    for (int i = 0; i < 6; i++)
-        kit_wire_word(m, words[i]);
-    kit_wire_bytes(m, result.message, strlen(result.message) + 1);
-    kit_wire_bytes(m, result.token, strlen(result.token) + 1);
-    kit_wire_bytes(m, kit_sched_failed_schedule(), strlen(kit_sched_failed_schedule()) + 1);
-    post(0, m);
+    kit_serve_result(passed, &result);
 }
 
 /* ---- the program ---------------------------------------------------------------------------- */
@@ -299,6 +311,7 @@ int main(int argc, char **argv)
     if (kit_chaos_from_env())
         fprintf(stderr, "[ chaos    ] KIT_CHAOS=%s\n", getenv("KIT_CHAOS"));
     name_the_judge();
+    kit_transcript_register();
     confine_calls(strcmp(argv[1], "--serve") == 0);
     if (start->arg[0])
         run_scheduled(test, start->arg[1]);

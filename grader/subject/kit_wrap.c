@@ -309,6 +309,8 @@ int __real_pthread_cond_broadcast(pthread_cond_t *cond);
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond);
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* The place kit_sched_call_site() gave the next start, else @p where (kit_sched.c). */
+void *sched_site_or(void *where);
 
 static atomic_long lock_delay_us;     /* 0 = off */
 static atomic_ulong perturb_seed;
@@ -497,7 +499,7 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         return EAGAIN;
     *start = (struct numbered_start){ fn, arg, atomic_fetch_add(&threads_created, 1) + 1 };
     atomic_fetch_add(&threads_alive, 1);
-    int err = scheduled ? kit_sched_create(thread, attr, numbered_body, start, __builtin_return_address(0))
+    int err = scheduled ? kit_sched_create(thread, attr, numbered_body, start, sched_site_or(__builtin_return_address(0)))
                         : __real_pthread_create(thread, attr, numbered_body, start);
     if (err != 0) {
         atomic_fetch_sub(&threads_alive, 1);

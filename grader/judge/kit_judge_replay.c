@@ -1,0 +1,275 @@
+/**
+ * @file kit_judge_replay.c
+ * @brief An exploration's transcripts, replayed: the judge's own copy of
+ *        the body runs once for each schedule the subject wrote down, and
+ *        each message of its threads is met by the transcript's next entry
+ *        instead of by the channel.
+ *
+ * DESIGN: the subject runs the body itself and sends, in batches, what its
+ * stand-ins and the judge's threads would have said to each other
+ * (kit_wire.h, "A transcript"). Here every thread of the test waits until
+ * the transcript's next entry is its own: a request it sends must be that
+ * entry, word for word (a different one is a protocol violation, which fails
+ * the test and flags it); an answer it waits for is that entry. So the
+ * judge's threads move in the schedule's order, one entry at a time, the
+ * body's checks see exactly the answers the subject's copy saw, and they
+ * decide. No message goes back: one batch carries many schedules.
+ */
+#define _GNU_SOURCE
+#include "kit_judge.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kit_test.h"
+
+int __real_pthread_mutex_lock(pthread_mutex_t *mutex);
+int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
+int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex);
+int __real_pthread_cond_broadcast(pthread_cond_t *cond);
+int __real_pthread_cond_signal(pthread_cond_t *cond);
+int __real_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr);
+
+bool judge_replaying;
+
+/* Guards everything below: the test's threads read the transcript at once. */
+static pthread_mutex_t replay_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One a channel: signalled when the next entry is that channel's thread's,
+ * broadcast to all when a batch is needed or the transcript ended. */
+static pthread_cond_t turn[KIT_WIRE_CHANNELS];
+static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
+static kit_wire_t *batch, *spare;  /* the batch being read; the one the next is read into */
+static kit_wire_reader_t reader;   /* ... where in it */
+static kit_wire_entry_t next;      /* the transcript's next entry, when have_next */
+static bool have_next;
+static bool fetching;              /* a thread reads the next batch from channel 0 */
+static kit_wire_t *end_message;    /* the exploration's end, once it came instead of a batch */
+static kit_wire_namer_t namer;     /* the names the judge's copy of this body gave its objects */
+
+static kit_wire_t *allocate(void)
+{
+    kit_wire_t *m = malloc(sizeof *m);
+    if (m == NULL) {
+        fprintf(stderr, "[  ERROR   ] --- the judge is out of memory\n");
+        kit_verdict_end(false);
+        _exit(1);
+    }
+    return m;
+}
+
+static void make_turns(void)
+{
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        __real_pthread_cond_init(&turn[c], NULL);
+}
+
+/* Wake the thread whose entry is next; every thread if none is known yet
+ * (one of them reads the next batch) or the transcript ended. */
+static void announce(void)
+{
+    if (have_next && end_message == NULL) {
+        __real_pthread_cond_signal(&turn[next.channel]);
+        return;
+    }
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
+        __real_pthread_cond_broadcast(&turn[c]);
+}
+
+/* The subject explores while the judge replays what it sent: on a machine
+ * of more than one CPU, the judge's threads (made from here on) leave the
+ * subject's CPU. */
+static void leave_the_subjects_cpu(void)
+{
+#if defined(__linux__)
+    /* A thread woken to take its entry need not preempt the one that woke
+     * it, which is about to wait: half the switches. */
+    struct sched_param none = { 0 };
+    sched_setscheduler(0, SCHED_BATCH, &none);
+    cpu_set_t mine, others;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) != 1)
+        return; /* not kept to one CPU: nothing to leave */
+    CPU_ZERO(&others);
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpu < cpus; cpu++)
+        if (!CPU_ISSET(cpu, &mine))
+            CPU_SET(cpu, &others);
+    if (CPU_COUNT(&others) > 0)
+        sched_setaffinity(0, sizeof others, &others); /* (refused: the judge stays where it is) */
+#endif
+}
+
+void judge_replay_begin(const kit_wire_t *first)
+{
+    pthread_once(&turns_once, make_turns);
+    leave_the_subjects_cpu();
+    if (batch == NULL) {
+        batch = allocate();
+        spare = allocate();
+        next.m = allocate();
+    }
+    memcpy(batch, first, sizeof *batch);
+    reader = (kit_wire_reader_t){ batch, 0 };
+    have_next = false;
+    end_message = NULL;
+    judge_replaying = true;
+}
+
+void judge_replay_end(void)
+{
+    judge_replaying = false;
+}
+
+/* A batch, or the end, from channel 0 (called with replay_lock held; let go while reading). */
+static void fetch(void)
+{
+    fetching = true;
+    __real_pthread_mutex_unlock(&replay_lock);
+    judge_recv(0, spare);
+    __real_pthread_mutex_lock(&replay_lock);
+    fetching = false;
+    if (spare->kind == WIRE_TRANSCRIPT_BATCH) {
+        kit_wire_t *read = batch;
+        batch = spare;
+        spare = read;
+        reader = (kit_wire_reader_t){ batch, 0 };
+    } else if (spare->kind == WIRE_RESULT || spare->kind == WIRE_RERUN) {
+        end_message = spare;
+        spare = allocate();
+    } else {
+        kit_judge_violation("a message of kind %u in the middle of an exploration's transcript", spare->kind);
+    }
+    if (end_message != NULL)
+        announce(); /* every thread of the body learns it */
+}
+
+/* Read the next entry from the batch at hand (called with replay_lock held,
+ * the batch holding one more). */
+static void read_next(void)
+{
+    int got = kit_wire_entry_take(&reader, &next);
+    if (got < 0)
+        kit_judge_violation("a transcript's entry whose lengths do not add up");
+    if (got > 0 && next.channel >= KIT_WIRE_CHANNELS)
+        kit_judge_violation("a transcript's entry on channel %u, of %d", next.channel, KIT_WIRE_CHANNELS);
+    have_next = got > 0;
+}
+
+/* The next entry is there, or the transcript ended (called with replay_lock
+ * held, by the thread of @p channel). */
+static bool advance(int channel)
+{
+    while (!have_next && end_message == NULL) {
+        if (reader.at < reader.m->nbytes) {
+            read_next();
+            announce(); /* (its thread may be another, waiting) */
+        } else if (fetching) /* while: another thread reads the next batch; it wakes the next entry's thread */
+            __real_pthread_cond_wait(&turn[channel], &replay_lock);
+        else
+            fetch();
+    }
+    return have_next;
+}
+
+static bool same_request(const kit_wire_t *mine, const kit_wire_t *written)
+{
+    if (mine->kind != written->kind || mine->op != written->op || mine->nargs != written->nargs ||
+        mine->nbytes != written->nbytes || memcmp(mine->arg, written->arg, mine->nargs * sizeof mine->arg[0]) != 0)
+        return false;
+    /* A call's bytes are what the test passes in, which it may leave unset:
+     * their sizes are compared, not their contents. */
+    return mine->kind == WIRE_CALL || memcmp(mine->blob, written->blob, mine->nbytes) == 0;
+}
+
+/* A message in a few words: its kind, operation and first words. */
+static void describe(const kit_wire_t *m, char *out, size_t size)
+{
+    int at = snprintf(out, size, "(kind %u, op %u, %u bytes; words", m->kind, m->op, m->nbytes);
+    for (uint32_t i = 0; i < m->nargs && i < 5 && at > 0 && (size_t)at < size; i++)
+        at += snprintf(out + at, size - (size_t)at, " %llu", (unsigned long long)m->arg[i]);
+    if (at > 0 && (size_t)at < size)
+        snprintf(out + at, size - (size_t)at, ")");
+}
+
+/* The transcript ended with this thread of the body still running. */
+static const kit_wire_t *ended_under(int channel)
+{
+    if (channel == 0 && judge_in_body) {
+        __real_pthread_mutex_unlock(&replay_lock);
+        judge_explore_ended(end_message); /* the main thread leaves the body */
+    }
+    if (channel != 0)
+        for (;;) /* for ever: no entry is this thread's any more; the test ends with its main thread */
+            __real_pthread_cond_wait(&turn[channel], &replay_lock);
+    __real_pthread_mutex_unlock(&replay_lock);
+    return end_message;
+}
+
+/* Wait until the next entry is @p channel's (called with replay_lock held):
+ * false if the transcript ended first. */
+static bool my_turn(int channel)
+{
+    for (;;) {
+        if (!advance(channel))
+            return false;
+        if (next.channel == (uint32_t)channel)
+            return true;
+        /* while: another thread's entry; whoever reads the one after it wakes that one's thread */
+        __real_pthread_cond_wait(&turn[channel], &replay_lock);
+    }
+}
+
+/* The next entry is taken: the one after it, if the batch at hand holds it,
+ * is read now, and its thread woken - once the lock is let go, so that it
+ * does not wake only to wait for the lock. */
+static void taken(void)
+{
+    have_next = false;
+    if (reader.at < reader.m->nbytes)
+        read_next();
+    bool one = have_next && end_message == NULL;
+    int channel = (int)next.channel;
+    __real_pthread_mutex_unlock(&replay_lock);
+    if (one)
+        __real_pthread_cond_signal(&turn[channel]);
+    else
+        for (int c = 0; c < KIT_WIRE_CHANNELS; c++) /* a thread waiting for its entry reads the next batch */
+            __real_pthread_cond_broadcast(&turn[c]);
+}
+
+void judge_replay_post(int channel, kit_wire_t *m)
+{
+    __real_pthread_mutex_lock(&replay_lock);
+    if (!my_turn(channel)) {
+        ended_under(channel);
+        return;
+    }
+    kit_wire_rename(&namer, m);
+    if (next.answer || !same_request(m, next.m)) {
+        char mine[160], written[160];
+        describe(m, mine, sizeof mine);
+        describe(next.m, written, sizeof written);
+        kit_judge_violation("the transcript's next step of the test's thread %d is %s %s, where the judge's copy of "
+                            "the body sent the request %s", channel, next.answer ? "the answer" : "the request",
+                            written, mine);
+    }
+    taken();
+}
+
+const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into)
+{
+    __real_pthread_mutex_lock(&replay_lock);
+    if (!my_turn(channel))
+        return ended_under(channel);
+    if (!next.answer)
+        kit_judge_violation("the transcript's next step of the test's thread %d is a request of kind %u, op %u, "
+                            "where the judge's copy of the body waits for an answer", channel, next.m->kind, next.m->op);
+    memcpy(into, next.m, offsetof(kit_wire_t, blob) + next.m->nbytes);
+    if (channel == 0 && into->kind == WIRE_BODY)
+        namer.count = 0; /* a body begins: its objects are named afresh */
+    taken();
+    return into;
+}

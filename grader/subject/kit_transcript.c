@@ -1,0 +1,245 @@
+/**
+ * @file kit_transcript.c
+ * @brief An exploration whose body runs in the subject: the test's own copy,
+ *        its calls going straight to the code under test, each schedule
+ *        written down as the messages the judge's threads and their
+ *        stand-ins would have exchanged, and sent to the judge in batches.
+ *
+ * DESIGN: a judged test program's subject links a copy of the test's source
+ * (its main renamed, `kit_explore` made kit_transcript_explore_run here), in
+ * which the chapter's calls are the judge's own proxies, generated, made
+ * with the recording engine below instead of a channel, and the test's
+ * pthread calls are recorded as the judge's wrappers would send them
+ * (kit_transcript_sync.c). The explorer runs exactly as in one process: the
+ * same schedules for the same seed, the same replay tokens. The judge
+ * replays its own copy of the body against each transcript
+ * (grader/judge/kit_judge_replay.c): its checks decide, as before. Nothing
+ * here decides a verdict.
+ */
+#define _GNU_SOURCE
+#include "kit_transcript.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kit_judge.h"
+#include "kit_sched.h"
+#include "kit_serve.h"
+#include "kit_test.h"
+
+/* The kit's own buffers, not the code under test's: not counted, never failed on purpose. */
+void *__real_malloc(size_t size);
+void __real_free(void *p);
+
+/* ---- the test's copy ------------------------------------------------------------------ */
+
+static const struct CMUnitTest *copy_tests; /* the copy's table, once registered */
+static size_t copy_count;
+
+/* The copy's KIT_TEST_MAIN calls this instead of running its tests. */
+int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t count, const char *file)
+{
+    (void)argc, (void)argv, (void)file;
+    copy_tests = tests;
+    copy_count = count;
+    return 0;
+}
+
+/* The copy's main, renamed (none in a test program without explorations). */
+int kit_transcript_copy_main(int argc, char **argv) __attribute__((weak));
+
+void kit_transcript_register(void)
+{
+    if (kit_transcript_copy_main != NULL)
+        kit_transcript_copy_main(0, NULL);
+}
+
+/* ---- the batch and its entries ----------------------------------------------------------
+ * Only the schedule's threads write entries, one at a time (the explorer
+ * runs one thread at a time): no lock guards them. */
+
+bool kit_transcript_on;     /* a body on a schedule is being written down */
+static kit_wire_t batch;    /* entries not yet sent */
+static kit_wire_namer_t namer;
+
+static void send_batch(void)
+{
+    if (batch.nbytes > 0 && kit_wire_send(KIT_WIRE_FD, &batch) != 0)
+        _exit(0); /* the judge ended the test: nothing to tell it any more */
+    kit_wire_begin(&batch, WIRE_TRANSCRIPT_BATCH, 0);
+}
+
+void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
+{
+    if (!answer)
+        kit_wire_rename(&namer, m);
+    if (kit_wire_entry_put(&batch, (uint32_t)channel, answer, m))
+        return;
+    send_batch();
+    if (!kit_wire_entry_put(&batch, (uint32_t)channel, answer, m)) {
+        fprintf(stderr, "[  ERROR   ] --- a message of %u bytes does not fit a transcript's batch\n", m->nbytes);
+        _exit(3);
+    }
+}
+
+/* ---- the recording engine the copy's proxies call (kit_judge.h's names) ------------------ */
+
+static _Thread_local kit_wire_t *my_request, *my_answer; /* this thread's, made on first use */
+
+static kit_wire_t *made(kit_wire_t **m)
+{
+    if (*m == NULL && (*m = __real_malloc(sizeof **m)) == NULL) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test's process is out of memory for a transcript\n");
+        _exit(3);
+    }
+    return *m;
+}
+
+void kit_transcript_thread_done(void)
+{
+    __real_free(my_request);
+    __real_free(my_answer);
+    my_request = my_answer = NULL;
+}
+
+kit_wire_t *kit_judge_begin(uint32_t kind, uint32_t op)
+{
+    kit_wire_t *m = made(&my_request);
+    kit_wire_begin(m, kind, op);
+    return m;
+}
+
+void kit_judge_word(kit_wire_t *m, uint64_t word)
+{
+    if (!kit_wire_word(m, word))
+        kit_judge_violation("a call of too many arguments");
+}
+
+void kit_judge_bytes(kit_wire_t *m, const void *bytes, size_t size, const char *what)
+{
+    if (!kit_wire_bytes(m, bytes, size))
+        kit_judge_violation("%s: %zu bytes, more than one message carries", what, size);
+}
+
+/* The call made here, on the code under test; on a schedule being written
+ * down, its request and its answer are the transcript's next entries. */
+const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes)
+{
+    int channel = kit_transcript_channel();
+    if (channel >= 0)
+        kit_transcript_put(channel, false, m);
+    kit_wire_t *r = made(&my_answer);
+    kit_wire_begin(r, WIRE_REPLY, m->op);
+    if (m->kind != WIRE_CALL || m->op >= (uint32_t)kit_serve_nops || m->nargs != kit_serve_ops[m->op].words ||
+        !kit_serve_ops[m->op].serve(m, r) || r->nargs != words || r->nbytes != bytes)
+        kit_judge_violation("a call the table of the chapter's calls cannot make (op %u)", m->op);
+    if (channel >= 0)
+        kit_transcript_put(channel, true, r);
+    return r;
+}
+
+uint64_t kit_judge_handle_out(const void *handle)
+{
+    return (uint64_t)(uintptr_t)handle;
+}
+
+void *kit_judge_handle_in(uint64_t value)
+{
+    return (void *)(uintptr_t)value;
+}
+
+void kit_judge_defined(const void *bytes, size_t size)
+{
+    (void)bytes, (void)size;
+}
+
+void kit_judge_pointer_out(const void *pointer)
+{
+    (void)pointer;
+}
+
+void kit_judge_pointer_in(const void *pointer, const char *call)
+{
+    (void)pointer, (void)call;
+}
+
+void kit_judge_violation(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "[  ERROR   ] --- the test's copy in the code under test's process: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    _exit(3);
+}
+
+/* ---- an exploration of the copy's --------------------------------------------------------- */
+
+static jmp_buf copy_done;             /* back to the server once the exploration asked for ended */
+static const char *asked_test;        /* the test the judge asked to explore */
+static kit_explore_t asked_options;   /* ... with the judge's options */
+static bool explored;
+
+struct job {
+    void (*body)(void *ctx);
+    void *ctx;
+};
+
+/* One schedule of the body, written down from its start (the judge's WIRE_BODY) to its end. */
+static void written_body(void *raw)
+{
+    struct job *job = raw;
+    kit_transcript_begin_body();
+    namer.count = 0;
+    kit_wire_t *m = kit_judge_begin(WIRE_BODY, 0);
+    kit_transcript_put(0, true, m);
+    job->body(job->ctx);
+    kit_transcript_put(0, false, kit_judge_begin(WIRE_BODY_DONE, 0));
+    kit_transcript_on = false;
+}
+
+void kit_transcript_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                                void (*body)(void *ctx), void *ctx)
+{
+    (void)file, (void)line, (void)options;
+    if (asked_test == NULL || strcmp(test, asked_test) != 0)
+        return; /* (an exploration the judge did not ask for now) */
+    struct job job = { body, ctx };
+    static kit_explore_result_t result;
+    kit_wire_begin(&batch, WIRE_TRANSCRIPT_BATCH, 0);
+    bool passed = kit_explore_search(test, &asked_options, written_body, &job, &result);
+    kit_transcript_on = false;
+    send_batch();
+    kit_serve_result(passed, &result);
+    explored = true;
+    longjmp(copy_done, 1);
+}
+
+bool kit_transcript_explore(const char *test, const kit_explore_t *options)
+{
+    const struct CMUnitTest *found = NULL;
+    for (size_t i = 0; i < copy_count && found == NULL; i++)
+        if (strcmp(copy_tests[i].name, test) == 0)
+            found = &copy_tests[i];
+    if (found == NULL)
+        return false; /* no copy of it here: the judge runs the body, asking once a schedule */
+    asked_test = test;
+    asked_options = *options;
+    explored = false;
+    if (setjmp(copy_done) == 0) {
+        void *state = NULL;
+        found->test_func(&state);
+    }
+    asked_test = NULL;
+    if (!explored) {
+        kit_explore_result_t none = { .failed = true };
+        snprintf(none.message, sizeof none.message, "the test's copy explored nothing");
+        kit_serve_result(false, &none);
+    }
+    return true;
+}

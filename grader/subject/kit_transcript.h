@@ -1,0 +1,40 @@
+/**
+ * @file kit_transcript.h
+ * @brief An exploration's body run in the subject and written down for the
+ *        judge (kit_transcript.c), and the test's own pthread calls in the
+ *        subject's copy of the test, recorded as the judge would send them
+ *        (kit_transcript_sync.c).
+ */
+#ifndef KIT_TRANSCRIPT_H
+#define KIT_TRANSCRIPT_H
+
+#include <stdbool.h>
+
+#include "kit_sched.h"
+#include "kit_wire.h"
+
+/** The copy's tests, registered (before the first request). */
+void kit_transcript_register(void);
+/** Explore @p test of the copy, with the judge's @p options, and send the
+ *  transcripts and the result: false if the copy has no such test. */
+bool kit_transcript_explore(const char *test, const kit_explore_t *options);
+/** The copy's kit_explore(). */
+void kit_transcript_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
+                                void (*body)(void *ctx), void *ctx);
+
+/** Set while a schedule's body is written down. */
+extern bool kit_transcript_on;
+/** The next entry: @p m on @p channel, a request or an answer (a request's
+ *  names of the test's objects are renamed in place). */
+void kit_transcript_put(int channel, bool answer, kit_wire_t *m);
+/** The calling thread's channel while a body is written down, else -1. */
+int kit_transcript_channel(void);
+/** A body begins on the calling thread, channel 0: every other channel is free. */
+void kit_transcript_begin_body(void);
+/** A thread of the copy ends: its message buffers go. */
+void kit_transcript_thread_done(void);
+
+/** The subject's answer to an exploration (kit_serve.c). */
+void kit_serve_result(bool passed, const kit_explore_result_t *result);
+
+#endif
