@@ -68,20 +68,24 @@ static bool overlap(const struct span *a, const struct span *b)
     return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
 }
 
-void sched_changes_access(int thread, const void *addr, unsigned size, bool write, void *where)
+void sched_changes_read(int thread, const void *addr, unsigned size)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    struct span span = { (uintptr_t)addr, size };
-    if (!write) { /* on every load: one store, the oldest read dropped */
-        section_reads[thread][nsection[thread]++ % READS] = span;
+    section_reads[thread][nsection[thread]++ % READS] = (struct span){ (uintptr_t)addr, size }; /* the oldest dropped */
+}
+
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    }
-    writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
+    uintptr_t start = (uintptr_t)addr, end = start + size;
+    writes[nwrites++ % WRITES] = (struct write_note){ { start, size }, where, thread, sched.nsteps };
     struct span *reads = section_reads[thread];
-    for (int i = 0; i < READS && i < nsection[thread]; i++)
-        if (overlap(&reads[i], &span)) /* what it wrote itself (n++) is no condition it waits on */
-            reads[i].size = 0;
+    int n = nsection[thread] < READS ? nsection[thread] : READS;
+    for (int i = 0; i < n; i++) /* what it wrote itself (n++) is no condition it waits on */
+        if (reads[i].addr < end && start < reads[i].addr + reads[i].size)
+            reads[i].size = 0; /* (an emptied one, overlapping or not, stays empty) */
 }
 
 void sched_changes_section(int thread)

@@ -372,8 +372,9 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
-/* An access of the code under test by thread, as sched_memory_access sees it. */
-void sched_changes_access(int thread, const void *addr, unsigned size, bool write, void *where);
+/* A load and a store of the code under test by thread, as sched_memory_access sees them. */
+void sched_changes_read(int thread, const void *addr, unsigned size);
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where);
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */
