@@ -13,11 +13,12 @@
 
 #include <string.h>
 
-enum { READS = 16, WRITES = 4096 };
+enum { READS = 16, WRITES = 4096, PENDING = 16 };
 
 struct span {
     uintptr_t addr;
     unsigned size;
+    unsigned after; /* a section's read: the thread's writes in the section before it */
 };
 
 struct write_note {
@@ -30,9 +31,15 @@ struct write_note {
 /* Per thread: the memory read since it last took a first mutex (its current
  * critical section; the last READS reads, section_reads[n % READS] the n-th,
  * a read of memory it then wrote itself emptied), and the memory its last
- * wait's section read. Written by the running thread only, as the model is. */
+ * wait's section read. Written by the running thread only, as the model is.
+ * A write empties the reads before it that it overlaps, not at once but when
+ * the reads are wanted - at a wait - or when PENDING writes wait their turn:
+ * most sections end in an unlock, and their writes then cost one store each. */
 static struct span section_reads[SCHED_MAX_THREADS][READS];
 static int nsection[SCHED_MAX_THREADS];
+static struct span pending[SCHED_MAX_THREADS][PENDING]; /* the section's last writes, not yet applied */
+static int npending[SCHED_MAX_THREADS];
+static unsigned nwritten[SCHED_MAX_THREADS];           /* the section's writes */
 static struct span wait_reads[SCHED_MAX_THREADS][READS];
 static int nwait[SCHED_MAX_THREADS];
 
@@ -57,6 +64,8 @@ static const struct stall *as_of;  /* NULL: now */
 void sched_changes_begin(void)
 {
     memset(nsection, 0, sizeof nsection);
+    memset(npending, 0, sizeof npending);
+    memset(nwritten, 0, sizeof nwritten);
     memset(nwait, 0, sizeof nwait);
     nwrites = 0;
     nstalls = 0;
@@ -72,32 +81,54 @@ void sched_changes_read(int thread, const void *addr, unsigned size)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    section_reads[thread][nsection[thread]++ % READS] = (struct span){ (uintptr_t)addr, size }; /* the oldest dropped */
+    section_reads[thread][nsection[thread]++ % READS] = (struct span){ (uintptr_t)addr, size, nwritten[thread] };
 }
 
-void sched_changes_write(int thread, const void *addr, unsigned size, void *where)
+/* The pending writes empty the reads made before them that they overlap:
+ * what a thread wrote itself (n++) is no condition it waits on. */
+static void apply_writes(int thread)
+{
+    struct span *reads = section_reads[thread];
+    int n = nsection[thread] < READS ? nsection[thread] : READS;
+    unsigned first = nwritten[thread] - (unsigned)npending[thread]; /* the number of the first pending write */
+    for (int w = 0; w < npending[thread]; w++) {
+        const struct span *write = &pending[thread][w];
+        for (int i = 0; i < n; i++)
+            if (reads[i].after <= first + (unsigned)w && reads[i].addr < write->addr + write->size &&
+                write->addr < reads[i].addr + reads[i].size)
+                reads[i].size = 0; /* (an emptied one, overlapping or not, stays empty) */
+    }
+    npending[thread] = 0;
+}
+
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where, bool in_section)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    uintptr_t start = (uintptr_t)addr, end = start + size;
-    writes[nwrites++ % WRITES] = (struct write_note){ { start, size }, where, thread, sched.nsteps };
-    struct span *reads = section_reads[thread];
-    int n = nsection[thread] < READS ? nsection[thread] : READS;
-    for (int i = 0; i < n; i++) /* what it wrote itself (n++) is no condition it waits on */
-        if (reads[i].addr < end && start < reads[i].addr + reads[i].size)
-            reads[i].size = 0; /* (an emptied one, overlapping or not, stays empty) */
+    struct span span = { (uintptr_t)addr, size, 0 };
+    writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
+    if (!in_section)
+        return;
+    if (npending[thread] == PENDING)
+        apply_writes(thread);
+    pending[thread][npending[thread]++] = span;
+    nwritten[thread]++;
 }
 
 void sched_changes_section(int thread)
 {
-    if (thread >= 0 && thread < SCHED_MAX_THREADS)
+    if (thread >= 0 && thread < SCHED_MAX_THREADS) {
         nsection[thread] = 0;
+        npending[thread] = 0; /* (what the last section wrote empties none of the next one's reads) */
+        nwritten[thread] = 0;
+    }
 }
 
 void sched_changes_wait(int thread)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
+    apply_writes(thread);
     memcpy(wait_reads[thread], section_reads[thread], sizeof wait_reads[thread]);
     nwait[thread] = nsection[thread] < READS ? nsection[thread] : READS;
 }

@@ -372,9 +372,11 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
-/* A load and a store of the code under test by thread, as sched_memory_access sees them. */
+/* A load of the code under test by thread, holding a mutex, as sched_memory_access sees it. (What a
+ * thread reads holding none is in no section a wait can end: it takes a first mutex before it waits.) */
 void sched_changes_read(int thread, const void *addr, unsigned size);
-void sched_changes_write(int thread, const void *addr, unsigned size, void *where);
+/* A store: in_section if the thread holds a mutex (then it may empty a read of its section). */
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where, bool in_section);
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */

@@ -364,17 +364,17 @@ void kit_sched_freed(const void *block, size_t size, void *where)
     if (last - first >= FREED_GRANULES)
         last = first + FREED_GRANULES - 1;
     keep_freed_block(me, (uintptr_t)block, size, where);
+    /* What each granule keeps from now on: the free alone (the same cells for all). */
+    const struct shadow_cell freed[CELLS] = { { place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
+                                                (uint16_t)me->id, 0xff, FREED } };
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
          * before, if anything was (a granule with no cell has nothing to race with). */
         struct shadow_entry *e = entry_of(g, true);
         if (e != NULL && e->cell[0].bytes != 0)
             e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
-        if (e == NULL)
-            continue;
-        memset(e->cell, 0, sizeof e->cell);
-        e->cell[0] = (struct shadow_cell){ place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
-                                           (uint16_t)me->id, 0xff, FREED };
+        if (e != NULL)
+            memcpy(e->cell, freed, sizeof e->cell);
     }
 }
 
@@ -587,8 +587,8 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
         return NULL; /* a _Thread_local variable: this thread's own copy */
     unsigned bytes = size < UINT_MAX ? (unsigned)size : UINT_MAX;
     if (write)
-        sched_changes_write(me->id, addr, bytes, pc);
-    else
+        sched_changes_write(me->id, addr, bytes, pc, me->holding > 0);
+    else if (me->holding > 0) /* (a thread that holds no mutex starts a new section before it can wait) */
         sched_changes_read(me->id, addr, bytes);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
