@@ -597,7 +597,8 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
 
 /* Each granule of [addr, addr + size) against its cells. (Inline in each
  * caller: a load's or store's check is one call from the code under test.) */
-static inline __attribute__((always_inline)) void check_bytes(struct sched_thread *me, uintptr_t a, size_t size, bool write, void *pc)
+static inline __attribute__((always_inline)) void check_bytes(struct sched_thread *me, uintptr_t a, size_t size,
+                                                              bool write, void *pc)
 {
     unsigned first = (unsigned)(a & 7);
     if (size > 0 && first + size <= 8) { /* within one granule, as nearly every access is */
