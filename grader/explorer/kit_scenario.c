@@ -610,12 +610,17 @@ static bool given_up_text(kit_text_t *t, const struct run *r, int call)
     const kit_call_t *c = &r->calls[call];
     r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
     kit_text_put(t, "%s on thread %c returned ETIMEDOUT although a signal had chosen its timed wait at %s: the "
-                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up - after "
-                 "the wait it ran ", name, thread_letter(c->thread), places[0]);
-    put_path(t, places + 1, n - 2);
-    kit_text_put(t, "%sand released the mutex at %s without going on or passing the wake-up on. On ETIMEDOUT, look "
-                 "at the condition once more under the lock and go on if it holds (or signal again before giving "
-                 "up). What the check saw: ", n > 2 ? " " : "nothing, ", places[n - 1]);
+                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up: ",
+                 name, thread_letter(c->thread), places[0]);
+    if (n > 2) {
+        kit_text_put(t, "after the wait it ran ");
+        put_path(t, places + 1, n - 2);
+        kit_text_put(t, " and released the mutex at %s", places[n - 1]);
+    } else {
+        kit_text_put(t, "it released the mutex at %s right after the wait", places[n - 1]);
+    }
+    kit_text_put(t, " without going on or passing the wake-up on. On ETIMEDOUT, look at the condition once more "
+                 "under the lock and go on if it holds (or signal again before giving up). What the check saw: ");
     return true;
 }
 
