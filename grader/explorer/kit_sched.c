@@ -449,7 +449,7 @@ static int list_alternatives(struct sched_thread **alt, enum sched_how *how)
 }
 
 /* Whether a thread other than @p but took mutex @p obj after step @p since
- * (true when the steps are no longer all kept: no telling). */
+ * (true when @p since is -1, or the steps are no longer all kept: no telling). */
 static bool taken_since(int obj, long since, int but)
 {
     if (since < 0 || sched.nsteps >= sched.options.max_steps)
@@ -1071,7 +1071,7 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
     int last = all ? n : (n > 0 ? first + 1 : 0);
     for (int i = first; i < last; i++) {
         waiters[i]->woken = true;
-        waiters[i]->woken_at = sched.nsteps;
+        waiters[i]->woken_at = all ? -1 : sched.nsteps; /* a broadcast's wake-up is no one's alone */
     }
     sched_changes_signalled(me->id, obj);
     me->how = GO;

@@ -115,7 +115,7 @@ struct sched_thread {
     enum sched_op op;                 /* the operation it is at */
     int obj, obj2, target;            /* the objects (or thread) of that operation */
     bool woken;                       /* WAITING: a signal chose it */
-    long woken_at;                    /* WAITING and woken: the steps recorded before that signal */
+    long woken_at;                    /* WAITING and woken: the steps recorded before that signal (-1: a broadcast) */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     int64_t deadline;                 /* virtual ns, or -1 */
     void *where;                      /* the call's return address */
