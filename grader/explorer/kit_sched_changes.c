@@ -268,6 +268,25 @@ void *sched_changes_last_write(int thread, long *seq)
     return NULL;
 }
 
+int sched_changes_section_writers(int thread, struct sched_change *out, int most)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    int n = 0, nreads = nsection[thread] < READS ? nsection[thread] : READS;
+    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
+    for (long i = nwrites - 1; i >= oldest && n < most; i--) {
+        const struct write_note *note = &writes[i % WRITES];
+        bool seen = false, read = false;
+        for (int j = 0; j < n; j++)
+            seen = seen || out[j].where == note->where;
+        for (int j = 0; !seen && j < nreads; j++)
+            read = read || overlap(&section_reads[thread][j], &note->span);
+        if (read)
+            out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+    }
+    return n;
+}
+
 bool sched_changes_last_in(int thread, long from, long to, struct sched_change *out)
 {
     long oldest = nwrites > WRITES ? nwrites - WRITES : 0;

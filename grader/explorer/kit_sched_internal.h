@@ -408,6 +408,9 @@ void sched_changes_let_go(int thread, int mutex, void *where, int cond);
 /* The place of @p thread's latest write of the code under test still
  * kept, or NULL; @p *seq numbers that write in the schedule (-1: none). */
 void *sched_changes_last_write(int thread, long *seq);
+/* The latest writes (each place once, newest first, at most @p most) to
+ * memory @p thread read since it last took a first mutex; their number. */
+int sched_changes_section_writers(int thread, struct sched_change *out, int most);
 /* The scheduled thread running now, or -1 (kit_sched.c). */
 int sched_running_thread(void);
 

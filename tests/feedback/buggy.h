@@ -73,6 +73,21 @@ void counter_take_one(counter_t *c);
  *        the value again: a wake-up that came with the time-out is lost.
  */
 int counter_take_one_within(counter_t *c, long ms);
+/** @brief A meter: a value and how many adds made it, under one mutex. */
+typedef struct meter meter_t;
+/** @brief What a meter holds, copied out. */
+typedef struct {
+    long value; /**< the sum of the adds */
+    long adds;  /**< how many adds there were */
+} meter_reading_t;
+/** @brief A meter at 0. @return NULL without memory. */
+meter_t *meter_create(void);
+/** @brief Adds @p n under the lock - and counts the add twice: a wrong count, made at that line. */
+void meter_add(meter_t *m, long n);
+/** @brief Copies the meter out under the lock. */
+void meter_read(meter_t *m, meter_reading_t *out);
+/** @brief Frees it. */
+void meter_destroy(meter_t *m);
 /** @brief Joins @p helper unless the counter's helper was joined already - deciding it without looking: a second join. */
 void counter_join_helper(counter_t *c, pthread_t helper);
 

@@ -511,6 +511,29 @@ static void test_feedback_join_decided_twice_is_named(void **state)
     counter_destroy(c);
 }
 
+/* ---- A wrong value a test's check reads names the line that wrote it ---------------- */
+
+static void *add_to_the_meter(void *raw)
+{
+    meter_add(raw, 5);
+    return NULL;
+}
+
+static void test_feedback_wrong_count_names_its_write(void **state)
+{
+    (void)state;
+    meter_t *m = meter_create();
+    assert_non_null(m);
+    pthread_t adder;
+    assert_ok(pthread_create(&adder, NULL, add_to_the_meter, m));
+    assert_ok(pthread_join(adder, NULL));
+    meter_reading_t reading;
+    meter_read(m, &reading);
+    assert_int_equal(reading.value, 5);
+    assert_int_equal(reading.adds, 1);
+    meter_destroy(m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_crash_shows_the_faulting_line),
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
@@ -536,6 +559,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_second_join_is_named),
     cmocka_unit_test(test_feedback_wakeup_taken_by_a_timeout_is_named),
     cmocka_unit_test(test_feedback_join_decided_twice_is_named),
+    cmocka_unit_test(test_feedback_wrong_count_names_its_write),
 };
 
 KIT_TEST_MAIN(tests)
