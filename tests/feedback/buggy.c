@@ -274,7 +274,7 @@ int counter_take_one_within(counter_t *c, long ms)
     struct timespec deadline;
     kit_deadline_after(ms, &deadline);
     pthread_mutex_lock(&c->lock);
-    while (c->value == 0) {
+    while (c->value == 0) { /* while: a wake-up may be spurious, or another taker was first */
         int err = pthread_cond_clockwait(&c->changed, &c->lock, CLOCK_MONOTONIC, &deadline);
         if (err == ETIMEDOUT) { /* BUG: the signal may have come with the time-out: look at the value again */
             pthread_mutex_unlock(&c->lock);
