@@ -54,6 +54,9 @@ struct scenario {
 };
 
 /* One schedule's run of the scenario. */
+/* The places of a wake-up a time-out took: the wait, the path after it, where the mutex was let go. */
+#define GIVEN_UP_PLACES 8
+
 struct run {
     const struct scenario *sc;
     void *object;
@@ -61,6 +64,8 @@ struct run {
     bool skipped[MAX_CALLS];     /* a call before the threads that would have waited for ever alone */
     bool pending[MAX_CALLS];     /* asleep when the scenario went quiet */
     void *touched[MAX_CALLS];    /* the last place of the code under test each call read or wrote, or NULL */
+    void *given_up[MAX_CALLS][GIVEN_UP_PLACES]; /* a timed call's wake-up its time-out took (kit_sched.h) */
+    int ngiven_up[MAX_CALLS];
     long events;                 /* invocations and responses so far */
     unsigned char initial[STATE_MAX];
     unsigned char final[STATE_MAX]; /* the model after the order the check found */
@@ -293,6 +298,8 @@ static void run_call(struct run *r, kit_call_t *c)
     const kit_op_t *op = &r->sc->spec->ops[c->op];
     kit_code_call_t before = { 0 }, after = { 0 };
     bool called_before = kit_last_call(&before);
+    void *earlier[GIVEN_UP_PLACES];
+    kit_sched_wakeup_given_up(earlier, GIVEN_UP_PLACES); /* (an earlier call's, not this one's) */
     kit_sched_touch_history();
     c->invoked = r->events++;
     c->started_ns = kit_now_ns();
@@ -300,6 +307,8 @@ static void run_call(struct run *r, kit_call_t *c)
     c->ended_ns = kit_now_ns();
     if (kit_last_call(&after) && !(called_before && same_call(&before, &after)))
         r->touched[c - r->calls] = after.touched; /* (one that looks like the last call: not named) */
+    if (c->ret == ETIMEDOUT && op->timed)
+        r->ngiven_up[c - r->calls] = kit_sched_wakeup_given_up(r->given_up[c - r->calls], GIVEN_UP_PLACES);
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -554,17 +563,81 @@ static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own
                      call);
 }
 
+/* A timed call whose time-out took a wake-up and gave it up, other than @p but, or -1. */
+static int gave_up_wakeup(const struct run *r, int but)
+{
+    for (int i = 0; i < r->sc->ncalls; i++)
+        if (i != but && returned(r, i) && r->ngiven_up[i] >= 2)
+            return i;
+    return -1;
+}
+
+/* "bq.c:169, bq.c:173 in wait_for_item_locked, bq.c:210 in bq_poll": places
+ * as where_text gives them ("bq.c:173 in wait_for_item_locked"), each line
+ * once, a function named once for its run of lines. */
+static void put_path(kit_text_t *t, char (*places)[160], int n)
+{
+    const char *function = NULL;
+    int put = 0;
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        char *in = strstr(places[i], " in ");
+        if (in)
+            *in = '\0'; /* places[i] is its file:line now, in + 4 its function */
+        for (int j = 0; j < i; j++)
+            seen = seen || strcmp(places[j], places[i]) == 0;
+        if (seen)
+            continue; /* another place on a line named already */
+        if (put > 0 && function && !(in && strcmp(function, in + 4) == 0))
+            kit_text_put(t, " in %s", function);
+        kit_text_put(t, "%s%s", put++ > 0 ? ", " : "", places[i]);
+        function = in ? in + 4 : NULL;
+    }
+    if (function)
+        kit_text_put(t, " in %s", function);
+}
+
+/* The lead of a failure that a timed call's given-up wake-up explains:
+ * the call returned ETIMEDOUT although a signal chose its wait, and the
+ * lines its time-out path ran, where the look again belongs. */
+static bool given_up_text(kit_text_t *t, const struct run *r, int call)
+{
+    int n = r->ngiven_up[call];
+    char places[GIVEN_UP_PLACES][160], name[160];
+    kit_describe_places(r->given_up[call], n, places);
+    if (strchr(places[0], ':') == NULL || strstr(places[0], "(reference)") || strncmp(places[0], "test_", 5) == 0)
+        return false; /* not the code under test's own wait */
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
+    kit_text_put(t, "%s on thread %c returned ETIMEDOUT although a signal had chosen its timed wait at %s: the "
+                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up: ",
+                 name, thread_letter(c->thread), places[0]);
+    if (n > 2) {
+        kit_text_put(t, "after the wait it ran ");
+        put_path(t, places + 1, n - 2);
+        kit_text_put(t, " and released the mutex at %s", places[n - 1]);
+    } else {
+        kit_text_put(t, "it released the mutex at %s right after the wait", places[n - 1]);
+    }
+    kit_text_put(t, " without going on or passing the wake-up on. On ETIMEDOUT, look at the condition once more "
+                 "under the lock and go on if it holds (or signal again before giving up). What the check saw: ");
+    return true;
+}
+
 static void report_lost(struct run *r, struct check *k, const char *state, kit_text_t *t)
 {
     const kit_spec_t *spec = r->sc->spec;
     const kit_call_t *c = &r->calls[k->lost_call];
     char call[160];
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
+    int given_up = gave_up_wakeup(r, k->lost_call);
+    bool told = given_up >= 0 && given_up_text(t, r, given_up);
     kit_text_put(t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s", call,
                  thread_letter(c->thread), state[0] ? state : "the calls that returned let it through");
     describe_order(t, k);
     kit_text_put(t, ": it should have been woken.");
-    timeout_note(t, r, gave_up(r, k->lost_call), false);
+    if (!told)
+        timeout_note(t, r, gave_up(r, k->lost_call), false);
     name_line(t, r, gave_up(r, k->lost_call));
     fail_check(r, "", k->lost_call, t);
 }
@@ -577,11 +650,12 @@ static void report_stuck(struct run *r, struct check *k, const char *state, kit_
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
     if (spec->print_out)
         spec->print_out(c, out, sizeof out);
+    bool told = r->ngiven_up[k->stuck_call] >= 2 && given_up_text(t, r, k->stuck_call);
     kit_text_put(t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
                  out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
     describe_order(t, k);
     kit_text_put(t, ".");
-    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed)
+    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed && !told)
         timeout_note(t, r, k->stuck_call, true);
     name_line(t, r, k->stuck_call);
     fail_check(r, "", k->stuck_call, t);
@@ -657,6 +731,7 @@ static void scenario_body(void *raw)
     memset(r->skipped, 0, sizeof r->skipped);
     memset(r->pending, 0, sizeof r->pending);
     memset(r->touched, 0, sizeof r->touched);
+    memset(r->ngiven_up, 0, sizeof r->ngiven_up);
     r->events = 0;
     unsigned char model[STATE_MAX];
     memset(model, 0, sizeof model);

@@ -115,6 +115,7 @@ struct sched_thread {
     enum sched_op op;                 /* the operation it is at */
     int obj, obj2, target;            /* the objects (or thread) of that operation */
     bool woken;                       /* WAITING: a signal chose it */
+    long woken_at;                    /* WAITING and woken: the steps recorded before that signal (-1: a broadcast) */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     int64_t deadline;                 /* virtual ns, or -1 */
     void *where;                      /* the call's return address */
@@ -134,6 +135,8 @@ struct sched_thread {
     bool joined;
     bool detached;
     void *joined_at, *detached_at;    /* where it was joined (or the join began), detached (NULL: at its creation) */
+    void *join_decided;               /* the joiner's last write of the code under test before it joined, or NULL */
+    long join_decided_seq;            /* that write's number (kit_sched_changes.c) */
     int joined_by;                    /* the thread that joined it, or began to */
     bool returned;                    /* its function returned (not pthread_exit) */
     void *(*fn)(void *);
@@ -372,11 +375,11 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
-/* A load of the code under test by thread, holding a mutex, as sched_memory_access sees it. (What a
- * thread reads holding none is in no section a wait can end: it takes a first mutex before it waits.) */
-void sched_changes_read(int thread, const void *addr, unsigned size);
-/* A store: in_section if the thread holds a mutex (then it may empty a read of its section). */
-void sched_changes_write(int thread, const void *addr, unsigned size, void *where, bool in_section);
+/* A load of the code under test by thread at where, as sched_memory_access sees it (kept also when
+ * it holds no mutex: a failed check asks who wrote what its thread last read). */
+void sched_changes_read(int thread, const void *addr, unsigned size, void *where);
+/* A store at where: it may empty a read of the thread's section. */
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where);
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */
@@ -396,5 +399,22 @@ void sched_changes_stalled(int thread);
 int sched_changes_stall(int back, long *step);
 /* sched_changes_of answers as of the @p back-th latest jump (-1: now). */
 void sched_changes_as_of_stall(int back);
+/* A timed wait of @p thread on @p cond with @p mutex, at @p where, that a
+ * signal chose timed out (POSIX allows both), nobody else in the mutex
+ * since the signal: it took the wake-up. */
+void sched_changes_took_wakeup(int thread, int cond, int mutex, void *where);
+/* @p thread signalled or broadcast @p cond: a wake-up it took is passed on. */
+void sched_changes_signalled(int thread, int cond);
+/* @p thread lets @p mutex go at @p where: unlocked (@p cond -1), or in a
+ * wait on condition variable @p cond. */
+void sched_changes_let_go(int thread, int mutex, void *where, int cond);
+/* The place of @p thread's latest write of the code under test still
+ * kept, or NULL; @p *seq numbers that write in the schedule (-1: none). */
+void *sched_changes_last_write(int thread, long *seq);
+/* The latest writes (each place once, newest first, at most @p most) to
+ * memory @p thread read since it last took a first mutex; their number. */
+int sched_changes_section_writers(int thread, struct sched_change *out, int most);
+/* The scheduled thread running now, or -1 (kit_sched.c). */
+int sched_running_thread(void);
 
 #endif

@@ -587,9 +587,9 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
         return NULL; /* a _Thread_local variable: this thread's own copy */
     unsigned bytes = size < UINT_MAX ? (unsigned)size : UINT_MAX;
     if (write)
-        sched_changes_write(me->id, addr, bytes, pc, me->holding > 0);
-    else if (me->holding > 0) /* (a thread that holds no mutex starts a new section before it can wait) */
-        sched_changes_read(me->id, addr, bytes);
+        sched_changes_write(me->id, addr, bytes, pc);
+    else
+        sched_changes_read(me->id, addr, bytes, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     return me;
