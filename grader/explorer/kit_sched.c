@@ -422,15 +422,17 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
-/* ways_to_go(), with the common cases without a call: a runnable thread,
- * and a waiter on a condition variable that nothing can wake now (no signal
- * chose it, it has no deadline, and no spurious wake-up is left). */
+/* ways_to_go(), with the common cases without a call: a runnable thread; a
+ * lock with no deadline, which goes on once its mutex is free; a waiter on a
+ * condition variable that nothing can wake now (no signal chose it, it has
+ * no deadline, and no spurious wake-up is left). */
 static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
 {
-    if (t->state == RUNNABLE) {
-        how[0] = GO;
+    how[0] = GO;
+    if (t->state == RUNNABLE)
         return 1;
-    }
+    if (t->state == LOCKING && t->deadline < 0)
+        return mutex_free(t->obj) ? 1 : 0;
     if (t->state == WAITING && !t->woken && t->deadline < 0 && sched.spurious_left <= 0)
         return 0;
     return ways_to_go(t, how);
