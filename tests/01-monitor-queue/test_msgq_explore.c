@@ -67,9 +67,7 @@ static void start(pthread_t *thread, void *(*fn)(void *), struct exchange *e, ms
     memset(e, 0, sizeof *e);
     e->q = q;
     e->index = index;
-    char name[KIT_THREAD_NAME_MAX];
-    snprintf(name, sizeof name, "%s-%d", fn == produce ? "producer" : "consumer", index);
-    explore_ok(kit_thread_start(thread, name, fn, e));
+    explore_ok(kit_thread_start_numbered(thread, fn == produce ? "producer" : "consumer", (size_t)index, fn, e));
 }
 
 /* Every id of every producer taken once, each producer's ids in order. */
