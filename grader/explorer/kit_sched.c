@@ -299,7 +299,10 @@ static void record_step(struct sched_thread *t, enum sched_op op, int obj, int o
 {
     touch_step(op, t->how, obj, other);
     count_wakeups(t, op, obj);
-    memcpy(t->name, kit_thread_name(), sizeof t->name); /* (the name is NUL-terminated within it) */
+    if (t->renamed) { /* (the name is NUL-terminated within it) */
+        memcpy(t->name, kit_thread_name(), sizeof t->name);
+        t->renamed = false;
+    }
     if (sched.nsteps >= sched.options.max_steps)
         return;
     sched.steps[sched.nsteps++] = (struct sched_step){ t->id, op, t->how, obj, other, t->where, sched.now };
@@ -419,13 +422,19 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
-/* ways_to_go(), with the common case - a runnable thread - without a call. */
+/* ways_to_go(), with the common cases without a call: a runnable thread; a
+ * lock with no deadline, which goes on once its mutex is free; a waiter on a
+ * condition variable that nothing can wake now (no signal chose it, it has
+ * no deadline, and no spurious wake-up is left). */
 static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
 {
-    if (t->state == RUNNABLE) {
-        how[0] = GO;
+    how[0] = GO;
+    if (t->state == RUNNABLE)
         return 1;
-    }
+    if (t->state == LOCKING && t->deadline < 0)
+        return mutex_free(t->obj) ? 1 : 0;
+    if (t->state == WAITING && !t->woken && t->deadline < 0 && sched.spurious_left <= 0)
+        return 0;
     return ways_to_go(t, how);
 }
 
@@ -1231,6 +1240,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->joined_by = -1;
     t->state = RUNNABLE;
     t->op = OP_START;
+    t->renamed = true; /* its first step takes the name it starts with */
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;

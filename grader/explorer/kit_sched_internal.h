@@ -128,7 +128,8 @@ struct sched_thread {
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     /* The thread: */
-    char name[KIT_THREAD_NAME_MAX];   /* copied from kit_thread_name() at each step */
+    char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */
+    bool renamed;                     /* its name changed since it was copied (pthread_setname_np, kit_thread.c) */
     pthread_t self;                   /* what pthread_self() says on it: odd, so no real thread's, and unique */
     struct sched_context context;
     bool started;                     /* its context has run */
