@@ -446,6 +446,21 @@ static int gave_up(const struct run *r, int but)
     return -1;
 }
 
+/* A timed call whose time-out took a wake-up and gave it up, other than @p but, or -1. */
+static int gave_up_wakeup(const struct run *r, int but)
+{
+    for (int i = 0; i < r->sc->ncalls; i++)
+        if (i != but && returned(r, i) && r->ngiven_up[i] >= 2)
+            return i;
+    return -1;
+}
+
+/* The lead a given-up wake-up of @p call gives, where the process can say (not in a judge). */
+static bool given_up_text(kit_text_t *t, const struct run *r, int call)
+{
+    return call >= 0 && r->given_up_text != NULL && r->ngiven_up[call] >= 2 && r->given_up_text(t, r, call);
+}
+
 /* Why a timed call that gave up may be the culprit: POSIX lets a time-out
  * take the wake-up that raced it. */
 static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own)
@@ -471,11 +486,13 @@ static bool report_lost(struct run *r, struct check *k, const char *state, kit_t
     const kit_call_t *c = &r->calls[k->lost_call];
     char call[160];
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
+    bool told = given_up_text(t, r, gave_up_wakeup(r, k->lost_call));
     kit_text_put(t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s", call,
                  thread_letter(c->thread), state[0] ? state : "the calls that returned let it through");
     describe_order(t, k);
     kit_text_put(t, ": it should have been woken.");
-    timeout_note(t, r, gave_up(r, k->lost_call), false);
+    if (!told)
+        timeout_note(t, r, gave_up(r, k->lost_call), false);
     name_line(t, r, gave_up(r, k->lost_call));
     return fail_check(r, k->lost_call, t);
 }
@@ -488,11 +505,12 @@ static bool report_stuck(struct run *r, struct check *k, const char *state, kit_
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
     if (spec->print_out)
         spec->print_out(c, out, sizeof out);
+    bool told = given_up_text(t, r, k->stuck_call);
     kit_text_put(t, "no order of the calls, one at a time, gives what they returned: %s %s, but %s", call,
                  out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
     describe_order(t, k);
     kit_text_put(t, ".");
-    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed)
+    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed && !told)
         timeout_note(t, r, k->stuck_call, true);
     name_line(t, r, k->stuck_call);
     return fail_check(r, k->stuck_call, t);

@@ -31,6 +31,7 @@ enum {
     SCENARIO_MAX_POST = 3,       /* the calls after, on the test's thread */
     SCENARIO_MAX_CALLS = SCENARIO_MAX_INIT + SCENARIO_MAX_THREADS * SCENARIO_MAX_PER_THREAD + SCENARIO_MAX_POST,
     SCENARIO_STATE_MAX = 1024,
+    SCENARIO_GIVEN_UP_PLACES = 8, /* a given-up wake-up's places: the wait, the path after it, the let go */
     SCENARIO_SEEN_MAX = 1024     /* a test's scenarios whose patterns are told apart */
 };
 
@@ -50,6 +51,9 @@ struct scenario {
 struct run;
 /** Names the line of the code under test a call last touched (the subject's or one process's), or NULL. */
 typedef void kit_scenario_namer_t(kit_text_t *t, const struct run *r, int call);
+/** Leads a failure with a timed call's given-up wake-up (kit_sched.h), if it had one and the process
+ *  that ran it can say where (the subject's or one process's): true if it did. */
+typedef bool kit_scenario_explainer_t(kit_text_t *t, const struct run *r, int call);
 /** Where a schedule's history goes once it is known (@p released: after the release and the joins). */
 typedef void kit_scenario_sink_t(const struct run *r, bool released);
 
@@ -61,6 +65,8 @@ struct run {
     bool skipped[SCENARIO_MAX_CALLS];  /* a call before the threads that would have waited for ever alone */
     bool pending[SCENARIO_MAX_CALLS];  /* asleep when the scenario went quiet */
     void *touched[SCENARIO_MAX_CALLS]; /* the last place of the code under test each call touched, or NULL */
+    void *given_up[SCENARIO_MAX_CALLS][SCENARIO_GIVEN_UP_PLACES]; /* a timed call's wake-up its time-out took */
+    int ngiven_up[SCENARIO_MAX_CALLS]; /* ... its places: the wait, the path after it, where the mutex was let go */
     long events;                       /* invocations and responses so far */
     long quiet_events;                 /* ... when the scenario went quiet (before the calls after) */
     long checked_events;               /* ... when its history was checked (after them) */
@@ -69,6 +75,7 @@ struct run {
     const char *file;
     int line;
     kit_scenario_namer_t *name_line;   /* NULL in a judge: it has no line of the subject's to name */
+    kit_scenario_explainer_t *given_up_text; /* NULL in a judge, likewise */
     kit_scenario_sink_t *sink;         /* NULL in one process */
 };
 

@@ -34,6 +34,8 @@ static void run_call(struct run *r, kit_call_t *c)
     const kit_op_t *op = &r->sc->spec->ops[c->op];
     kit_code_call_t before = { 0 }, after = { 0 };
     bool called_before = kit_last_call(&before);
+    void *earlier[SCENARIO_GIVEN_UP_PLACES];
+    kit_sched_wakeup_given_up(earlier, SCENARIO_GIVEN_UP_PLACES); /* (an earlier call's, not this one's) */
     kit_sched_touch_history();
     c->invoked = r->events++;
     c->started_ns = kit_now_ns();
@@ -41,6 +43,8 @@ static void run_call(struct run *r, kit_call_t *c)
     c->ended_ns = kit_now_ns();
     if (kit_last_call(&after) && !(called_before && same_call(&before, &after)))
         r->touched[c - r->calls] = after.touched; /* (one that looks like the last call: not named) */
+    if (c->ret == ETIMEDOUT && op->timed)
+        r->ngiven_up[c - r->calls] = kit_sched_wakeup_given_up(r->given_up[c - r->calls], SCENARIO_GIVEN_UP_PLACES);
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -95,6 +99,58 @@ static void name_line(kit_text_t *t, const struct run *r, int call)
     const kit_call_t *c = &r->calls[call];
     r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
     kit_text_put(t, " The last line of %s to read or write memory was %s.", name, place[0]);
+}
+
+/* "bq.c:169, bq.c:173 in wait_for_item_locked, bq.c:210 in bq_poll": places
+ * as kit_describe_places gives them ("bq.c:173 in wait_for_item_locked"),
+ * each line once, a function named once for its run of lines. */
+static void put_path(kit_text_t *t, char (*places)[160], int n)
+{
+    const char *function = NULL;
+    int put = 0;
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        char *in = strstr(places[i], " in ");
+        if (in)
+            *in = '\0'; /* places[i] is its file:line now, in + 4 its function */
+        for (int j = 0; j < i; j++)
+            seen = seen || strcmp(places[j], places[i]) == 0;
+        if (seen)
+            continue; /* another place on a line named already */
+        if (put > 0 && function && !(in && strcmp(function, in + 4) == 0))
+            kit_text_put(t, " in %s", function);
+        kit_text_put(t, "%s%s", put++ > 0 ? ", " : "", places[i]);
+        function = in ? in + 4 : NULL;
+    }
+    if (function)
+        kit_text_put(t, " in %s", function);
+}
+
+/* The lead of a failure that a timed call's given-up wake-up explains:
+ * the call returned ETIMEDOUT although a signal chose its wait, and the
+ * lines its time-out path ran, where the look again belongs. */
+static bool given_up_text(kit_text_t *t, const struct run *r, int call)
+{
+    int n = r->ngiven_up[call];
+    char places[SCENARIO_GIVEN_UP_PLACES][160], name[160];
+    kit_describe_places(r->given_up[call], n, places);
+    if (strchr(places[0], ':') == NULL || strstr(places[0], "(reference)") || strncmp(places[0], "test_", 5) == 0)
+        return false; /* not the code under test's own wait */
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
+    kit_text_put(t, "%s on thread %c returned ETIMEDOUT although a signal had chosen its timed wait at %s: the "
+                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up: ",
+                 name, thread_letter(c->thread), places[0]);
+    if (n > 2) {
+        kit_text_put(t, "after the wait it ran ");
+        put_path(t, places + 1, n - 2);
+        kit_text_put(t, " and released the mutex at %s", places[n - 1]);
+    } else {
+        kit_text_put(t, "it released the mutex at %s right after the wait", places[n - 1]);
+    }
+    kit_text_put(t, " without going on or passing the wake-up on. On ETIMEDOUT, look at the condition once more "
+                 "under the lock and go on if it holds (or signal again before giving up). What the check saw: ");
+    return true;
 }
 
 /* The object made, or the test fails: the scenarios need it. */
@@ -153,6 +209,7 @@ static void scenario_body(void *raw)
     memset(r->skipped, 0, sizeof r->skipped);
     memset(r->pending, 0, sizeof r->pending);
     memset(r->touched, 0, sizeof r->touched);
+    memset(r->ngiven_up, 0, sizeof r->ngiven_up);
     r->events = r->quiet_events = r->checked_events = 0;
     unsigned char model[SCENARIO_STATE_MAX];
     memset(model, 0, sizeof model);
@@ -192,6 +249,7 @@ bool scenario_explore(const char *test, const char *file, int line, const struct
     r.file = file;
     r.line = line;
     r.name_line = name_line;
+    r.given_up_text = given_up_text;
     r.sink = sink;
     char extra[32];
     snprintf(extra, sizeof extra, "%d", sc->number);

@@ -299,7 +299,10 @@ static void record_step(struct sched_thread *t, enum sched_op op, int obj, int o
 {
     touch_step(op, t->how, obj, other);
     count_wakeups(t, op, obj);
-    memcpy(t->name, kit_thread_name(), sizeof t->name); /* (the name is NUL-terminated within it) */
+    if (t->renamed) { /* (the name is NUL-terminated within it) */
+        memcpy(t->name, kit_thread_name(), sizeof t->name);
+        t->renamed = false;
+    }
     if (sched.nsteps >= sched.options.max_steps)
         return;
     sched.steps[sched.nsteps++] = (struct sched_step){ t->id, op, t->how, obj, other, t->where, sched.now };
@@ -419,13 +422,19 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
-/* ways_to_go(), with the common case - a runnable thread - without a call. */
+/* ways_to_go(), with the common cases without a call: a runnable thread; a
+ * lock with no deadline, which goes on once its mutex is free; a waiter on a
+ * condition variable that nothing can wake now (no signal chose it, it has
+ * no deadline, and no spurious wake-up is left). */
 static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
 {
-    if (t->state == RUNNABLE) {
-        how[0] = GO;
+    how[0] = GO;
+    if (t->state == RUNNABLE)
         return 1;
-    }
+    if (t->state == LOCKING && t->deadline < 0)
+        return mutex_free(t->obj) ? 1 : 0;
+    if (t->state == WAITING && !t->woken && t->deadline < 0 && sched.spurious_left <= 0)
+        return 0;
     return ways_to_go(t, how);
 }
 
@@ -448,6 +457,21 @@ static int list_alternatives(struct sched_thread **alt, enum sched_how *how)
     return n;
 }
 
+/* Whether a thread other than @p but took mutex @p obj after step @p since
+ * (true when @p since is -1, or the steps are no longer all kept: no telling). */
+static bool taken_since(int obj, long since, int but)
+{
+    if (since < 0 || sched.nsteps >= sched.options.max_steps)
+        return true;
+    for (long i = since; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        bool takes = step->op == OP_LOCK || step->op == OP_TRYLOCK || step->op == OP_WAKE;
+        if (takes && step->thread != but && (step->op == OP_WAKE ? step->other : step->obj) == obj)
+            return true;
+    }
+    return false;
+}
+
 /* Let thread t go on as `how`: apply the operation it was blocked in. */
 static void let_go(struct sched_thread *t, enum sched_how how)
 {
@@ -466,6 +490,8 @@ static void let_go(struct sched_thread *t, enum sched_how how)
         sched_lock_order(t->id, t->obj2, t->where);
         if (how == TIMEOUT)
             t->result = ETIMEDOUT;
+        if (how == TIMEOUT && t->woken && !t->harness && !taken_since(t->obj2, t->woken_at, t->id))
+            sched_changes_took_wakeup(t->id, t->obj, t->obj2, t->where); /* the wake-up is its to use or pass on */
         if (how == SPURIOUS)
             sched.spurious_left--;
         t->left_wait = how;
@@ -950,6 +976,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
     sched.objects[obj].owner = -1;
     me->holding--;
     sched_memory_release(me->id, obj);
+    sched_changes_let_go(me->id, obj, where, -1);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
     switch_point();
@@ -1010,6 +1037,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     sched.objects[lock].owner = -1; /* the wait gives the mutex up */
     me->holding--;
     sched_memory_release(me->id, lock);
+    sched_changes_let_go(me->id, lock, where, obj);
     sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();
@@ -1050,8 +1078,11 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
     if (first < 0)
         stop_here();
     int last = all ? n : (n > 0 ? first + 1 : 0);
-    for (int i = first; i < last; i++)
+    for (int i = first; i < last; i++) {
         waiters[i]->woken = true;
+        waiters[i]->woken_at = all ? -1 : sched.nsteps; /* a broadcast's wake-up is no one's alone */
+    }
+    sched_changes_signalled(me->id, obj);
     me->how = GO;
     record_step(me, all ? OP_BROADCAST : OP_SIGNAL, obj, n > 0 && !all ? waiters[first]->id : -1);
     return 0;
@@ -1209,6 +1240,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     t->joined_by = -1;
     t->state = RUNNABLE;
     t->op = OP_START;
+    t->renamed = true; /* its first step takes the name it starts with */
     t->priority = kit_rng_next(&sched.rng) | (1ULL << 62); /* above every PCT change point */
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;
@@ -1264,6 +1296,16 @@ static struct sched_thread *thread_of(pthread_t thread)
     return NULL;
 }
 
+/* Whether a second join of t followed the same write of the code under
+ * test as the first: the write that decided to join, made twice (a flag
+ * set without looking whether it was set, or looked at outside the lock). */
+static bool decided_twice(const struct sched_thread *t)
+{
+    long seq;
+    void *now = sched_changes_last_write(me->id, &seq);
+    return t->join_decided != NULL && now == t->join_decided && seq != t->join_decided_seq; /* made again */
+}
+
 /* A join (or a detach: @p call) of a thread that cannot be joined any more
  * fails the schedule: POSIX leaves it undefined, and code that ignores the
  * ESRCH or EINVAL it may get goes on as if the thread were waited for. */
@@ -1273,6 +1315,12 @@ static void check_joinable(const struct sched_thread *t, const char *call, void 
     if (t == me)
         misuse("%s calls %s on itself at %s: a thread cannot wait for its own end (EDEADLK). Join a thread from "
                "another one, or detach it", kit_thread_name(), call, call_place(where));
+    if ((t->joined || t->joined_by >= 0) && decided_twice(t))
+        misuse("%s calls %s at %s on %s, which %s %s already at %s: the decision to join was made twice - the "
+               "last write before each join was the same, at %s. Make it once: under the lock, look whether it "
+               "was made already, and make it only if not (a thread is joined once, by one thread)",
+               kit_thread_name(), call, call_place(where), name_of(t), name_of(sched.threads[t->joined_by]),
+               t->joined ? "joined" : "is joining", call_place(t->joined_at), call_place(t->join_decided));
     if (t->joined || t->joined_by >= 0)
         misuse("%s calls %s at %s on %s, which %s %s already at %s: a thread is joined once, by one thread - "
                "after that its pthread_t means nothing. Decide under a lock (or by design) which thread joins "
@@ -1314,6 +1362,7 @@ int __wrap_pthread_join(pthread_t thread, void **ret)
     check_joinable(t, "pthread_join", where);
     t->joined_by = me->id;
     t->joined_at = where;
+    t->join_decided = sched_changes_last_write(me->id, &t->join_decided_seq);
     at(me, JOINING, OP_JOIN, -1, where);
     me->target = t->id;
     switch_point();
@@ -1359,6 +1408,7 @@ int __wrap_pthread_tryjoin_np(pthread_t thread, void **ret)
         return EBUSY;
     t->joined_by = me->id;
     t->joined_at = __builtin_return_address(0);
+    t->join_decided = sched_changes_last_write(me->id, &t->join_decided_seq);
     record_step(me, OP_JOIN, -1, t->id);
     sched_memory_thread_joined(me->id, t->id);
     t->joined = true;
@@ -1641,6 +1691,11 @@ long kit_sched_wakeups(void)
 bool kit_sched_woken_spuriously(void)
 {
     return me != NULL && me->left_wait == SPURIOUS;
+}
+
+int sched_running_thread(void)
+{
+    return me != NULL ? me->id : -1;
 }
 
 void kit_sched_touch_history(void)

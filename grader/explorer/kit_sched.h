@@ -223,6 +223,15 @@ typedef struct {
 } kit_code_call_t;
 /** Whether this thread made such a call; if so, *call is the last one. */
 bool kit_last_call(kit_code_call_t *call);
+/** The calling scheduled thread's wake-up that a time-out took, since it
+ *  last asked: a timed wait of the code under test that a signal chose
+ *  timed out at once (POSIX allows both) - what it waited for had changed,
+ *  nobody else took the mutex in between - and the thread then let the
+ *  mutex go without passing the wake-up on. Its places into @p places (at
+ *  most @p most): the wait, the places it read or wrote after it, and last
+ *  where it let the mutex go; their number, or 0 (none, or no schedule).
+ *  Asked after a call that returned ETIMEDOUT: the call gave the wake-up up. */
+int kit_sched_wakeup_given_up(void **places, int most);
 /** A message built piece by piece in a fixed buffer (a failure's words);
  *  what does not fit is cut, never overflowed. */
 typedef struct {

@@ -115,6 +115,7 @@ struct sched_thread {
     enum sched_op op;                 /* the operation it is at */
     int obj, obj2, target;            /* the objects (or thread) of that operation */
     bool woken;                       /* WAITING: a signal chose it */
+    long woken_at;                    /* WAITING and woken: the steps recorded before that signal (-1: a broadcast) */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     int64_t deadline;                 /* virtual ns, or -1 */
     void *where;                      /* the call's return address */
@@ -127,13 +128,16 @@ struct sched_thread {
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     /* The thread: */
-    char name[KIT_THREAD_NAME_MAX];   /* copied from kit_thread_name() at each step */
+    char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */
+    bool renamed;                     /* its name changed since it was copied (pthread_setname_np, kit_thread.c) */
     pthread_t self;                   /* what pthread_self() says on it: odd, so no real thread's, and unique */
     struct sched_context context;
     bool started;                     /* its context has run */
     bool joined;
     bool detached;
     void *joined_at, *detached_at;    /* where it was joined (or the join began), detached (NULL: at its creation) */
+    void *join_decided;               /* the joiner's last write of the code under test before it joined, or NULL */
+    long join_decided_seq;            /* that write's number (kit_sched_changes.c) */
     int joined_by;                    /* the thread that joined it, or began to */
     bool returned;                    /* its function returned (not pthread_exit) */
     void *(*fn)(void *);
@@ -374,8 +378,11 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
-/* An access of the code under test by thread, as sched_memory_access sees it. */
-void sched_changes_access(int thread, const void *addr, unsigned size, bool write, void *where);
+/* A load of the code under test by thread at where, as sched_memory_access sees it (kept also when
+ * it holds no mutex: a failed check asks who wrote what its thread last read). */
+void sched_changes_read(int thread, const void *addr, unsigned size, void *where);
+/* A store at where: it may empty a read of the thread's section. */
+void sched_changes_write(int thread, const void *addr, unsigned size, void *where);
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */
@@ -395,5 +402,22 @@ void sched_changes_stalled(int thread);
 int sched_changes_stall(int back, long *step);
 /* sched_changes_of answers as of the @p back-th latest jump (-1: now). */
 void sched_changes_as_of_stall(int back);
+/* A timed wait of @p thread on @p cond with @p mutex, at @p where, that a
+ * signal chose timed out (POSIX allows both), nobody else in the mutex
+ * since the signal: it took the wake-up. */
+void sched_changes_took_wakeup(int thread, int cond, int mutex, void *where);
+/* @p thread signalled or broadcast @p cond: a wake-up it took is passed on. */
+void sched_changes_signalled(int thread, int cond);
+/* @p thread lets @p mutex go at @p where: unlocked (@p cond -1), or in a
+ * wait on condition variable @p cond. */
+void sched_changes_let_go(int thread, int mutex, void *where, int cond);
+/* The place of @p thread's latest write of the code under test still
+ * kept, or NULL; @p *seq numbers that write in the schedule (-1: none). */
+void *sched_changes_last_write(int thread, long *seq);
+/* The latest writes (each place once, newest first, at most @p most) to
+ * memory @p thread read since it last took a first mutex; their number. */
+int sched_changes_section_writers(int thread, struct sched_change *out, int most);
+/* The scheduled thread running now, or -1 (kit_sched.c). */
+int sched_running_thread(void);
 
 #endif

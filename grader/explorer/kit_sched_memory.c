@@ -364,17 +364,17 @@ void kit_sched_freed(const void *block, size_t size, void *where)
     if (last - first >= FREED_GRANULES)
         last = first + FREED_GRANULES - 1;
     keep_freed_block(me, (uintptr_t)block, size, where);
+    /* What each granule keeps from now on: the free alone (the same cells for all). */
+    const struct shadow_cell freed[CELLS] = { { place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
+                                                (uint16_t)me->id, 0xff, FREED } };
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
          * before, if anything was (a granule with no cell has nothing to race with). */
         struct shadow_entry *e = entry_of(g, true);
         if (e != NULL && e->cell[0].bytes != 0)
             e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
-        if (e == NULL)
-            continue;
-        memset(e->cell, 0, sizeof e->cell);
-        e->cell[0] = (struct shadow_cell){ place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
-                                           (uint16_t)me->id, 0xff, FREED };
+        if (e != NULL)
+            memcpy(e->cell, freed, sizeof e->cell);
     }
 }
 
@@ -523,7 +523,10 @@ static __attribute__((noinline, cold)) void record_race(const struct sched_threa
  * cell replaces, in this order: its last cell of the same bytes (a write
  * replaces a read or write, a read a read), the first free cell or one
  * ordered before this access (nothing left to race with), or the next in
- * turn. Returns the granule's entry, or NULL if it goes unwatched. */
+ * turn. Returns the granule's entry, or NULL if it goes unwatched.
+ * A cell of its own thread is always ordered before the access (a thread's
+ * own entry of its clock only grows): it is neither a race nor a clock to
+ * read. */
 static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
                                                  void *pc)
 {
@@ -533,22 +536,24 @@ static inline struct shadow_entry *check_granule(struct sched_thread *me, uintpt
     if (e->cell[0].write == FREED)
         use_after_free(me, addr, write, pc);
     const struct vclock *now = &thread_clock[me->id];
-    int mine = -1, spare = -1;
-    for (int i = 0; i < CELLS; i++) {
-        struct shadow_cell *cell = &e->cell[i];
-        if (cell->bytes == 0) { /* the cells in use come first: none after this one */
-            spare = spare < 0 ? i : spare;
-            break;
+    int mine = -1, spare = -1, i;
+    for (i = 0; i < CELLS && e->cell[i].bytes != 0; i++) { /* the cells in use come first */
+        const struct shadow_cell *cell = &e->cell[i];
+        if (cell->thread == me->id) {
+            if (cell->bytes == bytes && (write || !cell->write))
+                mine = i;
+            else if (spare < 0)
+                spare = i;
+            continue;
         }
         bool ordered = cell->clock <= vc_get(now, cell->thread);
-        if (cell->thread == me->id && cell->bytes == bytes && (write || !cell->write))
-            mine = i;
-        else if (cell->thread != me->id && (cell->bytes & bytes) && (write || cell->write) && !ordered &&
-                 !stale(cell, addr))
+        if (!ordered && (cell->bytes & bytes) && (write || cell->write) && !stale(cell, addr))
             record_race(me, cell, addr, write, pc);
         if (ordered && spare < 0)
             spare = i;
     }
+    if (i < CELLS && spare < 0)
+        spare = i; /* the first free cell */
     if (mine < 0)
         mine = spare >= 0 ? spare : e->next++ % CELLS;
     e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
@@ -580,14 +585,20 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
         return NULL; /* a _Thread_local variable: this thread's own copy */
-    sched_changes_access(me->id, addr, size < UINT_MAX ? (unsigned)size : UINT_MAX, write, pc);
+    unsigned bytes = size < UINT_MAX ? (unsigned)size : UINT_MAX;
+    if (write)
+        sched_changes_write(me->id, addr, bytes, pc);
+    else
+        sched_changes_read(me->id, addr, bytes, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
     return me;
 }
 
-/* Each granule of [addr, addr + size) against its cells. */
-static inline void check_bytes(struct sched_thread *me, uintptr_t a, size_t size, bool write, void *pc)
+/* Each granule of [addr, addr + size) against its cells. (Inline in each
+ * caller: a load's or store's check is one call from the code under test.) */
+static inline __attribute__((always_inline)) void check_bytes(struct sched_thread *me, uintptr_t a, size_t size,
+                                                              bool write, void *pc)
 {
     unsigned first = (unsigned)(a & 7);
     if (size > 0 && first + size <= 8) { /* within one granule, as nearly every access is */

@@ -1523,6 +1523,75 @@ static void explain_hang(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* The field a failed check of a value names - "failed" of "s.failed is 2,
+ * expected 1" - into @p out; false when the check names no plain field. */
+static bool checked_field(const char *message, char *out, size_t size)
+{
+    size_t length = strcspn(message, " \n");
+    if (strncmp(message + length, " is ", 4) != 0 || length == 0 || length >= size)
+        return false;
+    for (size_t i = 0; i < length; i++)
+        if (!isalnum((unsigned char)message[i]) && !strchr("_.->", message[i]))
+            return false; /* a call, an index: no field the code writes by that name */
+    size_t start = length;
+    while (start > 0 && (isalnum((unsigned char)message[start - 1]) || message[start - 1] == '_'))
+        start--;
+    snprintf(out, size, "%.*s", (int)(length - start), message + start);
+    return out[0] != '\0' && !isdigit((unsigned char)out[0]);
+}
+
+/* Whether source @p code writes @p field: "p->stats.failed++", "x.failed = ...". */
+static bool writes_field(const char *code, const char *field)
+{
+    size_t n = strlen(field);
+    for (const char *at = strstr(code, field); at; at = strstr(at + 1, field)) {
+        bool member = at > code && (at[-1] == '.' || at[-1] == '>');
+        const char *after = at + n + strspn(at + n, " ");
+        bool whole = !isalnum((unsigned char)at[n]) && at[n] != '_';
+        bool assigns = strncmp(after, "++", 2) == 0 || strncmp(after, "--", 2) == 0 ||
+                       (after[0] == '=' && after[1] != '=') || (strchr("+-*/|&", after[0]) && after[1] == '=');
+        if (member && whole && assigns)
+            return true;
+    }
+    return false;
+}
+
+/* A failed check of a value on a scheduled test - "s.failed is 2, expected
+ * 1" - after a call that read the code's memory: when exactly one line of
+ * the code under test wrote that field among the latest writes to what the
+ * failing thread read since it last took a mutex, the "why:" names it. */
+static void explain_check(bool scheduled)
+{
+    char field[64], code[100], there[160];
+    struct sched_change changes[24];
+    if (!scheduled || sched.deadlocked || sched.failer < 0 || strstr(sched.message, "\n  why: ") ||
+        !checked_field(sched.message, field, sizeof field))
+        return;
+    int n = sched_changes_section_writers(sched.failer, changes, 24), found = -1;
+    nplaces = 0;
+    for (int i = 0; i < n; i++)
+        want_place(changes[i].where);
+    resolve_places();
+    for (int i = 0; i < n; i++) {
+        code_at(changes[i].where, code, sizeof code);
+        if (!students_code(changes[i].where) || !writes_field(code, field))
+            continue;
+        if (found >= 0 && strcmp(place_of(changes[found].where)->text, place_of(changes[i].where)->text) != 0)
+            return; /* two lines write it: no telling which made the value */
+        if (found < 0)
+            found = i;
+    }
+    if (found < 0)
+        return;
+    code_at(changes[found].where, code, sizeof code);
+    where_text(changes[found].where, there, sizeof there);
+    char why[600];
+    snprintf(why, sizeof why, "why: the check read `%s`, which the code last wrote at %s: %s(%s, after step %ld) - the "
+             "wrong value was made there, or by what led there", field, there, code,
+             sched.threads[changes[found].thread]->name, changes[found].step);
+    insert_why(why, scheduled);
+}
+
 #define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
 
 /* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
@@ -1609,6 +1678,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     rename_in_message();
     explain_hang(scheduled);
     explain_stall(scheduled);
+    explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;

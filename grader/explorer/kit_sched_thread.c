@@ -50,7 +50,9 @@ int __wrap_pthread_equal(pthread_t a, pthread_t b)
 
 /* ---- Names -------------------------------------------------------------------------
  * The kernel keeps a thread's name (15 characters): a thread of a schedule
- * keeps its own, and the runner's is never touched (no system call). */
+ * keeps its own, and the runner's is never touched (no system call). The
+ * kit's longer name (kit_thread_set_name) changes only with a call here, so
+ * a step copies it into the thread's record only after one (record_step). */
 int __real_pthread_setname_np(pthread_t thread, const char *name);
 int __real_pthread_getname_np(pthread_t thread, char *name, size_t size);
 int __wrap_pthread_setname_np(pthread_t thread, const char *name);
@@ -74,6 +76,7 @@ int __wrap_pthread_setname_np(pthread_t thread, const char *name)
     struct sched_thread *t = named(thread, &err);
     if (t == NULL)
         return err ? err : __real_pthread_setname_np(thread, name);
+    t->renamed = true;
     size_t length = strlen(name);
     if (length >= sizeof t->kernel_name)
         return ERANGE;

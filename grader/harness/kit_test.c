@@ -373,7 +373,10 @@ void __wrap_print_error(const char *const format, ...)
         vsnprintf(text, sizeof text, format, args);
         va_end(args);
         const char *words = strncmp(text, "ERROR: ", 7) == 0 ? text + 7 : text; /* fail_msg's prefix */
-        snprintf(kept, size, "%.*s", (int)strcspn(words, "\n"), words);
+        size_t used = strncmp(words, "  ", 2) == 0 ? strlen(kept) : 0; /* a line more of the same failure */
+        if (used > 0 && used + 1 < size)
+            kept[used++] = '\n';
+        snprintf(kept + used, size - used, "%.*s", (int)strcspn(words, "\n"), words);
     }
     va_start(args, format);
     vfprintf(stderr, format, args); /* whole: cmocka's own print cuts a message at 1024 bytes */

@@ -37,6 +37,13 @@
 int kit_thread_start(pthread_t *thread, const char *name, void *(*fn)(void *), void *arg);
 
 /**
+ * @brief Start a thread running `fn(arg)` under the name `<role>-<index>`
+ *        ("consumer-1"): kit_thread_start() with the name made for it.
+ * @return as kit_thread_start(); EINVAL also if @p role is NULL.
+ */
+int kit_thread_start_numbered(pthread_t *thread, const char *role, size_t index, void *(*fn)(void *), void *arg);
+
+/**
  * @brief Start @p count threads named `<role>-0`, `<role>-1`, ...: thread i
  *        runs `fn(args + i * arg_size)`, or `fn((void *)(intptr_t)i)` when
  *        @p args is NULL (its index is all it needs).

@@ -774,14 +774,13 @@ static void test_tpool_submit_rejected_task_gives_no_future(void **state)
 
 static char dishes[][24] = { "di san xian", "kung pao chicken", "spicy diced chicken", "grilled wings" };
 
-/* The source document's restaurant: one pool of two, two orders taken at
- * once, each waiting for a dish only this pool could cook. The first waiter
- * to ask still has a colleague who might cook; the second has nobody left,
- * so it gets EDEADLK - and leaving frees its thread to cook the first dish. */
-static void test_future_get_shared_pool_starvation_is_detected(void **state)
+/* The source document's restaurant on pool @p p of two: two orders taken
+ * at once, each waiting for a dish only this pool could cook. The first
+ * waiter to ask still has a colleague who might cook; the second has nobody
+ * left, so it gets EDEADLK - and leaving frees its thread to cook the first
+ * dish. @p before says what the pool went through first, for the messages. */
+static void restaurant_starves_once(tpool_t *p, const char *before)
 {
-    (void)state;
-    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "shared");
     static kit_gate_t counter;
     assert_ok(kit_gate_init(&counter));
     static struct order orders[2];
@@ -791,23 +790,31 @@ static void test_future_get_shared_pool_starvation_is_detected(void **state)
         taken[i] = submit(p, take_order, &orders[i]);
     }
     if (kit_gate_await_arrivals(&counter, 2, KIT_HANG_MS) != 0)
-        fail_msg("the two orders were not both taken by the pool's two workers");
+        fail_msg("%sthe two orders were not both taken by the pool's two workers", before);
     kit_gate_open(&counter); /* both workers now hold an order: nobody is free to cook */
     for (int i = 0; i < 2; i++)
         if (future_get_timed(taken[i], NULL, KIT_HANG_MS) != 0)
-            fail_msg("order %d is still waiting after %ld ms: the starved pool hung", i, KIT_HANG_MS);
+            fail_msg("%sorder %d is still waiting after %ld ms: the starved pool hung, no wait got EDEADLK", before, i,
+                     KIT_HANG_MS);
     int starved = 0, served = 0;
     for (int i = 0; i < 2; i++) {
         starved += orders[i].err == EDEADLK;
         served += orders[i].err == 0 && orders[i].served == dishes[i];
     }
     if (starved != 1 || served != 1)
-        fail_msg("expected one order served and one EDEADLK; got %s and %s", kit_errno_name(orders[0].err),
+        fail_msg("%sexpected one order served and one EDEADLK; got %s and %s", before, kit_errno_name(orders[0].err),
                  kit_errno_name(orders[1].err));
     for (int i = 0; i < 2; i++)
         future_release(taken[i]);
-    tpool_destroy(p);
     kit_gate_destroy(&counter);
+}
+
+static void test_future_get_shared_pool_starvation_is_detected(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "shared");
+    restaurant_starves_once(p, "");
+    tpool_destroy(p);
 }
 
 /* Pool of two: one worker is busy (not waiting on the pool), the other waits
@@ -842,6 +849,7 @@ static void test_future_get_waits_while_another_worker_can_progress(void **state
     }
     tpool_destroy(p);
 }
+
 
 /* A task on one worker of a pool of two, the other worker busy: it queues
  * task C and waits for it twice, 100 ms each time, while C cannot start.
@@ -890,6 +898,12 @@ static void test_future_get_timed_out_own_pool_wait_is_uncounted(void **state)
                  "is stuck", kit_errno_name(twice.second_err));
     assert_ok(future_get_timed(twice.c, NULL, KIT_HANG_MS));
     assert_ok(future_get(running, NULL));
+    /* Its task done, the give-up must have left the pool's count of blocked
+     * workers as it found it: not lower either (un-counted twice, once by the
+     * timed get and again when the task finished), or a real starvation is
+     * no longer seen. */
+    restaurant_starves_once(twice.p, "after a worker's timed get gave up on a task of its own pool and that task "
+                                     "then finished (its wait counted once and un-counted once): ");
     future_release(twice.c);
     future_release(waiter);
     future_release(running);

@@ -19,6 +19,7 @@ struct counter {
     /* Guarded by lock: */
     long value;
     bool ready;
+    bool helper_joined;
 };
 
 counter_t *counter_create(void)
@@ -249,4 +250,80 @@ void counter_add_on_a_helper_joined_twice(counter_t *c)
     }
     pthread_join(helper, NULL);
     pthread_join(helper, NULL); /* BUG: joined already; the error it returns is ignored */
+}
+
+void counter_put_one(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value++;
+    pthread_cond_signal(&c->changed); /* one taker can go on */
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_take_one(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->value == 0) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    c->value--;
+    pthread_mutex_unlock(&c->lock);
+}
+
+int counter_take_one_within(counter_t *c, long ms)
+{
+    struct timespec deadline;
+    kit_deadline_after(ms, &deadline);
+    pthread_mutex_lock(&c->lock);
+    while (c->value == 0) { /* while: a wake-up may be spurious, or another taker was first */
+        int err = pthread_cond_clockwait(&c->changed, &c->lock, CLOCK_MONOTONIC, &deadline);
+        if (err == ETIMEDOUT) { /* BUG: the signal may have come with the time-out: look at the value again */
+            pthread_mutex_unlock(&c->lock);
+            return ETIMEDOUT;
+        }
+    }
+    c->value--;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+void counter_join_helper(counter_t *c, pthread_t helper)
+{
+    pthread_mutex_lock(&c->lock);
+    c->helper_joined = true; /* BUG: decided without looking whether it was decided already */
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(helper, NULL);
+}
+
+struct meter {
+    pthread_mutex_t lock;
+    meter_reading_t now; /* guarded by lock */
+};
+
+meter_t *meter_create(void)
+{
+    meter_t *m = calloc(1, sizeof *m);
+    if (m != NULL)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+void meter_add(meter_t *m, long n)
+{
+    pthread_mutex_lock(&m->lock);
+    m->now.value += n;
+    m->now.adds += 2; /* BUG: one add, counted twice */
+    pthread_mutex_unlock(&m->lock);
+}
+
+void meter_read(meter_t *m, meter_reading_t *out)
+{
+    pthread_mutex_lock(&m->lock);
+    *out = m->now;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void meter_destroy(meter_t *m)
+{
+    pthread_mutex_destroy(&m->lock);
+    free(m);
 }

@@ -7,6 +7,8 @@
 #ifndef BUGGY_H
 #define BUGGY_H
 
+#include <pthread.h>
+
 typedef struct counter counter_t;
 
 /** @brief A counter with a mutex and a condition variable. @return NULL without memory. */
@@ -60,5 +62,33 @@ void counter_add_on_a_thread_left_behind(counter_t *c);
 void counter_close(counter_t *c);
 /** @brief Adds one on a helper thread - and joins it twice, ignoring the second join's error. */
 void counter_add_on_a_helper_joined_twice(counter_t *c);
+
+/** @brief Adds one under the lock and signals one waiter. */
+void counter_put_one(counter_t *c);
+/** @brief Waits until the value is above 0, then takes one. */
+void counter_take_one(counter_t *c);
+/**
+ * @brief As counter_take_one, waiting at most @p ms: @return 0 or ETIMEDOUT -
+ *        but gives up as soon as its wait says ETIMEDOUT, without looking at
+ *        the value again: a wake-up that came with the time-out is lost.
+ */
+int counter_take_one_within(counter_t *c, long ms);
+/** @brief A meter: a value and how many adds made it, under one mutex. */
+typedef struct meter meter_t;
+/** @brief What a meter holds, copied out. */
+typedef struct {
+    long value; /**< the sum of the adds */
+    long adds;  /**< how many adds there were */
+} meter_reading_t;
+/** @brief A meter at 0. @return NULL without memory. */
+meter_t *meter_create(void);
+/** @brief Adds @p n under the lock - and counts the add twice: a wrong count, made at that line. */
+void meter_add(meter_t *m, long n);
+/** @brief Copies the meter out under the lock. */
+void meter_read(meter_t *m, meter_reading_t *out);
+/** @brief Frees it. */
+void meter_destroy(meter_t *m);
+/** @brief Joins @p helper unless the counter's helper was joined already - deciding it without looking: a second join. */
+void counter_join_helper(counter_t *c, pthread_t helper);
 
 #endif

@@ -397,6 +397,143 @@ static void test_feedback_scenario_crash_names_the_scenario(void **state)
     kit_scenarios(&counter_spec, 10, &options);
 }
 
+/* ---- A wake-up a time-out took, and a join decided twice, name the student's lines ---- */
+
+static int run_put(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg, (void)timeout_ms, (void)out;
+    counter_put_one(object);
+    return 0;
+}
+
+static int run_take(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg, (void)timeout_ms, (void)out;
+    counter_take_one(object);
+    return 0;
+}
+
+static int run_take_within(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg, (void)out;
+    return counter_take_one_within(object, timeout_ms);
+}
+
+static bool put_takes_effect(void *raw, const kit_call_t *call)
+{
+    (void)call;
+    ((struct counter_model *)raw)->value++;
+    return true;
+}
+
+static bool take_takes_effect(void *raw, const kit_call_t *call)
+{
+    struct counter_model *model = raw;
+    if (call->ret == ETIMEDOUT)
+        return model->value == 0; /* a time-out while nothing could be taken */
+    if (call->ret != 0 || model->value == 0)
+        return false;
+    model->value--;
+    return true;
+}
+
+static bool take_waits(const void *state, const kit_call_t *call)
+{
+    (void)call;
+    return ((const struct counter_model *)state)->value == 0;
+}
+
+static void print_take_call(const kit_call_t *call, const char *name, char *text, size_t size)
+{
+    if (strcmp(name, "counter_take_one_within") == 0)
+        snprintf(text, size, "%s(c, %ld)", name, call->timeout_ms);
+    else
+        snprintf(text, size, "%s(c)", name);
+}
+
+static const kit_op_t take_ops[] = {
+    { .name = "counter_put_one", .weight = 2, .run = run_put, .take_effect = put_takes_effect,
+      .waits = never_waits, .group = 2, .rule = "counter_put_one: adds one and wakes a taker" },
+    { .name = "counter_take_one", .weight = 1, .run = run_take, .take_effect = take_takes_effect,
+      .waits = take_waits, .group = 1, .rule = "counter_take_one: waits until it can take one" },
+    { .name = "counter_take_one_within", .weight = 2, .timed = true, .run = run_take_within,
+      .take_effect = take_takes_effect, .waits = take_waits, .group = 1,
+      .rule = "counter_take_one_within: takes one, or ETIMEDOUT if none came by the deadline" },
+};
+
+static const kit_shape_t take_shapes[] = {
+    { .sleepers = 1, .mover = 2 }, /* two takers asleep, a thread that puts */
+};
+
+/* Every taker still asleep at the end gets one (three at most sleep). */
+static void release_takers(void *object)
+{
+    for (int i = 0; i < 3; i++)
+        counter_put_one(object);
+}
+
+static const kit_spec_t take_spec = {
+    .object = "c",
+    .state_size = sizeof(struct counter_model),
+    .create = create_counter,
+    .release = release_takers,
+    .released_ret = 0,
+    .destroy = destroy_counter,
+    .print_create = print_create,
+    .print_call = print_take_call,
+    .ops = take_ops,
+    .nops = 3,
+    .shapes = take_shapes,
+    .nshapes = 1,
+};
+
+static void test_feedback_wakeup_taken_by_a_timeout_is_named(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 300, .timeouts_race = true };
+    kit_scenarios(&take_spec, 10, &options);
+}
+
+static void *add_one_on_a_helper(void *raw)
+{
+    counter_add(raw, 1);
+    return NULL;
+}
+
+static void test_feedback_join_decided_twice_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    pthread_t helper;
+    assert_ok(pthread_create(&helper, NULL, add_one_on_a_helper, c));
+    counter_join_helper(c, helper);
+    counter_join_helper(c, helper); /* a second owner's teardown: the helper must be joined once */
+    counter_destroy(c);
+}
+
+/* ---- A wrong value a test's check reads names the line that wrote it ---------------- */
+
+static void *add_to_the_meter(void *raw)
+{
+    meter_add(raw, 5);
+    return NULL;
+}
+
+static void test_feedback_wrong_count_names_its_write(void **state)
+{
+    (void)state;
+    meter_t *m = meter_create();
+    assert_non_null(m);
+    pthread_t adder;
+    assert_ok(pthread_create(&adder, NULL, add_to_the_meter, m));
+    assert_ok(pthread_join(adder, NULL));
+    meter_reading_t reading;
+    meter_read(m, &reading);
+    assert_int_equal(reading.value, 5);
+    assert_int_equal(reading.adds, 1);
+    meter_destroy(m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_crash_shows_the_faulting_line),
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
@@ -420,6 +557,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_thread_leak_is_not_a_race),
     cmocka_unit_test(test_feedback_use_after_free_names_both_lines),
     cmocka_unit_test(test_feedback_second_join_is_named),
+    cmocka_unit_test(test_feedback_wakeup_taken_by_a_timeout_is_named),
+    cmocka_unit_test(test_feedback_join_decided_twice_is_named),
+    cmocka_unit_test(test_feedback_wrong_count_names_its_write),
 };
 
 KIT_TEST_MAIN(tests)

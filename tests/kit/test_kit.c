@@ -87,6 +87,36 @@ static void test_kit_gate_holds_threads_until_opened(void **state)
     kit_gate_destroy(&gate);
 }
 
+/* The thread's own name, as it sees it, into the buffer it was given. */
+static void *copy_own_name(void *raw)
+{
+    snprintf(raw, KIT_THREAD_NAME_MAX, "%s", kit_thread_name());
+    return NULL;
+}
+
+/* Name of the thread kit_thread_start_numbered starts as role and index; joined. */
+static void name_of_numbered(const char *role, size_t index, char *name)
+{
+    pthread_t thread;
+    assert_ok(kit_thread_start_numbered(&thread, role, index, copy_own_name, name));
+    assert_ok(pthread_join(thread, NULL));
+}
+
+/* "<role>-<index>", cut to KIT_THREAD_NAME_MAX - 1 characters as snprintf cuts it. */
+static void test_kit_thread_start_numbered_names_role_and_index(void **state)
+{
+    (void)state;
+    char name[KIT_THREAD_NAME_MAX];
+    name_of_numbered("consumer", 12, name);
+    assert_string_equal(name, "consumer-12");
+    name_of_numbered("worker", 0, name);
+    assert_string_equal(name, "worker-0");
+    name_of_numbered("a-role-of-twenty-eight-chars", 12345, name);
+    assert_string_equal(name, "a-role-of-twenty-eight-chars-12");
+    pthread_t thread;
+    assert_err(kit_thread_start_numbered(&thread, NULL, 1, copy_own_name, name), EINVAL);
+}
+
 static void *record_spans(void *raw)
 {
     (void)raw;
@@ -203,6 +233,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_kit_deadline_is_in_the_future_and_clamped),
     cmocka_unit_test(test_kit_timed_wait_waits_at_least_its_timeout),
     cmocka_unit_test(test_kit_gate_holds_threads_until_opened),
+    cmocka_unit_test(test_kit_thread_start_numbered_names_role_and_index),
     cmocka_unit_test(test_kit_trace_records_balanced_ordered_events),
     cmocka_unit_test(test_kit_trace_is_silent_when_off),
     cmocka_unit_test(test_kit_trace_writes_json),
