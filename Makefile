@@ -564,7 +564,7 @@ CHECK_FLAGS = $(GRADE_FLAGS) $(if $(strip $(CH)),,--chapter kit --chapter faults
 test: $(if $(HAVE_SOLUTIONS),deps) ## run every test against the solutions, smoke-run the programs, check the pages hold no solution code
 	@$(if $(HAVE_SOLUTIONS),:,echo "make test proves the kit against its reference solutions, which the student kit leaves out: to test your code, run make grade CH=NN"; exit 2)
 	@$(MAKE) --no-print-directory -j$(JOBS) programs tests-bin grader
-	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin $(OUT_ROOT)/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
+	@$(SKIP_NOTE) start=$$(date +%s); $(GRADER) --mode test --bin $(OUT)/tests --report build/test $(CHECK_FLAGS); rc=$$?; \
 	  echo "Suite time: $$(( $$(date +%s) - start )) s"; exit $$rc
 	@$(MAKE) --no-print-directory smoke
 	@tools/check-copied-code
