@@ -153,7 +153,7 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_scenario_check.c \
                 grader/explorer/kit_scenario_run.c grader/explorer/kit_sched_lockorder.c \
                 grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
-                grader/explorer/kit_sched_changes.c
+                grader/explorer/kit_sched_changes.c grader/explorer/kit_text.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \
@@ -360,7 +360,8 @@ JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_
 SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
               grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c grader/subject/kit_transcript.c \
               grader/subject/kit_transcript_sync.c
-JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario_check.c)
+JUDGE_OBJS = $(patsubst %.c,$(COMMON)/%.o,$(JUDGE_SRCS) grader/harness/kit_test.c grader/explorer/kit_scenario_check.c \
+             grader/explorer/kit_text.c)
 SUBJECT_SUPPORT_OBJS = $(filter-out %/kit_test.o %/kit_scenario.o,$(SUPPORT_OBJS)) \
                        $(patsubst %.c,$(COMMON)/%.o,$(SERVE_SRCS) grader/judge/kit_wire.c)
 JUDGE_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_create pthread_join pthread_detach pthread_mutex_lock \

@@ -596,18 +596,6 @@ static void name_objects(long first)
  * variable a thread sleeps on, and where that signaller stands now. */
 
 
-void kit_text_put(kit_text_t *t, const char *fmt, ...)
-{
-    if (t->at + 1 >= t->size)
-        return;
-    va_list args;
-    va_start(args, fmt);
-    int n = vsnprintf(t->out + t->at, t->size - t->at, fmt, args);
-    va_end(args);
-    if (n > 0)
-        t->at += (size_t)n < t->size - t->at ? (size_t)n : t->size - t->at - 1;
-}
-
 /* "bq.c:120 in bq_take" */
 static void where_text(void *where, char *out, size_t size)
 {
