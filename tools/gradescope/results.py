@@ -66,6 +66,9 @@ def test_text(test, work_dir):
         output += "\nDebug it in your kit: " + test["debug"]
     if test.get("feedback"):
         output += "\n\nFeedback (no points): " + test["feedback"]
+    if test.get("judged") and test.get("subject_word"):
+        output += ("\n\nSelf-reported in part: this line rests on what the code under test's own process says "
+                   "of its %s; the judge decided the rest." % test["subject_word"])
     return output
 
 
