@@ -373,9 +373,10 @@ SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WR
 # Which chapters are judged, and which of those write their explorations
 # down in the subject: a change (chNN_judged=yes or chNN_transcripts= on the
 # command line, or in a build.mk) rewrites this stamp, and their test
-# programs link again.
+# programs link again (so do the subjects when make hardening's liar sets
+# SUBJECT_FIRST_OBJS).
 JUDGED_STAMP = $(OUT)/tests/.judged
-JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts)))
+JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts))) $(SUBJECT_FIRST_OBJS)
 $(JUDGED_STAMP): FORCE
 	@mkdir -p $(@D)
 	@echo '$(JUDGED_SET)' | cmp -s - $@ 2>/dev/null || echo '$(JUDGED_SET)' > $@
@@ -413,8 +414,12 @@ $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
 $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
-	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(SUBJECT_FIRST) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
+# make hardening's liar (tests/hostile/liar): objects linked into every
+# subject before its own, whose definitions win - a subject taken over whole.
+SUBJECT_FIRST_OBJS ?=
+SUBJECT_FIRST = $(if $(SUBJECT_FIRST_OBJS),-Wl$(comma)--allow-multiple-definition $(SUBJECT_FIRST_OBJS))
 
 $(OUT)/tests/kit/%: $(COMMON)/tests/kit/%.o $(SUPPORT_OBJS) $(KITLIB)
 	@mkdir -p $(@D)

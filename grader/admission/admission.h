@@ -88,6 +88,13 @@ struct admit_rules {
 void admit_check_object(const struct elf_object *object, const struct admit_rules *rules,
                        const struct preprocessed *source);
 
+/* make hardening's check that the judge alone holds what these rules refuse
+ * (tools/hardening): with KIT_ADMIT_SECTIONS_UNCHECKED in the environment,
+ * admission leaves out its rules on sections and executable bytes - the
+ * section attributes and pragmas, admit_check_code, admit_check_binary -
+ * and says so on every call. Never set in a grade that counts. */
+extern bool admit_sections_unchecked;
+
 /* ---- executable bytes (admission_code.c) ---- */
 /** Reports code sections that are not plain functions, and functions or data out of place. */
 void admit_check_code(const struct elf_object *object, const struct preprocessed *source, const char *display);

@@ -184,7 +184,8 @@ static int source(int argc, char **argv)
     struct preprocessed *text = preprocessed_load(source_path, trusted);
     if (text) {
         admit_check_asm(text);
-        admit_check_sections(text);
+        if (!admit_sections_unchecked)
+            admit_check_sections(text);
     }
     preprocessed_free(text);
     return admit_finding_count() > 0;
@@ -204,12 +205,19 @@ static int binary(int argc, char **argv)
     if (!path || !findings_dir)
         usage();
     mkdir(findings_dir, 0755);
-    admit_check_binary(path, display);
+    if (!admit_sections_unchecked)
+        admit_check_binary(path, display);
     return admit_finding_count() > 0;
 }
 
+bool admit_sections_unchecked;
+
 int main(int argc, char **argv)
 {
+    admit_sections_unchecked = getenv("KIT_ADMIT_SECTIONS_UNCHECKED") != NULL;
+    if (admit_sections_unchecked)
+        fprintf(stderr, "kit-admit: the rules on sections and executable bytes are OFF "
+                "(KIT_ADMIT_SECTIONS_UNCHECKED): this grade checks that the judge alone holds\n");
     if (argc > 1 && strcmp(argv[1], "stage") == 0)
         return stage(argc, argv);
     if (argc > 1 && strcmp(argv[1], "source") == 0)

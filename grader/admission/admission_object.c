@@ -255,6 +255,7 @@ void admit_check_object(const struct elf_object *object, const struct admit_rule
                        const struct preprocessed *source)
 {
     check_sections(object, rules, source, rules->display);
-    admit_check_code(object, source, rules->display);
+    if (!admit_sections_unchecked)
+        admit_check_code(object, source, rules->display);
     check_symbols(object, rules, source, rules->display);
 }

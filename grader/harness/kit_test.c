@@ -18,6 +18,7 @@
 #endif
 #include <limits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ static const char *base_name(const char *path)
  * status 0, passes nothing. */
 static int verdict_pass = -1, verdict_out = -1, verdict_race = -1;
 static pid_t verdict_owner; /* the test process: a process it forks passes nothing */
+/* What the verdict rests on of the code under test's own word: set by any
+ * of the judge's threads, hence atomic; written after the tokens as "#N". */
+static _Atomic unsigned verdict_words;
 
 static void take_verdict_fds(int *argc, char **argv)
 {
@@ -77,6 +81,20 @@ static void move_token(int from)
 #endif
 }
 
+/* After the tokens, "#" and what the verdict rests on of the code under
+ * test's word, in words the grader shows as they are ("#leaks, futile
+ * wake-ups"); nothing when it rests on none. */
+static void write_words(int fd, unsigned words)
+{
+    static const char *const names[] = { "leaks", "allocations made", "injected wake-ups", "futile wake-ups" };
+    char text[128] = "";
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (words & (1u << i))
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", text[0] ? ", " : "#", names[i]);
+    if (text[0] && write(fd, text, strlen(text)) < 0)
+        perror("verdict");
+}
+
 /* The race token says one thing only: no schedule of this process met a data
  * race. A test stopped before its end - a failed check with threads still
  * running, a deadlock, a hang check, a misuse - gives it too when it saw
@@ -92,10 +110,16 @@ static void give_verdict(bool passed)
     }
     if (!kit_sched_saw_race())
         move_token(verdict_race);
+    write_words(verdict_out, verdict_words);
     close(verdict_pass);
     close(verdict_race);
     close(verdict_out);
     verdict_out = -1;
+}
+
+void kit_verdict_rests_on(unsigned words)
+{
+    verdict_words |= words;
 }
 
 void kit_verdict_end(bool passed)

@@ -80,6 +80,18 @@ void kit_verdict_end(bool passed);
  * the model saw: no pass token; the race token still, if no race was seen
  * (a hang is no race). */
 void kit_verdict_stopped(void);
+/** What a judged test's verdict rests on that only the code under test's
+ *  process can say (docs/grading.md, "What stays the subject's word"). The
+ *  judge notes each kind it asks for; the grader receives them with the
+ *  verdict, on the pipe only the judge holds, and labels the test's line. */
+enum kit_subject_word {
+    KIT_WORD_LEAKS = 1u << 0,       /**< blocks it says are still allocated */
+    KIT_WORD_ALLOCATIONS = 1u << 1, /**< how many allocations it says a call made */
+    KIT_WORD_WAKEUPS = 1u << 2,     /**< whether an injected wake-up it says happened did */
+    KIT_WORD_FUTILE = 1u << 3,      /**< wake-ups it says found nothing to do */
+};
+/* Notes that this test's verdict rests on @p words (enum kit_subject_word). */
+void kit_verdict_rests_on(unsigned words);
 /* A judged test whose one schedule could not run: this process runs it
  * again, without its race points when it raced, else on real threads. */
 _Noreturn void kit_test_run_again(const char *reason, bool saw_race);

@@ -52,19 +52,27 @@ static uint64_t ask(enum kit_hook hook, uint64_t a, uint64_t b, const char *text
 
 /* ---- allocations, faults and wake-ups: the subject's word ----------------------------- */
 
+/* Ask a hook whose answer a check rests on: the test's verdict is then in
+ * part the subject's word, and its line says so (kit_verdict_rests_on). */
+static uint64_t take_word(enum kit_hook hook, unsigned word)
+{
+    kit_verdict_rests_on(word);
+    return ask(hook, 0, 0, NULL, NULL, 0, 0);
+}
+
 void kit_fail_allocation(long nth) { ask(HOOK_FAIL_ALLOCATION, (uint64_t)nth, 0, NULL, NULL, 0, 0); }
-long kit_live_allocations(void) { return (long)ask(HOOK_LIVE_ALLOCATIONS, 0, 0, NULL, NULL, 0, 0); }
-long kit_allocation_calls(void) { return (long)ask(HOOK_ALLOCATION_CALLS, 0, 0, NULL, NULL, 0, 0); }
+long kit_live_allocations(void) { return (long)take_word(HOOK_LIVE_ALLOCATIONS, KIT_WORD_LEAKS); }
+long kit_allocation_calls(void) { return (long)take_word(HOOK_ALLOCATION_CALLS, KIT_WORD_ALLOCATIONS); }
 void kit_fail_thread_create(long nth) { ask(HOOK_FAIL_THREAD_CREATE, (uint64_t)nth, 0, NULL, NULL, 0, 0); }
 void kit_spurious_wakeups(bool on) { ask(HOOK_SPURIOUS_WAKEUPS, on, 0, NULL, NULL, 0, 0); }
 void kit_wakeups_every(long ms) { ask(HOOK_WAKEUPS_EVERY, (uint64_t)ms, 0, NULL, NULL, 0, 0); }
-long kit_spurious_count(void) { return (long)ask(HOOK_SPURIOUS_COUNT, 0, 0, NULL, NULL, 0, 0); }
+long kit_spurious_count(void) { return (long)take_word(HOOK_SPURIOUS_COUNT, KIT_WORD_WAKEUPS); }
 int kit_waiting_threads(void) { return (int)ask(HOOK_WAITING_THREADS, 0, 0, NULL, NULL, 0, 0); }
 void kit_lock_delays(long max_us, uint64_t seed) { ask(HOOK_LOCK_DELAYS, (uint64_t)max_us, seed, NULL, NULL, 0, 0); }
 void kit_chaos(uint64_t seed) { ask(HOOK_CHAOS, seed, 0, NULL, NULL, 0, 0); }
-long kit_sched_wakeups(void) { return (long)ask(HOOK_SCHED_WAKEUPS, 0, 0, NULL, NULL, 0, 0); }
-long kit_sched_futile_wakeups(void) { return (long)ask(HOOK_FUTILE_WAKEUPS, 0, 0, NULL, NULL, 0, 0); }
-bool kit_sched_woken_spuriously(void) { return ask(HOOK_WOKEN_SPURIOUSLY, 0, 0, NULL, NULL, 0, 0) != 0; }
+long kit_sched_wakeups(void) { return (long)take_word(HOOK_SCHED_WAKEUPS, KIT_WORD_FUTILE); }
+long kit_sched_futile_wakeups(void) { return (long)take_word(HOOK_FUTILE_WAKEUPS, KIT_WORD_FUTILE); }
+bool kit_sched_woken_spuriously(void) { return take_word(HOOK_WOKEN_SPURIOUSLY, KIT_WORD_WAKEUPS) != 0; }
 unsigned long kit_sched_schedule(void) { return (unsigned long)ask(HOOK_SCHEDULE, 0, 0, NULL, NULL, 0, 0); }
 void kit_sched_touch_history(void)
 {

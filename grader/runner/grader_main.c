@@ -452,25 +452,44 @@ static struct run_options run_for(const struct config *config, const struct test
     return run;
 }
 
-/* One line of the rubric: its test run, or the race-freedom line. */
-static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
-                       const struct chapter_tests *found, int *max)
+/* The race-free line of a judged chapter rests on the code under test's
+ * word: only its process saw its schedules' accesses (docs/grading.md). */
+static void label_race_line(struct test_case *line, const struct test_case *tests, int count)
 {
-    if (strcmp(test->name, "tsan") == 0 && !is_mode(config, "grade")) {
+    for (int i = 0; i < count; i++)
+        if (strcmp(tests[i].chapter, line->chapter) == 0 && tests[i].judged) {
+            line->judged = true;
+            snprintf(line->subject_word, sizeof line->subject_word, "data races");
+            return;
+        }
+}
+
+/* The race-freedom line: from the tests' race tokens, or from a
+ * ThreadSanitizer build of a chapter whose tests run on real threads. */
+static void grade_race_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
+                            int *max)
+{
+    if (!is_mode(config, "grade")) {
         judge_race_line_from_tests(config, test, tests, count);
-        *max += test->points;
-        return;
-    }
-    if (strcmp(test->name, "tsan") == 0 && !race_line_by_tsan(config, test->chapter)) {
+    } else if (!race_line_by_tsan(config, test->chapter)) {
         judge_race_line(config, test, tests, count);
-        *max += test->points;
-        return;
-    }
-    if (strcmp(test->name, "tsan") == 0) {
+    } else {
         textf(test->description, sizeof test->description,
               "race-free under ThreadSanitizer: no test met a data race on real threads");
         run_tsan_line(config, test, tests, count);
         *max += config->tsan_bin_dir ? test->points : 0;
+        return;
+    }
+    *max += test->points;
+    label_race_line(test, tests, count);
+}
+
+/* One line of the rubric: its test run, or the race-freedom line. */
+static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
+                       const struct chapter_tests *found, int *max)
+{
+    if (strcmp(test->name, "tsan") == 0) {
+        grade_race_line(config, test, tests, count, max);
         return;
     }
     const char *binary = binary_for(found, test->name);
@@ -546,6 +565,68 @@ static void count_line(const struct config *config, const struct test_case *test
     }
 }
 
+/* Whether the list @p words ("leaks, data races") holds @p word. */
+static bool list_has(const char *words, const char *word)
+{
+    size_t length = strlen(word);
+    for (const char *at = strstr(words, word); at; at = strstr(at + 1, word))
+        if ((at == words || at[-1] == ' ') && (at[length] == ',' || at[length] == '\0'))
+            return true;
+    return false;
+}
+
+/* Adds to the list @p words ("leaks, data races") each of @p more's that
+ * it does not hold yet. */
+static void add_words(char *words, size_t size, const char *more)
+{
+    for (const char *word = more; *word;) {
+        size_t length = strcspn(word, ",");
+        char one[96];
+        snprintf(one, sizeof one, "%.*s", (int)length, word);
+        if (!list_has(words, one))
+            textf(words + strlen(words), size - strlen(words), "%s%s", words[0] ? ", " : "", one);
+        word += length;
+        word += strspn(word, ", ");
+    }
+}
+
+/* A judged chapter's lines whose verdict rests in part on what the code
+ * under test's process says of itself are marked "*" (print_test_line):
+ * what it says, and how many points, in a line below them. */
+static void print_subject_word(const char *chapter, const struct test_case *tests, int count, int max)
+{
+    char words[256] = "";
+    int points = 0;
+    for (int i = 0; i < count; i++) {
+        if (strcmp(tests[i].chapter, chapter) != 0 || !tests[i].judged || !tests[i].subject_word[0])
+            continue;
+        points += tests[i].points;
+        add_words(words, sizeof words, tests[i].subject_word);
+    }
+    if (points > 0)
+        printf("  * in part what the submission's own process reports (%s): %d of %d points\n",
+               words, points, max);
+}
+
+/* A chapter's last lines: the functions its tests do not cover, its score. */
+static void end_chapter(const struct config *config, const char *chapter, const struct test_case *tests, int count,
+                        int max, struct chapter_tests *found, struct totals *totals)
+{
+    bool mutant = is_mode(config, "mutant");
+    int score = 0;
+    for (int i = 0; i < count; i++)
+        if (strcmp(tests[i].chapter, chapter) == 0 && tests[i].verdict == V_PASSED)
+            score += tests[i].points;
+    if (!mutant) {
+        totals->problems += report_unscored(found, tests, count, chapter) +
+                            (is_mode(config, "test") ? check_listing(found) : 0);
+        print_subject_word(chapter, tests, count, max);
+        printf("  Chapter score: %d/%d\n", score, max);
+    }
+    totals->score += score;
+    totals->max += max;
+}
+
 /* Streams each line as it is graded; a chapter admission refused (before, or
  * in its ThreadSanitizer build) scores 0 on every line. */
 static void grade_chapter(const struct config *config, const char *chapter, struct test_case *tests, int count,
@@ -556,7 +637,7 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
     discover_tests(config->bin_dir, config->run.source_root, chapter, found);
     print_chapter_header(chapter);
     bool refused = chapter_refused(config, chapter, tests, count);
-    int score = 0, max = 0;
+    int max = 0;
     for (int i = 0; i < count && !(mutant && totals->killed); i++) {
         struct test_case *test = &tests[i];
         bool tsan = strcmp(test->name, "tsan") == 0;
@@ -576,16 +657,7 @@ static void grade_chapter(const struct config *config, const char *chapter, stru
     }
     if (!refused && flagged_by_judge(tests, count, chapter))
         printf("  INTEGRITY: the judge flagged a test of this chapter (its line says why): every line scores 0\n");
-    for (int i = 0; i < count; i++)
-        if (strcmp(tests[i].chapter, chapter) == 0 && tests[i].verdict == V_PASSED)
-            score += tests[i].points;
-    if (!mutant)
-        totals->problems += report_unscored(found, tests, count, chapter) +
-                            (is_mode(config, "test") ? check_listing(found) : 0);
-    if (!mutant)
-        printf("  Chapter score: %d/%d\n", score, max);
-    totals->score += score;
-    totals->max += max;
+    end_chapter(config, chapter, tests, count, max, found, totals);
     free(found);
 }
 

@@ -388,8 +388,9 @@ static int open_channel(struct verdict_channel *channel)
 
 /* After the run: the test's ends are closed, so the result pipe holds all it
  * will ever hold - the pass token if the test passed, then the race token if
- * it saw no data race: exactly those, nothing else. */
-static void close_channel(struct verdict_channel *channel, bool *passed, bool *race_free)
+ * it saw no data race, then, from a judge, "#N": what the verdict rests on of
+ * the code under test's word (kit_test.h); exactly those, nothing else. */
+static void close_channel(struct verdict_channel *channel, bool *passed, bool *race_free, char *words, size_t size)
 {
     for (int i = 0; i < 3; i++)
         close(channel->test_ends[i]);
@@ -397,6 +398,12 @@ static void close_channel(struct verdict_channel *channel, bool *passed, bool *r
     ssize_t n = read(channel->result, buffer, sizeof buffer - 1);
     close(channel->result);
     buffer[n > 0 ? n : 0] = '\0';
+    char *mark = strchr(buffer, '#'); /* never in a token, which is hex */
+    snprintf(words, size, "%s", mark ? mark + 1 : "");
+    for (char *c = words; *c; c++)
+        *c = *c >= ' ' && *c <= '~' ? *c : '?'; /* printed as it is: one plain line */
+    if (mark)
+        *mark = '\0';
     size_t p = strlen(channel->pass);
     *passed = strncmp(buffer, channel->pass, p) == 0;
     const char *rest = *passed ? buffer + p : buffer;
@@ -468,11 +475,16 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
  * twice the time limit and more, follows it: kit-confine's and setrlimit's). */
 enum { JUDGED_SCALE = 3 };
 
-static double judged_scale(const struct test_case *test)
+static bool has_subject(const struct test_case *test)
 {
     char subject[sizeof test->binary + 16];
     snprintf(subject, sizeof subject, "%s.subject", test->binary);
-    return access(subject, X_OK) == 0 && strstr(test->name, "_explore_") != NULL ? JUDGED_SCALE : 1;
+    return access(subject, X_OK) == 0;
+}
+
+static double judged_scale(const struct test_case *test)
+{
+    return has_subject(test) && strstr(test->name, "_explore_") != NULL ? JUDGED_SCALE : 1;
 }
 
 void run_test_case(struct test_case *test, const struct run_options *options)
@@ -500,7 +512,8 @@ void run_test_case(struct test_case *test, const struct run_options *options)
     bool token_ok = false;
     if (err == 0) {
         err = run_process(&run, &end);
-        close_channel(&channel, &token_ok, &test->race_free);
+        close_channel(&channel, &token_ok, &test->race_free, test->subject_word, sizeof test->subject_word);
+        test->judged = has_subject(test);
     }
     if (err != 0) {
         test->verdict = V_FAILED;

@@ -193,7 +193,7 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
     printf("  %-58s %-12s %6.2fs", label, verdict_text(test->verdict), test->seconds);
     if (show_points)
         printf("  %2d/%-2d", earned, test->points);
-    printf("\n");
+    printf("%s\n", test->judged && test->subject_word[0] ? " *" : ""); /* explained below the chapter's lines */
     char unwritten[64];
     unwritten_function(test->detail, unwritten, sizeof unwritten);
     if (test->verdict != V_PASSED && unwritten[0] && unwritten_already_shown(test, unwritten)) {
@@ -470,6 +470,8 @@ int write_json_report(const char *path, const char *mode, const char *implementa
         if (t->schedules > 0)
             fprintf(out, ", \"schedules\": %ld, \"wakeups\": %ld, \"futile_wakeups\": %ld", t->schedules,
                     t->wakeups, t->futile);
+        fprintf(out, ", \"judged\": %s, \"subject_word\": ", t->judged ? "true" : "false");
+        json_string(out, t->judged ? t->subject_word : "");
         fprintf(out, ", \"integrity\": %s}", t->integrity ? "true" : "false");
     }
     fputs("\n  ]\n}\n", out);

@@ -66,6 +66,9 @@ def test_text(test, work_dir):
         output += "\nDebug it in your kit: " + test["debug"]
     if test.get("feedback"):
         output += "\n\nFeedback (no points): " + test["feedback"]
+    if test.get("judged") and test.get("subject_word"):
+        output += ("\n\nSelf-reported in part: this line rests on what the code under test's own process says "
+                   "of its %s; the judge decided the rest." % test["subject_word"])
     return output
 
 
@@ -138,7 +141,8 @@ def main():
                   "the due date): the log below leaves them out, and the scores.\n\n" % len(shown_later)
                   + without_hidden(output, hidden))
     if report.get("integrity"):
-        output = ("INTEGRITY: admission refused the files of %s, which score 0: see their first test.\n\n"
+        output = ("INTEGRITY: %s scored 0 for an attempt on the grader (admission refused its files, or the judge "
+                  "caught its code at what no code needs): see the lines marked INTEGRITY.\n\n"
                   % ", ".join(report["integrity"])) + output
     results = {
         "score": sum(t["score"] for t in tests),

@@ -75,8 +75,9 @@ def main():
     else:
         message = "%d of %d points." % (earned, most)
         if report.get("integrity"):
-            message += " INTEGRITY: admission refused the files of %s, which score 0: see their first test." % (
-                ", ".join(report["integrity"]))
+            message += (" INTEGRITY: %s scored 0 for an attempt on the grader (admission refused its files, "
+                        "or the judge caught its code at what no code needs): see the lines marked INTEGRITY."
+                        % ", ".join(report["integrity"]))
         results = {"gradable": True, "score": earned / most if most else 0.0, "message": message,
                    "output": output, "tests": tests}
     json.dump(within_limit(results), sys.stdout, indent=2)
