@@ -1245,6 +1245,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;
     sched_memory_thread_created(me ? me->id : -1, t->id);
+    sched_changes_thread_begins(t->id);
     return t;
 }
 

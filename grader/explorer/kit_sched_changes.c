@@ -20,7 +20,7 @@
 
 #include <string.h>
 
-enum { READS = 16, WRITES = 4096, PENDING = 16 };
+enum { READS = 16, WRITES = 4096, PENDING = 128 };
 
 struct span {
     uintptr_t addr;
@@ -51,9 +51,11 @@ static struct span wait_reads[SCHED_MAX_THREADS][READS];
 static int nwait[SCHED_MAX_THREADS];
 static long wait_from[SCHED_MAX_THREADS]; /* nwrites when its last wait began */
 
-/* The schedule's last WRITES writes, writes[n % WRITES] the n-th. */
+/* The schedule's last WRITES writes, writes[n % WRITES] the n-th; and
+ * each thread's last write's n (-1: none yet). */
 static struct write_note writes[WRITES];
 static long nwrites;
+static long last_write[SCHED_MAX_THREADS];
 
 /* A sleeper of the code under test that only a long time-out woke: no
  * thread could go on (sched_changes_stalled), as in a deadlock. While
@@ -85,15 +87,24 @@ static int nopen;
 
 void sched_changes_begin(void)
 {
-    memset(nsection, 0, sizeof nsection);
-    memset(npending, 0, sizeof npending);
-    memset(nwritten, 0, sizeof nwritten);
-    memset(nwait, 0, sizeof nwait);
     nwrites = 0;
     nstalls = 0;
     as_of = NULL;
-    memset(taken, 0, sizeof taken);
     nopen = 0;
+}
+
+/* A thread's notes start empty (not at each schedule's start for every
+ * thread there may be: a schedule has a few). */
+void sched_changes_thread_begins(int thread)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    nsection[thread] = 0;
+    npending[thread] = 0;
+    nwritten[thread] = 0;
+    nwait[thread] = 0;
+    last_write[thread] = -1;
+    taken[thread] = (struct taken){ .open = false };
 }
 
 static bool overlap(const struct span *a, const struct span *b)
@@ -145,6 +156,7 @@ void sched_changes_write(int thread, const void *addr, unsigned size, void *wher
     if (nopen > 0 && taken[thread].open)
         note_path(&taken[thread], where);
     struct span span = { (uintptr_t)addr, size, 0 };
+    last_write[thread] = nwrites;
     writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
     if (npending[thread] == PENDING)
         apply_writes(thread);
@@ -294,13 +306,9 @@ int sched_changes_of(int thread, struct sched_change *out, int most)
 void *sched_changes_last_write(int thread, long *seq)
 {
     long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
-    for (long i = nwrites - 1; i >= oldest; i--)
-        if (writes[i % WRITES].thread == thread) {
-            *seq = i;
-            return writes[i % WRITES].where;
-        }
-    *seq = -1;
-    return NULL;
+    bool kept = thread >= 0 && thread < SCHED_MAX_THREADS && last_write[thread] >= oldest;
+    *seq = kept ? last_write[thread] : -1;
+    return kept ? writes[*seq % WRITES].where : NULL;
 }
 
 int sched_changes_section_writers(int thread, struct sched_change *out, int most)

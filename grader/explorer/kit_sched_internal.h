@@ -378,6 +378,8 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
+/* A new thread of the schedule: its notes start empty. */
+void sched_changes_thread_begins(int thread);
 /* A load of the code under test by thread at where, as sched_memory_access sees it (kept also when
  * it holds no mutex: a failed check asks who wrote what its thread last read). */
 void sched_changes_read(int thread, const void *addr, unsigned size, void *where);

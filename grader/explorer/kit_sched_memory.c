@@ -139,8 +139,11 @@ static bool race_points = true;
 
 void sched_memory_begin(void)
 {
+    static bool asked;
     detector.on = true;
-    race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
+    if (!asked) /* (set before the process starts: a test run again is a new process, kit_test.c) */
+        race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
+    asked = true;
     if (++detector.generation == 0)
         detector.generation = 1;
     for (int i = 0; i < clocks_used; i++)
@@ -519,22 +522,24 @@ static __attribute__((noinline, cold)) void record_race(const struct sched_threa
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
 }
 
+/* The cell an access of me at pc leaves: who, when, where, which bytes, how. */
+static inline struct shadow_cell own_cell(const struct sched_thread *me, uint8_t bytes, bool write, void *pc)
+{
+    return (struct shadow_cell){ place_of_pc(pc), vc_get(&thread_clock[me->id], me->id), (uint16_t)me->id, bytes,
+                                 write };
+}
+
 /* The access me makes now against the cells of its granule; then its own
  * cell replaces, in this order: its last cell of the same bytes (a write
  * replaces a read or write, a read a read), the first free cell or one
  * ordered before this access (nothing left to race with), or the next in
- * turn. Returns the granule's entry, or NULL if it goes unwatched.
- * A cell of its own thread is always ordered before the access (a thread's
- * own entry of its clock only grows): it is neither a race nor a clock to
- * read. */
-static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
-                                                 void *pc)
+ * turn. A cell of its own thread is always ordered before the access (a
+ * thread's own entry of its clock only grows): it is neither a race nor a
+ * clock to read. (Out of line: the check of every access calls it only when
+ * the granule holds another thread's cell, or more than one.) */
+static __attribute__((noinline)) void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr,
+                                                  uint8_t bytes, bool write, void *pc)
 {
-    struct shadow_entry *e = entry_of(addr >> 3, true);
-    if (e == NULL)
-        return NULL; /* unwatched: the table is full around it */
-    if (e->cell[0].write == FREED)
-        use_after_free(me, addr, write, pc);
     const struct vclock *now = &thread_clock[me->id];
     int mine = -1, spare = -1, i;
     for (i = 0; i < CELLS && e->cell[i].bytes != 0; i++) { /* the cells in use come first */
@@ -556,7 +561,28 @@ static inline struct shadow_entry *check_granule(struct sched_thread *me, uintpt
         spare = i; /* the first free cell */
     if (mine < 0)
         mine = spare >= 0 ? spare : e->next++ % CELLS;
-    e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
+    e->cell[mine] = own_cell(me, bytes, write, pc);
+}
+
+/* An access against its granule's cells (check_cells). Returns the
+ * granule's entry, or NULL if it goes unwatched. Two cases, most accesses,
+ * need no loop: a granule with no cell yet, and one whose only cell is the
+ * thread's own, which this access replaces (check_cells would take it as
+ * the same bytes, or as the first cell with nothing to race with). */
+static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
+                                                 void *pc)
+{
+    struct shadow_entry *e = entry_of(addr >> 3, true);
+    if (e == NULL)
+        return NULL; /* unwatched: the table is full around it */
+    struct shadow_cell *first = &e->cell[0];
+    if (first->write == FREED)
+        use_after_free(me, addr, write, pc);
+    bool alone = first->bytes == 0 || (e->cell[1].bytes == 0 && first->thread == me->id);
+    if (alone)
+        *first = own_cell(me, bytes, write, pc);
+    else
+        check_cells(me, e, addr, bytes, write, pc);
     return e;
 }
 
