@@ -341,7 +341,10 @@ static const struct freed_block *freed_block_at(uintptr_t addr)
 static void keep_freed_block(const struct sched_thread *me, uintptr_t start, size_t size, void *pc)
 {
     struct freed_block *b = &freed_blocks[nfreed++ % FREED_KEPT];
-    *b = (struct freed_block){ .start = start, .end = start + size, .generation = detector.generation, .pc = pc };
+    b->start = start; /* (field by field: of the callers, only the first ncallers are read) */
+    b->end = start + size;
+    b->generation = detector.generation;
+    b->pc = pc;
     b->ncallers = open_call_sites(b->callers, RACE_CALLERS);
     memcpy(b->thread, me->name, sizeof b->thread); /* (NUL-terminated within it, as the steps keep it) */
 }
@@ -352,9 +355,8 @@ static bool granule_freed(uintptr_t granule)
     return e != NULL && e->cell[0].write == FREED;
 }
 
-/* (Inline where it is called: an access's check is one call deep.) */
-static inline __attribute__((always_inline)) struct shadow_entry *
-check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc);
+static void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr, uint8_t bytes, bool write,
+                        void *pc);
 
 void kit_sched_freed(const void *block, size_t size, void *where)
 {
@@ -372,12 +374,16 @@ void kit_sched_freed(const void *block, size_t size, void *where)
                                                 (uint16_t)me->id, 0xff, FREED } };
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
-         * before, if anything was (a granule with no cell has nothing to race with). */
+         * before by another thread (a granule with no cell, or only this
+         * thread's, has nothing to race with), as an access's check would. */
         struct shadow_entry *e = entry_of(g, true);
-        if (e != NULL && e->cell[0].bytes != 0)
-            e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
-        if (e != NULL)
-            memcpy(e->cell, freed, sizeof e->cell);
+        if (e == NULL)
+            continue;
+        if (e->cell[0].write == FREED)
+            use_after_free(me, g << 3, true, where);
+        if (e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && e->cell[0].thread == me->id))
+            check_cells(me, e, g << 3, 0xff, true, where);
+        memcpy(e->cell, freed, sizeof e->cell);
     }
 }
 
@@ -569,8 +575,8 @@ static __attribute__((noinline)) void check_cells(struct sched_thread *me, struc
  * need no loop: a granule with no cell yet, and one whose only cell is the
  * thread's own, which this access replaces (check_cells would take it as
  * the same bytes, or as the first cell with nothing to race with). */
-static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
-                                                 void *pc)
+static inline __attribute__((always_inline)) struct shadow_entry *
+check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
     struct shadow_entry *e = entry_of(addr >> 3, true);
     if (e == NULL)
