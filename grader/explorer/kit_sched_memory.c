@@ -606,7 +606,8 @@ static __attribute__((noinline)) void check_granules(struct sched_thread *me, ui
 
 /* The thread that makes an access at pc now, if the detector watches it,
  * after the access's switch point (if its place raced); NULL if not. */
-static inline struct sched_thread *access_begins(const void *addr, size_t size, bool write, void *pc)
+static inline __attribute__((always_inline)) struct sched_thread *access_begins(const void *addr, size_t size,
+                                                                           bool write, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
