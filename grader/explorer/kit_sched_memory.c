@@ -355,6 +355,13 @@ static bool granule_freed(uintptr_t granule)
     return e != NULL && e->cell[0].write == FREED;
 }
 
+/* Whether a cell's access is ordered before what thread me does now: its
+ * own, or another thread's that me's clock has seen. */
+static inline bool seen_by(const struct sched_thread *me, const struct shadow_cell *cell)
+{
+    return cell->thread == me->id || cell->clock <= vc_get(&thread_clock[me->id], cell->thread);
+}
+
 static void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr, uint8_t bytes, bool write,
                         void *pc);
 
@@ -374,14 +381,14 @@ void kit_sched_freed(const void *block, size_t size, void *where)
                                                 (uint16_t)me->id, 0xff, FREED } };
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
-         * before by another thread (a granule with no cell, or only this
-         * thread's, has nothing to race with), as an access's check would. */
+         * before (a granule with no cell, or only one ordered before the
+         * free, has nothing to race with), as an access's check would. */
         struct shadow_entry *e = entry_of(g, true);
         if (e == NULL)
             continue;
         if (e->cell[0].write == FREED)
             use_after_free(me, g << 3, true, where);
-        if (e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && e->cell[0].thread == me->id))
+        if (e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
             check_cells(me, e, g << 3, 0xff, true, where);
         memcpy(e->cell, freed, sizeof e->cell);
     }
@@ -572,9 +579,10 @@ static __attribute__((noinline)) void check_cells(struct sched_thread *me, struc
 
 /* An access against its granule's cells (check_cells). Returns the
  * granule's entry, or NULL if it goes unwatched. Two cases, most accesses,
- * need no loop: a granule with no cell yet, and one whose only cell is the
- * thread's own, which this access replaces (check_cells would take it as
- * the same bytes, or as the first cell with nothing to race with). */
+ * need no loop: a granule with no cell yet, and one whose only cell is
+ * ordered before this access - nothing to race with - which this access
+ * replaces (check_cells would take it as the same bytes, or as the first
+ * cell with nothing to race with). */
 static inline __attribute__((always_inline)) struct shadow_entry *
 check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
@@ -584,7 +592,7 @@ check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write
     struct shadow_cell *first = &e->cell[0];
     if (first->write == FREED)
         use_after_free(me, addr, write, pc);
-    bool alone = first->bytes == 0 || (e->cell[1].bytes == 0 && first->thread == me->id);
+    bool alone = first->bytes == 0 || (e->cell[1].bytes == 0 && seen_by(me, first));
     if (alone)
         *first = own_cell(me, bytes, write, pc);
     else
