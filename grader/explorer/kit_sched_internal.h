@@ -417,6 +417,32 @@ void sched_changes_apply(int thread);
 /* Thread ran at where: if its timed wait took a wake-up, a place on the path its time-out took. */
 void sched_changes_on_path(int thread, void *where);
 
+/* Whether thread's note of a load (or a store) is plain: a thread with
+ * notes, no timed wait's path to follow, room for one more pending write. */
+static inline bool sched_changes_plain(int thread, bool write)
+{
+    return thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.open == 0 &&
+           (!write || sched_notes.section[thread].npending < SCHED_NOTE_PENDING);
+}
+
+/* The note of a load or store of size bytes at addr by thread at where, plain. */
+static inline void sched_changes_note(int thread, const void *addr, unsigned size, bool write, void *where)
+{
+    struct sched_section *section = &sched_notes.section[thread];
+    struct sched_span span = { (uintptr_t)addr, size, 0 };
+    if (!write) {
+        span.after = section->nwritten;
+        unsigned n = (unsigned)section->nreads++; /* (never below 0: unsigned, the remainder needs no sign) */
+        section->reads[n % SCHED_NOTE_READS] = span;
+        return;
+    }
+    unsigned long n = (unsigned long)sched_notes.nwrites++; /* (as above) */
+    sched_notes.last_write[thread] = (long)n;
+    sched_notes.writes[n % SCHED_NOTE_WRITES] = (struct sched_write_note){ span, where, thread, sched.nsteps };
+    section->pending[section->npending++] = span;
+    section->nwritten++;
+}
+
 /* A load of the code under test by thread at where, as sched_memory_access sees it (kept also when
  * it holds no mutex: a failed check asks who wrote what its thread last read). */
 static inline void sched_changes_read(int thread, const void *addr, unsigned size, void *where)
@@ -425,9 +451,7 @@ static inline void sched_changes_read(int thread, const void *addr, unsigned siz
         return;
     if (sched_notes.open > 0)
         sched_changes_on_path(thread, where);
-    struct sched_section *section = &sched_notes.section[thread];
-    unsigned n = (unsigned)section->nreads++; /* (never below 0: unsigned, the remainder needs no sign) */
-    section->reads[n % SCHED_NOTE_READS] = (struct sched_span){ (uintptr_t)addr, size, section->nwritten };
+    sched_changes_note(thread, addr, size, false, where);
 }
 
 /* A store at where: it may empty a read of the thread's section. */
@@ -437,16 +461,11 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
         return;
     if (sched_notes.open > 0)
         sched_changes_on_path(thread, where);
-    struct sched_span span = { (uintptr_t)addr, size, 0 };
-    unsigned long n = (unsigned long)sched_notes.nwrites++; /* (as above) */
-    sched_notes.last_write[thread] = (long)n;
-    sched_notes.writes[n % SCHED_NOTE_WRITES] = (struct sched_write_note){ span, where, thread, sched.nsteps };
-    struct sched_section *section = &sched_notes.section[thread];
-    if (section->npending == SCHED_NOTE_PENDING)
+    if (sched_notes.section[thread].npending == SCHED_NOTE_PENDING)
         sched_changes_apply(thread);
-    section->pending[section->npending++] = span;
-    section->nwritten++;
+    sched_changes_note(thread, addr, size, true, where);
 }
+
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */

@@ -264,13 +264,9 @@ static unsigned shadow_slot(uintptr_t granule)
     return (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
 }
 
-/* The granule's entry in this schedule; with `create`, a fresh one if it
- * has none (NULL only when the table is full around it: the granule goes
- * unwatched). */
-static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintptr_t granule, bool create)
+/* The granule's entry in this schedule, the table mapped already (entry_of). */
+static inline __attribute__((always_inline)) struct shadow_entry *entry_in(uintptr_t granule, bool create)
 {
-    if (shadow == NULL && (shadow = map_shadow()) == NULL)
-        return NULL;
     unsigned start = shadow_slot(granule);
     for (unsigned probe = 0; probe < 64; probe++) {
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
@@ -286,6 +282,16 @@ static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintp
         }
     }
     return NULL;
+}
+
+/* The granule's entry in this schedule; with `create`, a fresh one if it
+ * has none (NULL only when the table is full around it: the granule goes
+ * unwatched). */
+static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintptr_t granule, bool create)
+{
+    if (shadow == NULL && (shadow = map_shadow()) == NULL)
+        return NULL;
+    return entry_in(granule, create);
 }
 
 /* Freed memory may come back as another object: what was done to it before is forgotten. */
@@ -612,10 +618,8 @@ static __attribute__((noinline)) void check_granules(struct sched_thread *me, ui
     }
 }
 
-/* The thread that makes an access at pc now, if the detector watches it,
- * after the access's switch point (if its place raced); NULL if not. */
-static inline __attribute__((always_inline)) struct sched_thread *access_begins(const void *addr, size_t size,
-                                                                           bool write, void *pc)
+/* The thread that makes an access at pc now, if the detector watches it; NULL if not. */
+static inline __attribute__((always_inline)) struct sched_thread *access_starts(const void *addr, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
@@ -626,6 +630,13 @@ static inline __attribute__((always_inline)) struct sched_thread *access_begins(
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
         return NULL; /* a _Thread_local variable: this thread's own copy */
+    return me;
+}
+
+/* The access's notes for the lost wake-up report, then its switch point if its place raced. */
+static inline __attribute__((always_inline)) void access_noted(struct sched_thread *me, const void *addr, size_t size,
+                                                               bool write, void *pc)
+{
     unsigned bytes = size < UINT_MAX ? (unsigned)size : UINT_MAX;
     if (write)
         sched_changes_write(me->id, addr, bytes, pc);
@@ -633,7 +644,6 @@ static inline __attribute__((always_inline)) struct sched_thread *access_begins(
         sched_changes_read(me->id, addr, bytes, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    return me;
 }
 
 /* Each granule of [addr, addr + size) against its cells. (Inline in each
@@ -650,11 +660,43 @@ static inline __attribute__((always_inline)) void check_bytes(struct sched_threa
     check_granules(me, a, size, write, pc);
 }
 
+/* An access of me, once started (access_starts), every case. */
+static __attribute__((noinline)) void access_the_long_way(struct sched_thread *me, const void *addr, unsigned size,
+                                                          bool write, void *pc)
+{
+    access_noted(me, addr, size, write, pc);
+    check_bytes(me, (uintptr_t)addr, size, write, pc);
+}
+
+/* A load or store of the code under test. Nearly every one - within one
+ * granule, its notes plain (sched_changes_plain), no racing place seen yet
+ * - is checked here without a call until the end, so that no register has
+ * to be kept across one; any other goes the long way, which does the same
+ * in the same order. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 {
-    struct sched_thread *me = access_begins(addr, size, write, pc);
-    if (me != NULL)
-        check_bytes(me, (uintptr_t)addr, size, write, pc);
+    struct sched_thread *me = access_starts(addr, pc);
+    if (me == NULL)
+        return;
+    uintptr_t a = (uintptr_t)addr;
+    unsigned first = (unsigned)(a & 7);
+    bool plain = size > 0 && first + size <= 8 && sched_changes_plain(me->id, write) && !(race_points && nracy > 0) &&
+                 shadow != NULL && detector.on;
+    if (!plain) {
+        access_the_long_way(me, addr, size, write, pc);
+        return;
+    }
+    sched_changes_note(me->id, addr, size, write, pc);
+    struct shadow_entry *e = entry_in(a >> 3, true);
+    if (e == NULL)
+        return; /* unwatched: the table is full around it */
+    uint8_t bytes = (uint8_t)(((1u << size) - 1) << first);
+    if (e->cell[0].write == FREED)
+        use_after_free(me, a, write, pc);
+    if (e->cell[0].bytes == 0 || (e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
+        e->cell[0] = own_cell(me, bytes, write, pc);
+    else
+        check_cells(me, e, a, bytes, write, pc);
 }
 
 /* ---- Ranges -----------------------------------------------------------------------------
@@ -673,9 +715,10 @@ void sched_memory_range(const void *addr, size_t size, bool write, void *pc)
 {
     if (size == 0)
         return;
-    struct sched_thread *me = access_begins(addr, size, write, pc);
+    struct sched_thread *me = access_starts(addr, pc);
     if (me == NULL)
         return;
+    access_noted(me, addr, size, write, pc);
     uintptr_t start = (uintptr_t)addr;
     if (size <= RANGE_BYTES) {
         check_bytes(me, start, size, write, pc);
