@@ -554,8 +554,8 @@ static inline struct shadow_cell own_cell(const struct sched_thread *me, uint8_t
  * ordered before this access (nothing left to race with), or the next in
  * turn. A cell of its own thread is always ordered before the access (a
  * thread's own entry of its clock only grows): it is neither a race nor a
- * clock to read. (Out of line: the check of every access calls it only when
- * the granule holds another thread's cell, or more than one.) */
+ * clock to read. (Out of line: the check of an access calls it only when
+ * the granule holds more than one cell, or one not ordered before it.) */
 static __attribute__((noinline)) void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr,
                                                   uint8_t bytes, bool write, void *pc)
 {
@@ -583,18 +583,14 @@ static __attribute__((noinline)) void check_cells(struct sched_thread *me, struc
     e->cell[mine] = own_cell(me, bytes, write, pc);
 }
 
-/* An access against its granule's cells (check_cells). Returns the
- * granule's entry, or NULL if it goes unwatched. Two cases, most accesses,
- * need no loop: a granule with no cell yet, and one whose only cell is
- * ordered before this access - nothing to race with - which this access
- * replaces (check_cells would take it as the same bytes, or as the first
- * cell with nothing to race with). */
-static inline __attribute__((always_inline)) struct shadow_entry *
-check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc)
+/* An access against the cells of its granule's entry (check_cells). Two
+ * cases, most accesses, need no loop: a granule with no cell yet, and one
+ * whose only cell is ordered before this access - nothing to race with -
+ * which this access replaces (check_cells would take it as the same bytes,
+ * or as the first cell with nothing to race with). */
+static inline __attribute__((always_inline)) void check_entry(struct sched_thread *me, struct shadow_entry *e,
+                                                              uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
-    struct shadow_entry *e = entry_of(addr >> 3, true);
-    if (e == NULL)
-        return NULL; /* unwatched: the table is full around it */
     struct shadow_cell *first = &e->cell[0];
     if (first->write == FREED)
         use_after_free(me, addr, write, pc);
@@ -603,7 +599,15 @@ check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write
         *first = own_cell(me, bytes, write, pc);
     else
         check_cells(me, e, addr, bytes, write, pc);
-    return e;
+}
+
+/* An access against its granule's cells, unless the granule goes unwatched. */
+static inline __attribute__((always_inline)) void check_granule(struct sched_thread *me, uintptr_t addr,
+                                                                uint8_t bytes, bool write, void *pc)
+{
+    struct shadow_entry *e = entry_of(addr >> 3, true);
+    if (e != NULL) /* (NULL: unwatched, the table is full around it) */
+        check_entry(me, e, addr, bytes, write, pc);
 }
 
 /* An access across granules: each granule's bytes in turn. */
@@ -688,15 +692,8 @@ void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
     }
     sched_changes_note(me->id, addr, size, write, pc);
     struct shadow_entry *e = entry_in(a >> 3, true);
-    if (e == NULL)
-        return; /* unwatched: the table is full around it */
-    uint8_t bytes = (uint8_t)(((1u << size) - 1) << first);
-    if (e->cell[0].write == FREED)
-        use_after_free(me, a, write, pc);
-    if (e->cell[0].bytes == 0 || (e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
-        e->cell[0] = own_cell(me, bytes, write, pc);
-    else
-        check_cells(me, e, a, bytes, write, pc);
+    if (e != NULL) /* (NULL: unwatched, the table is full around it) */
+        check_entry(me, e, a, (uint8_t)(((1u << size) - 1) << first), write, pc);
 }
 
 /* ---- Ranges -----------------------------------------------------------------------------
