@@ -256,6 +256,8 @@ void scenario_crash_context(const struct scenario *sc, int count)
 
 struct check {
     struct run *r;
+    uint32_t returned;         /* the calls that returned: those an order places */
+    uint32_t before[MAX_CALLS]; /* of them, those that must come before call i (precedes) */
     int done[MAX_CALLS];       /* the order found so far */
     int depth;
     int best_depth;            /* the longest order that held */
@@ -283,16 +285,27 @@ static bool precedes(const struct run *r, int a, int b)
     return timed_out && ca->ended_ns < cb->started_ns + cb->timeout_ms * 1000000LL;
 }
 
-/* FNV-1a over the calls placed, then the state: the mask's bytes are
- * hashed as bytes of their own, so that no bit of it cancels one of the
- * state's (mask 1 with a first state byte of 1 hashed as mask 0 with 0). */
+/* FNV-1a over the calls placed, then the state eight bytes at a time (a
+ * state of a few hundred bytes is hashed at every step of the search), then
+ * mixed so that its low bits, the memo's slot, depend on every bit. The mask
+ * is hashed on its own first, so that no bit of it cancels one of the
+ * state's. Two states that differ in one word never hash alike (each step
+ * is one-to-one); that two others do is as unlikely as with any 64-bit hash. */
 static uint64_t hash_of(uint32_t mask, const unsigned char *state, size_t size)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < 4; i++)
-        h = (h ^ (mask >> (8 * i) & 255)) * 1099511628211ULL;
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ state[i]) * 1099511628211ULL;
+    const uint64_t prime = 1099511628211ULL;
+    uint64_t h = (1469598103934665603ULL ^ mask) * prime;
+    size_t i = 0;
+    for (; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
+        uint64_t word;
+        memcpy(&word, state + i, sizeof word);
+        h = (h ^ word) * prime;
+    }
+    for (; i < size; i++)
+        h = (h ^ state[i]) * prime;
+    h ^= h >> 32;
+    h *= 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29;
     return h | 1;
 }
 
@@ -344,27 +357,33 @@ static bool order_ends(struct check *k, const unsigned char *state)
     return false;
 }
 
+/* The calls that returned, and which must come before which: the history
+ * does not change while an order is searched for, so each is worked out once. */
+static void note_precedence(struct check *k)
+{
+    const struct run *r = k->r;
+    for (int i = 0; i < r->sc->ncalls; i++)
+        if (returned(r, i))
+            k->returned |= 1u << i;
+    for (int i = 0; i < r->sc->ncalls; i++)
+        for (int j = 0; j < r->sc->ncalls; j++)
+            if (j != i && (k->returned & (1u << j)) && precedes(r, j, i))
+                k->before[i] |= 1u << j;
+}
+
 static bool search(struct check *k, uint32_t placed, const unsigned char *state)
 {
     struct run *r = k->r;
     const kit_spec_t *spec = r->sc->spec;
-    bool all = true;
-    for (int i = 0; i < r->sc->ncalls; i++)
-        if (returned(r, i) && !(placed & (1u << i)))
-            all = false;
-    if (all)
+    if ((k->returned & ~placed) == 0) /* every call that returned is placed */
         return order_ends(k, state);
     if (memo_seen(k, hash_of(placed, state, spec->state_size)))
         return false;
     for (int i = 0; i < r->sc->ncalls; i++) {
-        if (!returned(r, i) || (placed & (1u << i)))
+        if (!(k->returned & (1u << i)) || (placed & (1u << i)))
             continue;
-        bool ready = true;
-        for (int j = 0; j < r->sc->ncalls && ready; j++)
-            if (j != i && returned(r, j) && !(placed & (1u << j)) && precedes(r, j, i))
-                ready = false;
-        if (!ready)
-            continue;
+        if ((k->before[i] & ~placed) != 0)
+            continue; /* a call that must come first is not placed yet */
         unsigned char next[STATE_MAX];
         memcpy(next, state, spec->state_size);
         if (!spec->ops[r->calls[i].op].take_effect(next, &r->calls[i])) {
@@ -546,6 +565,7 @@ static bool search_history(struct run *r, struct check *k)
     memset(k, 0, offsetof(struct check, memo_filled));
     k->r = r;
     k->stuck_call = k->lost_call = -1;
+    note_precedence(k);
     checking = r;
     bool found = search(k, 0, r->initial);
     checking = NULL;

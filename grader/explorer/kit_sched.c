@@ -199,15 +199,22 @@ static struct recent_object *recent_of(const void *addr)
     return &recent[((uintptr_t)addr >> 3) & (RECENT - 1)];
 }
 
-static int object_of(const void *addr, char kind)
+/* (Out of line: an object looked up for the first time in a while.) */
+static __attribute__((noinline)) int looked_up(struct recent_object *seen, const void *addr, char kind)
+{
+    int obj = indexed_object(addr, kind);
+    *seen = (struct recent_object){ addr, obj };
+    return obj;
+}
+
+/* (Inline: every pthread call of the code under test looks its object up.) */
+static inline __attribute__((always_inline)) int object_of(const void *addr, char kind)
 {
     struct recent_object *seen = recent_of(addr);
     if (seen->addr == addr && seen->obj < sched.nobjects && sched.objects[seen->obj].addr == addr &&
         sched.objects[seen->obj].kind == kind)
         return seen->obj;
-    int obj = indexed_object(addr, kind);
-    *seen = (struct recent_object){ addr, obj };
-    return obj;
+    return looked_up(seen, addr, kind);
 }
 
 static int indexed_object(const void *addr, char kind)
@@ -422,10 +429,10 @@ static int ways_to_go(const struct sched_thread *t, enum sched_how *how)
     return 0;
 }
 
-/* ways_to_go(), with the common cases without a call: a runnable thread; a
+/* ways_to_go(), with the common cases without its call: a runnable thread; a
  * lock with no deadline, which goes on once its mutex is free; a waiter on a
  * condition variable that nothing can wake now (no signal chose it, it has
- * no deadline, and no spurious wake-up is left). */
+ * no deadline, and no spurious wake-up is left), or another waiter. */
 static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
 {
     how[0] = GO;
@@ -435,6 +442,8 @@ static inline int ways_now(const struct sched_thread *t, enum sched_how *how)
         return mutex_free(t->obj) ? 1 : 0;
     if (t->state == WAITING && !t->woken && t->deadline < 0 && sched.spurious_left <= 0)
         return 0;
+    if (t->state == WAITING)
+        return ways_to_wake(t, how);
     return ways_to_go(t, how);
 }
 
@@ -1245,6 +1254,7 @@ struct sched_thread *sched_new_thread(void *(*fn)(void *), void *arg, const pthr
     sched.threads[sched.nthreads++] = t;
     sched.live[sched.nlive++] = t->id;
     sched_memory_thread_created(me ? me->id : -1, t->id);
+    sched_changes_thread_begins(t->id);
     return t;
 }
 

@@ -20,40 +20,23 @@
 
 #include <string.h>
 
-enum { READS = 16, WRITES = 4096, PENDING = 16 };
+enum { READS = SCHED_NOTE_READS, WRITES = SCHED_NOTE_WRITES, PENDING = SCHED_NOTE_PENDING };
 
-struct span {
-    uintptr_t addr;
-    unsigned size;
-    unsigned after; /* a section's read: the thread's writes in the section before it */
-};
+/* What the notes of each load and store go to (kit_sched_internal.h): per
+ * thread, its current section - the memory read since it last took a first
+ * mutex (the last READS reads, reads[n % READS] the n-th, a read of memory it
+ * then wrote itself emptied) and its writes not yet applied to them - and
+ * the schedule's last WRITES writes. A write empties the reads before it
+ * that it overlaps, not at once but when the reads are wanted - at a wait or
+ * a look at the section - or when PENDING writes wait their turn: then most
+ * writes cost two stores, and those of a section that ends without a wait
+ * are dropped unapplied. Written by the running thread only, as the model is. */
+struct sched_notes sched_notes;
 
-struct write_note {
-    struct span span;
-    void *where;
-    int thread;
-    long step; /* steps recorded before it */
-};
-
-/* Per thread: the memory read since it last took a first mutex (its current
- * critical section; the last READS reads, section_reads[n % READS] the n-th,
- * a read of memory it then wrote itself emptied), and the memory its last
- * wait's section read. Written by the running thread only, as the model is.
- * A write empties the reads before it that it overlaps, not at once but when
- * the reads are wanted - at a wait or a look at the section - or when PENDING
- * writes wait their turn: then most writes cost one store each. */
-static struct span section_reads[SCHED_MAX_THREADS][READS];
-static int nsection[SCHED_MAX_THREADS];
-static struct span pending[SCHED_MAX_THREADS][PENDING]; /* the section's last writes, not yet applied */
-static int npending[SCHED_MAX_THREADS];
-static unsigned nwritten[SCHED_MAX_THREADS];           /* the section's writes */
-static struct span wait_reads[SCHED_MAX_THREADS][READS];
+/* Per thread: the memory its last wait's section read. */
+static struct sched_span wait_reads[SCHED_MAX_THREADS][READS];
 static int nwait[SCHED_MAX_THREADS];
 static long wait_from[SCHED_MAX_THREADS]; /* nwrites when its last wait began */
-
-/* The schedule's last WRITES writes, writes[n % WRITES] the n-th. */
-static struct write_note writes[WRITES];
-static long nwrites;
 
 /* A sleeper of the code under test that only a long time-out woke: no
  * thread could go on (sched_changes_stalled), as in a deadlock. While
@@ -63,7 +46,7 @@ enum { STALLS = 8 };
 static struct stall {
     int thread;
     long step;
-    struct span reads[READS];
+    struct sched_span reads[READS];
     int nreads;
 } stalls[STALLS];            /* the last STALLS, stalls[n % STALLS] the n-th */
 static long nstalls;
@@ -81,83 +64,70 @@ static struct taken {
     void *places[PATH + 2]; /* the wait, the path, where it let the mutex go */
     int nplaces;
 } taken[SCHED_MAX_THREADS];
-static int nopen;
 
 void sched_changes_begin(void)
 {
-    memset(nsection, 0, sizeof nsection);
-    memset(npending, 0, sizeof npending);
-    memset(nwritten, 0, sizeof nwritten);
-    memset(nwait, 0, sizeof nwait);
-    nwrites = 0;
+    sched_notes.nwrites = 0;
     nstalls = 0;
     as_of = NULL;
-    memset(taken, 0, sizeof taken);
-    nopen = 0;
+    sched_notes.open = 0;
 }
 
-static bool overlap(const struct span *a, const struct span *b)
+/* A thread's notes start empty (not at each schedule's start for every
+ * thread there may be: a schedule has a few). */
+void sched_changes_thread_begins(int thread)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    struct sched_section *section = &sched_notes.section[thread];
+    section->nreads = 0;
+    section->npending = 0;
+    section->nwritten = 0;
+    nwait[thread] = 0;
+    sched_notes.last_write[thread] = -1;
+    taken[thread] = (struct taken){ .open = false };
+}
+
+static bool overlap(const struct sched_span *a, const struct sched_span *b)
 {
     return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
 }
 
-/* A place a thread whose timed wait took a wake-up ran: the path its
- * time-out took, each place once. */
-static void note_path(struct taken *t, void *where)
+void sched_changes_on_path(int thread, void *where)
 {
-    for (int i = 1; i < t->nplaces; i++)
+    struct taken *t = &taken[thread];
+    if (!t->open)
+        return;
+    for (int i = 1; i < t->nplaces; i++) /* (each place once) */
         if (t->places[i] == where)
             return;
     if (t->nplaces < PATH + 1)
         t->places[t->nplaces++] = where;
 }
 
-void sched_changes_read(int thread, const void *addr, unsigned size, void *where)
+void sched_changes_apply(int thread)
 {
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
-        return;
-    if (nopen > 0 && taken[thread].open)
-        note_path(&taken[thread], where);
-    section_reads[thread][nsection[thread]++ % READS] = (struct span){ (uintptr_t)addr, size, nwritten[thread] };
-}
-
-/* The pending writes empty the reads made before them that they overlap:
- * what a thread wrote itself (n++) is no condition it waits on. */
-static void apply_writes(int thread)
-{
-    struct span *reads = section_reads[thread];
-    int n = nsection[thread] < READS ? nsection[thread] : READS;
-    unsigned first = nwritten[thread] - (unsigned)npending[thread]; /* the number of the first pending write */
-    for (int w = 0; w < npending[thread]; w++) {
-        const struct span *write = &pending[thread][w];
+    struct sched_section *section = &sched_notes.section[thread];
+    struct sched_span *reads = section->reads;
+    int n = section->nreads < READS ? section->nreads : READS;
+    unsigned first = section->nwritten - (unsigned)section->npending; /* the number of the first pending write */
+    for (int w = 0; w < section->npending; w++) {
+        const struct sched_span *write = &section->pending[w];
         for (int i = 0; i < n; i++)
             if (reads[i].after <= first + (unsigned)w && reads[i].addr < write->addr + write->size &&
                 write->addr < reads[i].addr + reads[i].size)
                 reads[i].size = 0; /* (an emptied one, overlapping or not, stays empty) */
     }
-    npending[thread] = 0;
-}
-
-void sched_changes_write(int thread, const void *addr, unsigned size, void *where)
-{
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
-        return;
-    if (nopen > 0 && taken[thread].open)
-        note_path(&taken[thread], where);
-    struct span span = { (uintptr_t)addr, size, 0 };
-    writes[nwrites++ % WRITES] = (struct write_note){ span, where, thread, sched.nsteps };
-    if (npending[thread] == PENDING)
-        apply_writes(thread);
-    pending[thread][npending[thread]++] = span;
-    nwritten[thread]++;
+    section->npending = 0;
 }
 
 void sched_changes_section(int thread)
 {
     if (thread >= 0 && thread < SCHED_MAX_THREADS) {
-        nsection[thread] = 0;
-        npending[thread] = 0; /* (what the last section wrote empties none of the next one's reads) */
-        nwritten[thread] = 0;
+        struct sched_section *section = &sched_notes.section[thread];
+        section->nreads = 0;
+        section->npending = 0; /* (what the last section wrote empties none of the next one's reads) */
+        section->nwritten = 0;
     }
 }
 
@@ -165,21 +135,22 @@ void sched_changes_wait(int thread)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
-    apply_writes(thread);
-    memcpy(wait_reads[thread], section_reads[thread], sizeof wait_reads[thread]);
-    nwait[thread] = nsection[thread] < READS ? nsection[thread] : READS;
-    wait_from[thread] = nwrites;
+    sched_changes_apply(thread);
+    const struct sched_section *section = &sched_notes.section[thread];
+    memcpy(wait_reads[thread], section->reads, sizeof wait_reads[thread]);
+    nwait[thread] = section->nreads < READS ? section->nreads : READS;
+    wait_from[thread] = sched_notes.nwrites;
 }
 
 /* Whether another thread wrote, since @p thread's last wait began, memory
  * that wait read: what it waited for may have come. */
 static bool changed_since_wait(int thread)
 {
-    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
     if (wait_from[thread] < oldest)
         return false; /* no longer known */
-    for (long i = wait_from[thread]; i < nwrites; i++) {
-        const struct write_note *note = &writes[i % WRITES];
+    for (long i = wait_from[thread]; i < sched_notes.nwrites; i++) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
         for (int j = 0; note->thread != thread && j < nwait[thread]; j++)
             if (overlap(&wait_reads[thread][j], &note->span))
                 return true;
@@ -193,31 +164,31 @@ void sched_changes_took_wakeup(int thread, int cond, int mutex, void *where)
         return;
     struct taken *t = &taken[thread];
     if (t->open)
-        nopen--;
+        sched_notes.open--;
     *t = (struct taken){ .open = false };
     if (!changed_since_wait(thread))
         return; /* nothing it waited for changed: no telling whether the wake-up mattered */
     *t = (struct taken){ .open = true, .cond = cond, .mutex = mutex, .places = { where }, .nplaces = 1 };
-    nopen++;
+    sched_notes.open++;
 }
 
 void sched_changes_signalled(int thread, int cond)
 {
-    if (nopen > 0 && thread >= 0 && thread < SCHED_MAX_THREADS && taken[thread].open && taken[thread].cond == cond) {
+    if (sched_notes.open > 0 && thread >= 0 && thread < SCHED_MAX_THREADS && taken[thread].open && taken[thread].cond == cond) {
         taken[thread].open = false; /* the wake-up passed on */
-        nopen--;
+        sched_notes.open--;
     }
 }
 
 void sched_changes_let_go(int thread, int mutex, void *where, int cond)
 {
-    if (nopen == 0 || thread < 0 || thread >= SCHED_MAX_THREADS)
+    if (sched_notes.open == 0 || thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
     struct taken *t = &taken[thread];
     if (!t->open || t->mutex != mutex)
         return;
     t->open = false;
-    nopen--;
+    sched_notes.open--;
     t->given_up = cond != t->cond; /* asleep on it again: no wake-up given up */
     t->places[t->nplaces++] = where;
 }
@@ -237,9 +208,9 @@ int kit_sched_wakeup_given_up(void **places, int most)
     return n;
 }
 
-static bool read_before_waiting(int thread, const struct span *span)
+static bool read_before_waiting(int thread, const struct sched_span *span)
 {
-    const struct span *reads = as_of ? as_of->reads : wait_reads[thread];
+    const struct sched_span *reads = as_of ? as_of->reads : wait_reads[thread];
     int n = as_of ? as_of->nreads : nwait[thread];
     for (int i = 0; i < n; i++)
         if (overlap(&reads[i], span))
@@ -277,9 +248,9 @@ int sched_changes_of(int thread, struct sched_change *out, int most)
     if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return 0;
     int n = 0;
-    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
-    for (long i = nwrites - 1; i >= oldest && n < most; i--) {
-        const struct write_note *note = &writes[i % WRITES];
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    for (long i = sched_notes.nwrites - 1; i >= oldest && n < most; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
         if (as_of && note->step > as_of->step)
             continue;
         bool seen = false;
@@ -293,30 +264,27 @@ int sched_changes_of(int thread, struct sched_change *out, int most)
 
 void *sched_changes_last_write(int thread, long *seq)
 {
-    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
-    for (long i = nwrites - 1; i >= oldest; i--)
-        if (writes[i % WRITES].thread == thread) {
-            *seq = i;
-            return writes[i % WRITES].where;
-        }
-    *seq = -1;
-    return NULL;
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    bool kept = thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.last_write[thread] >= oldest;
+    *seq = kept ? sched_notes.last_write[thread] : -1;
+    return kept ? sched_notes.writes[*seq % WRITES].where : NULL;
 }
 
 int sched_changes_section_writers(int thread, struct sched_change *out, int most)
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return 0;
-    apply_writes(thread);
-    int n = 0, nreads = nsection[thread] < READS ? nsection[thread] : READS;
-    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
-    for (long i = nwrites - 1; i >= oldest && n < most; i--) {
-        const struct write_note *note = &writes[i % WRITES];
+    sched_changes_apply(thread);
+    const struct sched_section *section = &sched_notes.section[thread];
+    int n = 0, nreads = section->nreads < READS ? section->nreads : READS;
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    for (long i = sched_notes.nwrites - 1; i >= oldest && n < most; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
         bool seen = false, read = false;
         for (int j = 0; j < n; j++)
             seen = seen || out[j].where == note->where;
         for (int j = 0; !seen && j < nreads; j++)
-            read = read || overlap(&section_reads[thread][j], &note->span);
+            read = read || overlap(&section->reads[j], &note->span);
         if (read)
             out[n++] = (struct sched_change){ note->where, note->thread, note->step };
     }
@@ -325,9 +293,9 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
 
 bool sched_changes_last_in(int thread, long from, long to, struct sched_change *out)
 {
-    long oldest = nwrites > WRITES ? nwrites - WRITES : 0;
-    for (long i = nwrites - 1; i >= oldest; i--) {
-        const struct write_note *note = &writes[i % WRITES];
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    for (long i = sched_notes.nwrites - 1; i >= oldest; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
         if (note->step < from)
             return false;
         if (note->thread == thread && note->step <= to) {

@@ -378,11 +378,94 @@ struct sched_change {
     long step;   /* steps recorded before it */
 };
 void sched_changes_begin(void);
+/* A new thread of the schedule: its notes start empty. */
+void sched_changes_thread_begins(int thread);
+
+/* The notes each load and store of the code under test leaves (inline
+ * below: every access makes one; what they mean, kit_sched_changes.c). */
+enum { SCHED_NOTE_READS = 16, SCHED_NOTE_PENDING = 128, SCHED_NOTE_WRITES = 4096 };
+struct sched_span {
+    uintptr_t addr;
+    unsigned size;
+    unsigned after; /* a section's read: the thread's writes in the section before it */
+};
+struct sched_write_note {
+    struct sched_span span;
+    void *where;
+    int thread;
+    long step; /* steps recorded before it */
+};
+/* A thread's current critical section: its last reads, reads[n % SCHED_NOTE_READS]
+ * the n-th, and its writes not yet applied to them (sched_changes_apply). */
+struct sched_section {
+    struct sched_span reads[SCHED_NOTE_READS];
+    int nreads;
+    int npending;
+    unsigned nwritten; /* the section's writes */
+    struct sched_span pending[SCHED_NOTE_PENDING];
+};
+extern struct sched_notes {
+    struct sched_section section[SCHED_MAX_THREADS];
+    struct sched_write_note writes[SCHED_NOTE_WRITES]; /* the schedule's last writes, writes[n % SCHED_NOTE_WRITES] the n-th */
+    long nwrites;
+    long last_write[SCHED_MAX_THREADS]; /* each thread's last write's n (-1: none yet) */
+    int open;                           /* timed waits that took a wake-up and hold their mutex still */
+} sched_notes;
+/* Thread's pending writes empty the reads made before them that they overlap:
+ * what a thread wrote itself is no condition it waits on. */
+void sched_changes_apply(int thread);
+/* Thread ran at where: if its timed wait took a wake-up, a place on the path its time-out took. */
+void sched_changes_on_path(int thread, void *where);
+
+/* Whether thread's note of a load (or a store) is plain: a thread with
+ * notes, no timed wait's path to follow, room for one more pending write. */
+static inline bool sched_changes_plain(int thread, bool write)
+{
+    return thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.open == 0 &&
+           (!write || sched_notes.section[thread].npending < SCHED_NOTE_PENDING);
+}
+
+/* The note of a load or store of size bytes at addr by thread at where, plain. */
+static inline void sched_changes_note(int thread, const void *addr, unsigned size, bool write, void *where)
+{
+    struct sched_section *section = &sched_notes.section[thread];
+    struct sched_span span = { (uintptr_t)addr, size, 0 };
+    if (!write) {
+        span.after = section->nwritten;
+        unsigned n = (unsigned)section->nreads++; /* (never below 0: unsigned, the remainder needs no sign) */
+        section->reads[n % SCHED_NOTE_READS] = span;
+        return;
+    }
+    unsigned long n = (unsigned long)sched_notes.nwrites++; /* (as above) */
+    sched_notes.last_write[thread] = (long)n;
+    sched_notes.writes[n % SCHED_NOTE_WRITES] = (struct sched_write_note){ span, where, thread, sched.nsteps };
+    section->pending[section->npending++] = span;
+    section->nwritten++;
+}
+
 /* A load of the code under test by thread at where, as sched_memory_access sees it (kept also when
  * it holds no mutex: a failed check asks who wrote what its thread last read). */
-void sched_changes_read(int thread, const void *addr, unsigned size, void *where);
+static inline void sched_changes_read(int thread, const void *addr, unsigned size, void *where)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
+        return;
+    if (sched_notes.open > 0)
+        sched_changes_on_path(thread, where);
+    sched_changes_note(thread, addr, size, false, where);
+}
+
 /* A store at where: it may empty a read of the thread's section. */
-void sched_changes_write(int thread, const void *addr, unsigned size, void *where);
+static inline void sched_changes_write(int thread, const void *addr, unsigned size, void *where)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
+        return;
+    if (sched_notes.open > 0)
+        sched_changes_on_path(thread, where);
+    if (sched_notes.section[thread].npending == SCHED_NOTE_PENDING)
+        sched_changes_apply(thread);
+    sched_changes_note(thread, addr, size, true, where);
+}
+
 /* The thread took a mutex holding none: a new critical section begins. */
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */

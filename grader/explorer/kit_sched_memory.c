@@ -139,8 +139,11 @@ static bool race_points = true;
 
 void sched_memory_begin(void)
 {
+    static bool asked;
     detector.on = true;
-    race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
+    if (!asked) /* (set before the process starts: a test run again is a new process, kit_test.c) */
+        race_points = getenv("KIT_NO_RACE_POINTS") == NULL;
+    asked = true;
     if (++detector.generation == 0)
         detector.generation = 1;
     for (int i = 0; i < clocks_used; i++)
@@ -261,13 +264,9 @@ static unsigned shadow_slot(uintptr_t granule)
     return (unsigned)(granule ^ (granule >> 17) * 0x9E3779B1u) & (SHADOW_SIZE - 1);
 }
 
-/* The granule's entry in this schedule; with `create`, a fresh one if it
- * has none (NULL only when the table is full around it: the granule goes
- * unwatched). */
-static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintptr_t granule, bool create)
+/* The granule's entry in this schedule, the table mapped already (entry_of). */
+static inline __attribute__((always_inline)) struct shadow_entry *entry_in(uintptr_t granule, bool create)
 {
-    if (shadow == NULL && (shadow = map_shadow()) == NULL)
-        return NULL;
     unsigned start = shadow_slot(granule);
     for (unsigned probe = 0; probe < 64; probe++) {
         struct shadow_entry *e = &shadow[(start + probe) & (SHADOW_SIZE - 1)];
@@ -283,6 +282,16 @@ static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintp
         }
     }
     return NULL;
+}
+
+/* The granule's entry in this schedule; with `create`, a fresh one if it
+ * has none (NULL only when the table is full around it: the granule goes
+ * unwatched). */
+static inline __attribute__((always_inline)) struct shadow_entry *entry_of(uintptr_t granule, bool create)
+{
+    if (shadow == NULL && (shadow = map_shadow()) == NULL)
+        return NULL;
+    return entry_in(granule, create);
 }
 
 /* Freed memory may come back as another object: what was done to it before is forgotten. */
@@ -338,7 +347,10 @@ static const struct freed_block *freed_block_at(uintptr_t addr)
 static void keep_freed_block(const struct sched_thread *me, uintptr_t start, size_t size, void *pc)
 {
     struct freed_block *b = &freed_blocks[nfreed++ % FREED_KEPT];
-    *b = (struct freed_block){ .start = start, .end = start + size, .generation = detector.generation, .pc = pc };
+    b->start = start; /* (field by field: of the callers, only the first ncallers are read) */
+    b->end = start + size;
+    b->generation = detector.generation;
+    b->pc = pc;
     b->ncallers = open_call_sites(b->callers, RACE_CALLERS);
     memcpy(b->thread, me->name, sizeof b->thread); /* (NUL-terminated within it, as the steps keep it) */
 }
@@ -349,9 +361,15 @@ static bool granule_freed(uintptr_t granule)
     return e != NULL && e->cell[0].write == FREED;
 }
 
-/* (Inline where it is called: an access's check is one call deep.) */
-static inline __attribute__((always_inline)) struct shadow_entry *
-check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write, void *pc);
+/* Whether a cell's access is ordered before what thread me does now: its
+ * own, or another thread's that me's clock has seen. */
+static inline bool seen_by(const struct sched_thread *me, const struct shadow_cell *cell)
+{
+    return cell->thread == me->id || cell->clock <= vc_get(&thread_clock[me->id], cell->thread);
+}
+
+static void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr, uint8_t bytes, bool write,
+                        void *pc);
 
 void kit_sched_freed(const void *block, size_t size, void *where)
 {
@@ -369,12 +387,16 @@ void kit_sched_freed(const void *block, size_t size, void *where)
                                                 (uint16_t)me->id, 0xff, FREED } };
     for (uintptr_t g = first; g <= last && detector.on; g++) {
         /* The free writes every byte: checked against what was done there
-         * before, if anything was (a granule with no cell has nothing to race with). */
+         * before (a granule with no cell, or only one ordered before the
+         * free, has nothing to race with), as an access's check would. */
         struct shadow_entry *e = entry_of(g, true);
-        if (e != NULL && e->cell[0].bytes != 0)
-            e = check_granule(me, g << 3, 0xff, true, where); /* (the same entry) */
-        if (e != NULL)
-            memcpy(e->cell, freed, sizeof e->cell);
+        if (e == NULL)
+            continue;
+        if (e->cell[0].write == FREED)
+            use_after_free(me, g << 3, true, where);
+        if (e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
+            check_cells(me, e, g << 3, 0xff, true, where);
+        memcpy(e->cell, freed, sizeof e->cell);
     }
 }
 
@@ -519,22 +541,24 @@ static __attribute__((noinline, cold)) void record_race(const struct sched_threa
     snprintf(first_race.test, sizeof first_race.test, "%s", sched.test);
 }
 
+/* The cell an access of me at pc leaves: who, when, where, which bytes, how. */
+static inline struct shadow_cell own_cell(const struct sched_thread *me, uint8_t bytes, bool write, void *pc)
+{
+    return (struct shadow_cell){ place_of_pc(pc), vc_get(&thread_clock[me->id], me->id), (uint16_t)me->id, bytes,
+                                 write };
+}
+
 /* The access me makes now against the cells of its granule; then its own
  * cell replaces, in this order: its last cell of the same bytes (a write
  * replaces a read or write, a read a read), the first free cell or one
  * ordered before this access (nothing left to race with), or the next in
- * turn. Returns the granule's entry, or NULL if it goes unwatched.
- * A cell of its own thread is always ordered before the access (a thread's
- * own entry of its clock only grows): it is neither a race nor a clock to
- * read. */
-static inline struct shadow_entry *check_granule(struct sched_thread *me, uintptr_t addr, uint8_t bytes, bool write,
-                                                 void *pc)
+ * turn. A cell of its own thread is always ordered before the access (a
+ * thread's own entry of its clock only grows): it is neither a race nor a
+ * clock to read. (Out of line: the check of an access calls it only when
+ * the granule holds more than one cell, or one not ordered before it.) */
+static __attribute__((noinline)) void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr,
+                                                  uint8_t bytes, bool write, void *pc)
 {
-    struct shadow_entry *e = entry_of(addr >> 3, true);
-    if (e == NULL)
-        return NULL; /* unwatched: the table is full around it */
-    if (e->cell[0].write == FREED)
-        use_after_free(me, addr, write, pc);
     const struct vclock *now = &thread_clock[me->id];
     int mine = -1, spare = -1, i;
     for (i = 0; i < CELLS && e->cell[i].bytes != 0; i++) { /* the cells in use come first */
@@ -556,8 +580,34 @@ static inline struct shadow_entry *check_granule(struct sched_thread *me, uintpt
         spare = i; /* the first free cell */
     if (mine < 0)
         mine = spare >= 0 ? spare : e->next++ % CELLS;
-    e->cell[mine] = (struct shadow_cell){ place_of_pc(pc), vc_get(now, me->id), (uint16_t)me->id, bytes, write };
-    return e;
+    e->cell[mine] = own_cell(me, bytes, write, pc);
+}
+
+/* An access against the cells of its granule's entry (check_cells). Two
+ * cases, most accesses, need no loop: a granule with no cell yet, and one
+ * whose only cell is ordered before this access - nothing to race with -
+ * which this access replaces (check_cells would take it as the same bytes,
+ * or as the first cell with nothing to race with). */
+static inline __attribute__((always_inline)) void check_entry(struct sched_thread *me, struct shadow_entry *e,
+                                                              uintptr_t addr, uint8_t bytes, bool write, void *pc)
+{
+    struct shadow_cell *first = &e->cell[0];
+    if (first->write == FREED)
+        use_after_free(me, addr, write, pc);
+    bool alone = first->bytes == 0 || (e->cell[1].bytes == 0 && seen_by(me, first));
+    if (alone)
+        *first = own_cell(me, bytes, write, pc);
+    else
+        check_cells(me, e, addr, bytes, write, pc);
+}
+
+/* An access against its granule's cells, unless the granule goes unwatched. */
+static inline __attribute__((always_inline)) void check_granule(struct sched_thread *me, uintptr_t addr,
+                                                                uint8_t bytes, bool write, void *pc)
+{
+    struct shadow_entry *e = entry_of(addr >> 3, true);
+    if (e != NULL) /* (NULL: unwatched, the table is full around it) */
+        check_entry(me, e, addr, bytes, write, pc);
 }
 
 /* An access across granules: each granule's bytes in turn. */
@@ -572,9 +622,8 @@ static __attribute__((noinline)) void check_granules(struct sched_thread *me, ui
     }
 }
 
-/* The thread that makes an access at pc now, if the detector watches it,
- * after the access's switch point (if its place raced); NULL if not. */
-static inline struct sched_thread *access_begins(const void *addr, size_t size, bool write, void *pc)
+/* The thread that makes an access at pc now, if the detector watches it; NULL if not. */
+static inline __attribute__((always_inline)) struct sched_thread *access_starts(const void *addr, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
@@ -585,6 +634,13 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
         sched_endless_loop(pc);
     if (sched_context_own((uintptr_t)addr))
         return NULL; /* a _Thread_local variable: this thread's own copy */
+    return me;
+}
+
+/* The access's notes for the lost wake-up report, then its switch point if its place raced. */
+static inline __attribute__((always_inline)) void access_noted(struct sched_thread *me, const void *addr, size_t size,
+                                                               bool write, void *pc)
+{
     unsigned bytes = size < UINT_MAX ? (unsigned)size : UINT_MAX;
     if (write)
         sched_changes_write(me->id, addr, bytes, pc);
@@ -592,7 +648,6 @@ static inline struct sched_thread *access_begins(const void *addr, size_t size, 
         sched_changes_read(me->id, addr, bytes, pc);
     if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
         sched_memory_point(pc, write ? OP_WRITE : OP_READ);
-    return me;
 }
 
 /* Each granule of [addr, addr + size) against its cells. (Inline in each
@@ -609,11 +664,36 @@ static inline __attribute__((always_inline)) void check_bytes(struct sched_threa
     check_granules(me, a, size, write, pc);
 }
 
+/* An access of me, once started (access_starts), every case. */
+static __attribute__((noinline)) void access_the_long_way(struct sched_thread *me, const void *addr, unsigned size,
+                                                          bool write, void *pc)
+{
+    access_noted(me, addr, size, write, pc);
+    check_bytes(me, (uintptr_t)addr, size, write, pc);
+}
+
+/* A load or store of the code under test. Nearly every one - within one
+ * granule, its notes plain (sched_changes_plain), no racing place seen yet
+ * - is checked here without a call until the end, so that no register has
+ * to be kept across one; any other goes the long way, which does the same
+ * in the same order. */
 void sched_memory_access(const void *addr, unsigned size, bool write, void *pc)
 {
-    struct sched_thread *me = access_begins(addr, size, write, pc);
-    if (me != NULL)
-        check_bytes(me, (uintptr_t)addr, size, write, pc);
+    struct sched_thread *me = access_starts(addr, pc);
+    if (me == NULL)
+        return;
+    uintptr_t a = (uintptr_t)addr;
+    unsigned first = (unsigned)(a & 7);
+    bool plain = size > 0 && first + size <= 8 && sched_changes_plain(me->id, write) && !(race_points && nracy > 0) &&
+                 shadow != NULL && detector.on;
+    if (!plain) {
+        access_the_long_way(me, addr, size, write, pc);
+        return;
+    }
+    sched_changes_note(me->id, addr, size, write, pc);
+    struct shadow_entry *e = entry_in(a >> 3, true);
+    if (e != NULL) /* (NULL: unwatched, the table is full around it) */
+        check_entry(me, e, a, (uint8_t)(((1u << size) - 1) << first), write, pc);
 }
 
 /* ---- Ranges -----------------------------------------------------------------------------
@@ -632,9 +712,10 @@ void sched_memory_range(const void *addr, size_t size, bool write, void *pc)
 {
     if (size == 0)
         return;
-    struct sched_thread *me = access_begins(addr, size, write, pc);
+    struct sched_thread *me = access_starts(addr, pc);
     if (me == NULL)
         return;
+    access_noted(me, addr, size, write, pc);
     uintptr_t start = (uintptr_t)addr;
     if (size <= RANGE_BYTES) {
         check_bytes(me, start, size, write, pc);
