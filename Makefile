@@ -224,6 +224,9 @@ earlier-references: $(if $(wildcard solutions),$(foreach c,$(USED_CHAPTERS),$(ca
 chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d),$(2))) \
                $(call support_objs,$(1))
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
+# Linked just before the code under test in every test program, one process
+# or subject: a replay token counts its racing places from it (kit_anchor.c).
+CODE_ANCHOR := $(COMMON)/grader/explorer/kit_anchor.o
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse test_memaccess
@@ -339,7 +342,7 @@ $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
 	@rm -f $$@.subject # one process: a subject left from a judged build would make the runner take it for one
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
@@ -412,7 +415,7 @@ $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxie
 $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
-$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
+$(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(SUBJECT_FIRST) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef

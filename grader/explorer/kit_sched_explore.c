@@ -171,12 +171,14 @@ void sched_token(char *out, size_t size)
     }
     if (at == 0 && size > 1)
         snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
-    uintptr_t places[32];
+    intptr_t places[32];
     int n = sched_memory_racy_offsets(places, 32);
-    for (int i = 0; i < n; i++) { /* "~1a2b+1c3d": the racing places the schedule made switch points */
+    char first = sched_memory_anchored() ? '@' : '~';
+    for (int i = 0; i < n; i++) { /* "@1a2b+1c": the racing places the schedule made switch points */
         at = strlen(out);
         if (at + 20 < size)
-            snprintf(out + at, size - at, "%c%lx", i == 0 ? '~' : '+', (unsigned long)places[i]);
+            snprintf(out + at, size - at, "%c%s%lx", i == 0 ? first : '+', places[i] < 0 ? "-" : "",
+                     (unsigned long)(places[i] < 0 ? -places[i] : places[i]));
     }
 }
 
@@ -186,23 +188,36 @@ static int letter_value(char c)
     return p ? (int)(p - letters) : -1;
 }
 
+/* The racing places a token ends with, learned first: they shape the
+ * choices. "@1a2b+-1c": distances from the code's anchor (KIT_SCHED's
+ * options are split at commas); "~1a2b+1c3d" (a token of an earlier kit):
+ * offsets into the program. */
+static bool parse_places(const char *text)
+{
+    const char *p = strpbrk(text, "~@");
+    bool anchored = p && *p == '@';
+    while (p != NULL && *p) {
+        char *end;
+        bool negative = p[1] == '-';
+        unsigned long offset = strtoul(p + 1 + negative, &end, 16);
+        if (end == p + 1 + negative || offset > (unsigned long)INTPTR_MAX)
+            return false;
+        sched_memory_learn_offset(negative ? -(intptr_t)offset : (intptr_t)offset, anchored);
+        p = *end == '+' ? end : NULL;
+    }
+    return true;
+}
+
 /* Decode a token into the prefix; false if it is not one. */
 static bool parse_token(const char *text)
 {
     sched.prefix_len = 0;
     long cap = 2 * sched.options.max_steps;
-    const char *places = strchr(text, '~');
-    for (const char *p = places; p != NULL && *p;) { /* the racing places first: they shape the choices */
-        char *end;
-        unsigned long offset = strtoul(p + 1, &end, 16);
-        if (end == p + 1)
-            return false;
-        sched_memory_learn_offset((uintptr_t)offset);
-        p = *end == '+' ? end : NULL;
-    }
-    if (strncmp(text, ".", 1) == 0 && (text[1] == '\0' || text[1] == '~'))
+    if (!parse_places(text))
+        return false;
+    if (strncmp(text, ".", 1) == 0 && (text[1] == '\0' || text[1] == '~' || text[1] == '@'))
         return true;
-    while (*text && *text != '~') {
+    while (*text && *text != '~' && *text != '@') {
         int high = 0;
         if (*text == '_') {
             high = letter_value(text[1]) * 52;

@@ -295,15 +295,18 @@ void sched_call_left(void);
 void sched_endless_loop(void *pc) __attribute__((noreturn));
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
 void sched_memory_atomic(const volatile void *addr, void *pc);
-/* The racing places as offsets into the program, for a replay token; and
- * one learned back from a token. */
-int sched_memory_racy_offsets(uintptr_t *out, int most);
+/* The racing places as distances from kit_code_anchor() (kit_anchor.c), or
+ * from the program's start where it has none (sched_memory_anchored), for a
+ * replay token; and one learned back from a token, @p anchored or (a token
+ * of an earlier kit: "~") from the program's start. */
+int sched_memory_racy_offsets(intptr_t *out, int most);
+bool sched_memory_anchored(void);
 /* Where the program itself is loaded: its code's addresses less this are
- * what addr2line and a replay token read. */
+ * what addr2line reads. */
 uintptr_t sched_load_bias(void);
 /* kit_sched_call_site()'s place, taken (it holds for one call), or @p where if none. */
 void *sched_site_or(void *where);
-void sched_memory_learn_offset(uintptr_t offset);
+void sched_memory_learn_offset(intptr_t offset, bool anchored);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);

@@ -500,18 +500,35 @@ uintptr_t sched_load_bias(void)
     return bias;
 }
 
-int sched_memory_racy_offsets(uintptr_t *out, int most)
+/* Where a token's racing places are counted from: kit_code_anchor(), linked
+ * just before the code under test (kit_anchor.c), so that a token printed by
+ * a judged test's subject replays in one process, and across builds of the
+ * kit whose own code changed size; the program's start where a program has
+ * no anchor (the kit's own tests). */
+void kit_code_anchor(void) __attribute__((weak));
+
+static uintptr_t places_origin(bool anchored)
 {
-    uintptr_t bias = sched_load_bias();
+    return anchored && kit_code_anchor ? (uintptr_t)kit_code_anchor : sched_load_bias();
+}
+
+bool sched_memory_anchored(void)
+{
+    return kit_code_anchor != NULL;
+}
+
+int sched_memory_racy_offsets(intptr_t *out, int most)
+{
+    uintptr_t origin = places_origin(true);
     int n = 0;
     for (int i = 0; i < nracy && n < most; i++)
-        out[n++] = (uintptr_t)racy[i] - bias;
+        out[n++] = (intptr_t)((uintptr_t)racy[i] - origin);
     return n;
 }
 
-void sched_memory_learn_offset(uintptr_t offset)
+void sched_memory_learn_offset(intptr_t offset, bool anchored)
 {
-    mark_racy((void *)(offset + sched_load_bias()));
+    mark_racy((void *)(places_origin(anchored) + (uintptr_t)offset));
 }
 
 /* A cell of another thread's stack, which that thread has left: its memory is
