@@ -423,7 +423,9 @@ struct totals {
  * a hang on real threads) would hold a class's machine for most of an hour
  * in one grade: once two tests of a chapter have used up their limit, the
  * rest of the chapter runs with a third of it, at least 10 s - still ten
- * times what any of them needs on correct code. */
+ * times what any of them needs on correct code - and a later one that hangs
+ * too is not stopped to show where its threads were (a debugger's attach
+ * costs a second or two): the two before it show theirs. */
 enum { SPENT_TESTS = 2, SPENT_DIVISOR = 3, SPENT_FLOOR_SECONDS = 10 };
 
 /* A test's processor time: twice its wall time (two cores busy), and 10 s
@@ -445,6 +447,7 @@ static struct run_options run_for(const struct config *config, const struct test
     if (shorter < SPENT_FLOOR_SECONDS)
         shorter = SPENT_FLOOR_SECONDS;
     *shortened = spent >= SPENT_TESTS && shorter < run.limits.wall_seconds;
+    run.diagnose_timeouts = run.diagnose_timeouts && spent < SPENT_TESTS;
     if (*shortened) {
         run.limits.wall_seconds = shorter;
         run.limits.cpu_seconds = cpu_seconds_for(shorter);
@@ -484,6 +487,20 @@ static void grade_race_line(const struct config *config, struct test_case *test,
     label_race_line(test, tests, count);
 }
 
+/* What the rule on spent limits (run_for) changed for a test that failed. */
+static void note_spent_limit(struct test_case *test, const struct run_options *run, bool shortened)
+{
+    char note[200] = "";
+    if (shortened && test->verdict != V_PASSED)
+        textf(note, sizeof note, "(it ran with a %.0f s limit: two tests of the chapter before it used up theirs)",
+              run->limits.wall_seconds);
+    else if (!run->diagnose_timeouts && test->verdict == V_TIMED_OUT)
+        textf(note, sizeof note, "(where its threads were is not shown: two tests of the chapter before it used up "
+              "their limit, and show theirs)");
+    if (note[0])
+        append_line(test->detail, sizeof test->detail, note, strlen(note));
+}
+
 /* One line of the rubric: its test run, or the race-freedom line. */
 static void grade_line(const struct config *config, struct test_case *test, struct test_case *tests, int count,
                        const struct chapter_tests *found, int *max)
@@ -507,12 +524,7 @@ static void grade_line(const struct config *config, struct test_case *test, stru
     struct run_options run = run_for(config, test, tests, &shortened);
     run_test_case(test, &run);
     explain_failure(test);
-    if (shortened && test->verdict != V_PASSED) {
-        char note[200];
-        textf(note, sizeof note, "(it ran with a %.0f s limit: two tests of the chapter before it used up theirs)",
-              run.limits.wall_seconds);
-        append_line(test->detail, sizeof test->detail, note, strlen(note));
-    }
+    note_spent_limit(test, &run, shortened);
     if (is_mode(config, "grade"))
         compare_wakeups(test);
 }
