@@ -29,6 +29,26 @@ bool kit_sched_active(void)
     return kit_judge_on_schedule();
 }
 
+/* A graded test the subject ran on its schedule from its copy and wrote
+ * down: this copy runs once, every answer taken from the transcript, its
+ * checks deciding; then the schedule's end. */
+static const kit_wire_t *run_written(void (*fn)(void **state), void **state, const kit_wire_t *first)
+{
+    judge_replay_begin(first);
+    judge_set_thread(0, true);
+    kit_judge_wait(WIRE_GO);
+    fn(state);
+    const kit_wire_t *end = judge_replay_finish();
+    judge_set_thread(0, false);
+    judge_replay_end();
+    if (end->kind == WIRE_RERUN) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "%.*s", (int)(end->nbytes < 511 ? end->nbytes : 511), (const char *)end->blob);
+        kit_test_run_again(reason, end->nargs > 0 && end->arg[0] != 0);
+    }
+    return end;
+}
+
 /* A graded test on the subject's one schedule: the subject starts it, this
  * thread runs it as the schedule's first thread, and the subject's verdict
  * on the schedule (a deadlock it saw ends it sooner) comes last. */
@@ -36,12 +56,16 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
                         size_t size)
 {
     judge_start_subject(test, true, seed);
-    kit_judge_wait(WIRE_GO);
-    judge_set_thread(0, true);
-    fn(state);
-    judge_set_thread(0, false);
-    kit_judge_post(kit_judge_begin(WIRE_END, 0));
-    const kit_wire_t *result = kit_judge_wait(WIRE_RESULT);
+    const kit_wire_t *result = kit_judge_wait_either(WIRE_GO, WIRE_TRANSCRIPT_BATCH);
+    if (result->kind == WIRE_TRANSCRIPT_BATCH) {
+        result = run_written(fn, state, result);
+    } else {
+        judge_set_thread(0, true);
+        fn(state);
+        judge_set_thread(0, false);
+        kit_judge_post(kit_judge_begin(WIRE_END, 0));
+        result = kit_judge_wait(WIRE_RESULT);
+    }
     if (result->nargs < 1)
         kit_judge_violation("a schedule's end without its verdict");
     snprintf(reason, size, "%.*s", (int)(result->nbytes < size ? result->nbytes : size - 1),

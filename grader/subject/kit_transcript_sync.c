@@ -236,6 +236,52 @@ int kit_transcript_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mute
     RECORDED(SYNC_COND_WAIT, cond, mutex, pthread_cond_wait(cond, mutex));
 }
 
+/* The clock each condition of the copy's times its waits by (its
+ * attribute's), as the judge's wrapper keeps it: a timed wait's request
+ * names it. Only the schedule's threads use the table, one at a time. */
+enum { CLOCKED = 256 };
+static struct {
+    const void *cond;
+    clockid_t clock;
+} clocked[CLOCKED];
+
+int kit_transcript_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr)
+{
+    clockid_t clock = CLOCK_REALTIME;
+    if (attr)
+        pthread_condattr_getclock(attr, &clock);
+    int free_at = -1;
+    for (int i = 0; i < CLOCKED; i++) {
+        if (clocked[i].cond == cond)
+            clocked[i].cond = NULL;
+        if (clocked[i].cond == NULL && free_at < 0)
+            free_at = i;
+    }
+    if (free_at >= 0 && clock != CLOCK_REALTIME)
+        clocked[free_at].cond = cond, clocked[free_at].clock = clock;
+    return pthread_cond_init(cond, attr);
+}
+
+static clockid_t clock_of(const pthread_cond_t *cond)
+{
+    for (int i = 0; i < CLOCKED; i++)
+        if (clocked[i].cond == cond)
+            return clocked[i].clock;
+    return CLOCK_REALTIME;
+}
+
+int kit_transcript_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at)
+{
+    int channel = kit_transcript_channel();
+    if (channel < 0)
+        return pthread_cond_timedwait(cond, mutex, at);
+    request(channel, SYNC_COND_WAIT, address(cond), address(mutex), 1, (uint64_t)clock_of(cond),
+            (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec);
+    int err = pthread_cond_timedwait(cond, mutex, at);
+    answer(channel, (uint64_t)err, 0, 0);
+    return err;
+}
+
 int kit_transcript_pthread_cond_signal(pthread_cond_t *cond)
 {
     RECORDED(SYNC_COND_SIGNAL, cond, NULL, pthread_cond_signal(cond));
@@ -406,3 +452,25 @@ int kit_transcript_kit_waiting_threads(void)
 {
     return (int)hook(HOOK_WAITING_THREADS, 0, waiting_threads);
 }
+
+static uint64_t live_allocations(uint64_t unused)
+{
+    (void)unused;
+    return (uint64_t)kit_live_allocations();
+}
+
+long kit_transcript_kit_live_allocations(void)
+{
+    return (long)hook(HOOK_LIVE_ALLOCATIONS, 0, live_allocations);
+}
+
+/* The judge's copy asks how many blocks live, and decides; a leak found
+ * here ends the subject with its places, after what was written down. */
+void kit_transcript_kit_fail_on_leak(long before, const char *file, int line)
+{
+    if (kit_transcript_kit_live_allocations() == before)
+        return;
+    kit_transcript_flush();
+    kit_fail_on_leak(before, file, line);
+}
+
