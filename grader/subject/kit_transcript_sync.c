@@ -105,13 +105,16 @@ static uint64_t address(const void *object)
     return (uint64_t)(uintptr_t)object;
 }
 
-/* One call on an object of the test's: its request, the call, its answer. */
-#define RECORDED(op, a, b, call)                                        \
+/* One call on an object of the test's: its request, the call, its answer.
+ * A call the schedule places (@p placed) is placed at the copy's line. */
+#define RECORDED(op, a, b, placed, call)                                \
     do {                                                                \
         int channel_ = kit_transcript_channel();                        \
         if (channel_ < 0)                                               \
             return call;                                                \
         request(channel_, (op), address(a), address(b), 0, 0, 0);      \
+        if (placed)                                                     \
+            kit_sched_call_site(__builtin_return_address(0));           \
         int err_ = call;                                                \
         answer(channel_, (uint64_t)err_, 0, 0);                         \
         return err_;                                                    \
@@ -213,27 +216,27 @@ int kit_transcript_pthread_join(pthread_t thread, void **result)
 
 int kit_transcript_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_LOCK, mutex, NULL, pthread_mutex_lock(mutex));
+    RECORDED(SYNC_MUTEX_LOCK, mutex, NULL, true, pthread_mutex_lock(mutex));
 }
 
 int kit_transcript_pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_TRYLOCK, mutex, NULL, pthread_mutex_trylock(mutex));
+    RECORDED(SYNC_MUTEX_TRYLOCK, mutex, NULL, false, pthread_mutex_trylock(mutex));
 }
 
 int kit_transcript_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_UNLOCK, mutex, NULL, pthread_mutex_unlock(mutex));
+    RECORDED(SYNC_MUTEX_UNLOCK, mutex, NULL, true, pthread_mutex_unlock(mutex));
 }
 
 int kit_transcript_pthread_mutex_destroy(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_FORGET, mutex, NULL, pthread_mutex_destroy(mutex));
+    RECORDED(SYNC_FORGET, mutex, NULL, false, pthread_mutex_destroy(mutex));
 }
 
 int kit_transcript_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_COND_WAIT, cond, mutex, pthread_cond_wait(cond, mutex));
+    RECORDED(SYNC_COND_WAIT, cond, mutex, true, pthread_cond_wait(cond, mutex));
 }
 
 /* The clock each condition of the copy's times its waits by (its
@@ -277,6 +280,7 @@ int kit_transcript_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t 
         return pthread_cond_timedwait(cond, mutex, at);
     request(channel, SYNC_COND_WAIT, address(cond), address(mutex), 1, (uint64_t)clock_of(cond),
             (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec);
+    kit_sched_call_site(__builtin_return_address(0));
     int err = pthread_cond_timedwait(cond, mutex, at);
     answer(channel, (uint64_t)err, 0, 0);
     return err;
@@ -284,17 +288,17 @@ int kit_transcript_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t 
 
 int kit_transcript_pthread_cond_signal(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_COND_SIGNAL, cond, NULL, pthread_cond_signal(cond));
+    RECORDED(SYNC_COND_SIGNAL, cond, NULL, true, pthread_cond_signal(cond));
 }
 
 int kit_transcript_pthread_cond_broadcast(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_COND_BROADCAST, cond, NULL, pthread_cond_broadcast(cond));
+    RECORDED(SYNC_COND_BROADCAST, cond, NULL, true, pthread_cond_broadcast(cond));
 }
 
 int kit_transcript_pthread_cond_destroy(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_FORGET, cond, NULL, pthread_cond_destroy(cond));
+    RECORDED(SYNC_FORGET, cond, NULL, false, pthread_cond_destroy(cond));
 }
 
 /* ---- time ------------------------------------------------------------------------------------ */
@@ -305,6 +309,7 @@ int kit_transcript_sched_yield(void)
     if (channel < 0)
         return sched_yield();
     request(channel, SYNC_YIELD, 0, 0, 0, 0, 0);
+    kit_sched_call_site(__builtin_return_address(0));
     int err = sched_yield();
     answer(channel, (uint64_t)err, 0, 0);
     return err;
@@ -330,6 +335,7 @@ int kit_transcript_nanosleep(const struct timespec *request_, struct timespec *l
         return nanosleep(request_, left);
     request(channel, SYNC_SLEEP, (uint64_t)CLOCK_MONOTONIC, 0, (uint64_t)request_->tv_sec,
             (uint64_t)request_->tv_nsec, 0);
+    kit_sched_call_site(__builtin_return_address(0));
     int err = clock_nanosleep(CLOCK_MONOTONIC, 0, request_, NULL);
     answer(channel, (uint64_t)err, 0, 0);
     return 0;
