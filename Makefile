@@ -405,7 +405,17 @@ JUDGE_INCLUDES := -Igrader/judge
 # subject links a copy of the test, its main renamed, its calls of the API
 # and its pthread calls made by recorders (grader/subject/kit_transcript*.c).
 transcribed = $(if $(filter yes,$(ch$(2)_transcripts)),$(filter %_explore,$(3)))
-COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)
+# A graded test on its one schedule is written down the same way when its
+# chapter lists it (chNN_written): the subject links a copy of its test
+# program's source together with copies of the harness it calls, all made
+# private to that copy (ld -r, then every symbol local but its main), so
+# that the harness's own pthread calls are recorded as the judge sends them.
+written = $(if $(filter yes,$(ch$(2)_transcripts)),$(if $(strip $(ch$(2)_written)),$(filter-out %_explore,$(3))))
+WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/kit_time.c
+WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
+                   -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
+                   -D__wrap_print_error=kit_transcript_print_error
+COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)$(if $(call written,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).written.o $(COMMON)/judged/$(1)/record.o)
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
 define judged_test
@@ -415,6 +425,11 @@ $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxie
 $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
+$(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
+	@mkdir -p $$(@D)/$(3).written
+	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
+	  ld -r -o $$@.all $$(@D)/$(3).written/*.o && objcopy --keep-global-symbol=kit_transcript_copy_main \
+	  --keep-global-symbol=kit_transcript_written --keep-global-symbol=kit_transcript_copy_fail $$@.all $$@ && rm -f $$@.all
 $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(SUBJECT_FIRST) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)

@@ -21,4 +21,7 @@ ch08_judged  :=
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch08_transcripts := yes
+# Its graded tests of many calls, on their one schedule, are written down the
+# same way: run in the subject, replayed by the judge (docs/grading.md).
+ch08_written := test_rwl_stress_readers_and_writers
 ch08_api     := rwl.h

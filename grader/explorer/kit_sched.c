@@ -1343,14 +1343,19 @@ static void check_joinable(const struct sched_thread *t, const char *call, void 
                t->detached_at ? call_place(t->detached_at) : "");
 }
 
-/* kit_sched_call_site()'s place, until a start, join or detach takes it.
- * One thread of the schedule runs at a time, and it takes it before its
- * next switch point. */
+/* kit_sched_call_site()'s place, until the next operation of the thread
+ * that set it takes it. One thread of the schedule runs at a time, and it
+ * takes it before its next switch point. */
 static void *call_site;
 
 void kit_sched_call_site(void *where)
 {
     call_site = where;
+}
+
+void *kit_sched_site_or(void *where)
+{
+    return sched_site_or(where);
 }
 
 void *sched_site_or(void *where)
@@ -1655,7 +1660,7 @@ int __wrap_sched_yield(void)
 {
     if (me == NULL)
         return __real_sched_yield();
-    at(me, RUNNABLE, OP_YIELD, -1, __builtin_return_address(0));
+    at(me, RUNNABLE, OP_YIELD, -1, sched_site_or(__builtin_return_address(0)));
     switch_point();
     record_step(me, OP_YIELD, -1, -1);
     return 0;
@@ -1735,7 +1740,8 @@ int __wrap_nanosleep(const struct timespec *request, struct timespec *left)
         errno = EINVAL;
         return -1;
     }
-    sleep_until(sched.now + (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec, __builtin_return_address(0));
+    sleep_until(sched.now + (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec,
+                sched_site_or(__builtin_return_address(0)));
     return 0;
 }
 
@@ -1749,7 +1755,7 @@ int __wrap_clock_nanosleep(clockid_t clock, int flags, const struct timespec *re
         return EINVAL;
     int64_t span = (int64_t)request->tv_sec * NS_PER_S + request->tv_nsec;
     int64_t until = (flags & TIMER_ABSTIME) ? virtual_of(request) : sched.now + span;
-    sleep_until(until > sched.now ? until : sched.now, __builtin_return_address(0));
+    sleep_until(until > sched.now ? until : sched.now, sched_site_or(__builtin_return_address(0)));
     return 0;
 }
 

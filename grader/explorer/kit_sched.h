@@ -341,9 +341,12 @@ extern kit_sched_symbolizer_t kit_sched_symbolizer;
  * as its offset in that program's file: an address that the reports name as
  * that program's line. NULL if no more places fit. */
 void *kit_sched_foreign_place(uint64_t offset);
-/* The place the next thread start, join or detach of this thread is made
- * at, if not its caller's (@p where NULL: its caller's). */
+/* The place the next operation of this thread on the schedule (a thread
+ * start, join or detach, a lock, a wait, a wake-up, a sleep) is made at, if
+ * not its caller's (@p where NULL: its caller's). */
 void kit_sched_call_site(void *where);
+/* kit_sched_call_site()'s place, taken (it holds for one operation), or @p where if none. */
+void *kit_sched_site_or(void *where);
 
 /* ---- For a runtime that drives the code under test from the schedule --------
  * Start a thread of the schedule running fn(arg), named @p name, from a

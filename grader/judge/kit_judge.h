@@ -96,5 +96,7 @@ void judge_replay_post(int channel, kit_wire_t *m);
 /** This thread's next answer, copied into @p into; or, on channel 0 between
  *  bodies, the exploration's end. */
 const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into);
+/** A graded test's transcript, met to its end: the schedule's end (WIRE_RESULT or WIRE_RERUN). */
+const kit_wire_t *judge_replay_finish(void);
 
 #endif

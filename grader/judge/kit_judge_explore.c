@@ -29,6 +29,26 @@ bool kit_sched_active(void)
     return kit_judge_on_schedule();
 }
 
+/* A graded test the subject ran on its schedule from its copy and wrote
+ * down: this copy runs once, every answer taken from the transcript, its
+ * checks deciding; then the schedule's end. */
+static const kit_wire_t *run_written(void (*fn)(void **state), void **state, const kit_wire_t *first)
+{
+    judge_replay_begin(first);
+    judge_set_thread(0, true);
+    kit_judge_wait(WIRE_GO);
+    fn(state);
+    const kit_wire_t *end = judge_replay_finish();
+    judge_set_thread(0, false);
+    judge_replay_end();
+    if (end->kind == WIRE_RERUN) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "%.*s", (int)(end->nbytes < 511 ? end->nbytes : 511), (const char *)end->blob);
+        kit_test_run_again(reason, end->nargs > 0 && end->arg[0] != 0);
+    }
+    return end;
+}
+
 /* A graded test on the subject's one schedule: the subject starts it, this
  * thread runs it as the schedule's first thread, and the subject's verdict
  * on the schedule (a deadlock it saw ends it sooner) comes last. */
@@ -36,12 +56,16 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
                         size_t size)
 {
     judge_start_subject(test, true, seed);
-    kit_judge_wait(WIRE_GO);
-    judge_set_thread(0, true);
-    fn(state);
-    judge_set_thread(0, false);
-    kit_judge_post(kit_judge_begin(WIRE_END, 0));
-    const kit_wire_t *result = kit_judge_wait(WIRE_RESULT);
+    const kit_wire_t *result = kit_judge_wait_either(WIRE_GO, WIRE_TRANSCRIPT_BATCH);
+    if (result->kind == WIRE_TRANSCRIPT_BATCH) {
+        result = run_written(fn, state, result);
+    } else {
+        judge_set_thread(0, true);
+        fn(state);
+        judge_set_thread(0, false);
+        kit_judge_post(kit_judge_begin(WIRE_END, 0));
+        result = kit_judge_wait(WIRE_RESULT);
+    }
     if (result->nargs < 1)
         kit_judge_violation("a schedule's end without its verdict");
     snprintf(reason, size, "%.*s", (int)(result->nbytes < size ? result->nbytes : size - 1),
@@ -132,32 +156,53 @@ static bool search_over(const kit_wire_t *end, long bodies, kit_explore_result_t
     return take_result(end, bodies, result);
 }
 
+/* The next schedule's start (its body to run, or, written down, a repeat
+ * of one run before), or the search's end. */
+static const kit_wire_t *next_schedule(void)
+{
+    if (judge_replaying)
+        return kit_judge_wait_any(WIRE_BODY, WIRE_RESULT, WIRE_TRANSCRIPT_REPEAT);
+    return kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
+}
+
+static void run_body(void (*body)(void *ctx), void *ctx)
+{
+    judge_in_body = true;
+    body(ctx);
+    judge_in_body = false;
+    kit_judge_post(kit_judge_begin(WIRE_BODY_DONE, 0));
+}
+
 /* The subject asks for the body once a schedule (WIRE_BODY), or sends the
  * schedules' transcripts (its own copy of the body ran): then this copy of
- * it runs once a schedule written down, its answers taken from there. */
+ * it runs once a schedule written down, its answers taken from there - but
+ * for a schedule whose transcript repeats one run before, counted without
+ * running it again (the same answers in the same order: the same checks). */
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
                         kit_explore_result_t *result)
 {
     ask_to_explore(test, options);
     check_failed = false;
-    long bodies = 0;
+    long bodies = 0, ran = 0;
     judge_set_thread(0, true); /* between bodies too: the schedules order what the bodies did */
     const kit_wire_t *m = kit_judge_wait_any(WIRE_BODY, WIRE_RESULT, WIRE_TRANSCRIPT_BATCH);
     if (m->kind == WIRE_TRANSCRIPT_BATCH) {
         judge_replay_begin(m);
-        m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
+        m = next_schedule();
     }
     for (;;) {
         if (m->kind == WIRE_RESULT)
             return search_over(m, bodies, result);
         bodies++;
-        if (setjmp(body_exit) != 0) /* the schedule ended under the body: the search is over */
-            return search_over(&ended, bodies, result);
-        judge_in_body = true;
-        body(ctx);
-        judge_in_body = false;
-        kit_judge_post(kit_judge_begin(WIRE_BODY_DONE, 0));
-        m = kit_judge_wait_either(WIRE_BODY, WIRE_RESULT);
+        if (m->kind == WIRE_TRANSCRIPT_REPEAT && ran == 0)
+            kit_judge_violation("a transcript that repeats a schedule before any was written down");
+        if (m->kind == WIRE_BODY) {
+            ran++;
+            if (setjmp(body_exit) != 0) /* the schedule ended under the body: the search is over */
+                return search_over(&ended, bodies, result);
+            run_body(body, ctx);
+        }
+        m = next_schedule();
     }
 }
 

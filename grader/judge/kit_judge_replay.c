@@ -273,3 +273,19 @@ const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into)
     taken();
     return into;
 }
+
+/* A graded test's body returned: every entry of its transcript must have
+ * been met, and the schedule's end comes next. */
+const kit_wire_t *judge_replay_finish(void)
+{
+    __real_pthread_mutex_lock(&replay_lock);
+    while (end_message == NULL) { /* while: a batch, possibly empty, may come before the end */
+        if (have_next || reader.at < reader.m->nbytes)
+            kit_judge_violation("a transcript with steps after the test's end");
+        fetch();
+    }
+    const kit_wire_t *end = end_message;
+    __real_pthread_mutex_unlock(&replay_lock);
+    return end;
+}
+

@@ -46,6 +46,8 @@ enum kit_wire_kind {
     WIRE_HISTORY_BATCH,    /* ch 0, subject to judge: arg[0] schedules' histories (kit_wire_history_t,
                               then its calls), one after another in the blob */
     WIRE_TRANSCRIPT_BATCH, /* ch 0, exploring: the next entries of the schedules' transcripts (below) */
+    WIRE_TRANSCRIPT_REPEAT, /* a transcript's entry, in place of a schedule's WIRE_BODY and all after it: the
+                               schedule's entries are, byte for byte, those of one sent whole before */
 };
 
 /** One schedule's history of a generated scenario (WIRE_HISTORY_BATCH):

@@ -73,10 +73,128 @@ static void send_batch(void)
     kit_wire_begin(&batch, WIRE_TRANSCRIPT_BATCH, 0);
 }
 
+/* ---- a schedule's entries, held until its end ---------------------------------------------
+ * An exploration's schedules often meet the judge's side in the same order
+ * with the same answers, however differently they ran inside the code under
+ * test. A schedule whose entries are, byte for byte, those of one sent whole
+ * before is sent as one entry that says so (WIRE_TRANSCRIPT_REPEAT): the
+ * judge counts it without running its copy of the body again, which would
+ * make the same requests, take the same answers and decide the same. */
+
+static bool staging;          /* the schedule's entries wait in staged, not in the batch */
+static unsigned char *staged; /* its entries, encoded as in a batch, one after another */
+static size_t staged_size, staged_room;
+static uint32_t *entry_sizes; /* each staged entry's bytes */
+static size_t entries, entries_room;
+static uint64_t *sums;        /* the sums of the schedules sent whole (0: a free slot) */
+static size_t sums_room, sums_count;
+
+static void *grown(void *old, size_t used, size_t room)
+{
+    void *bigger = __real_malloc(room);
+    if (bigger == NULL) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test's process is out of memory for a transcript\n");
+        _exit(3);
+    }
+    if (used > 0)
+        memcpy(bigger, old, used);
+    __real_free(old);
+    return bigger;
+}
+
+/* One entry, encoded alone in @p one, added to the staged ones. */
+static void stage(const kit_wire_t *one)
+{
+    if (staged_size + one->nbytes > staged_room) {
+        size_t room = 2 * staged_room + KIT_WIRE_BLOB;
+        staged = grown(staged, staged_size, room);
+        staged_room = room;
+    }
+    if (entries == entries_room) {
+        size_t room = 2 * entries_room + 1024;
+        entry_sizes = grown(entry_sizes, entries * sizeof *entry_sizes, room * sizeof *entry_sizes);
+        entries_room = room;
+    }
+    memcpy(staged + staged_size, one->blob, one->nbytes);
+    staged_size += one->nbytes;
+    entry_sizes[entries++] = one->nbytes;
+}
+
+/* The staged entries, into the batch (sent whenever it fills). */
+static void unstage(void)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < entries; i++) {
+        if (entry_sizes[i] > KIT_WIRE_BLOB - batch.nbytes)
+            send_batch();
+        kit_wire_bytes(&batch, staged + at, entry_sizes[i]);
+        at += entry_sizes[i];
+    }
+    staged_size = entries = 0;
+}
+
+/* Whether a schedule whose staged entries have the sum @p sum was sent
+ * whole before; if not, it is remembered now. */
+static bool sent_before(uint64_t sum)
+{
+    if (2 * (sums_count + 1) > sums_room) { /* kept at most half full: every probe ends at a free slot */
+        uint64_t *old = sums;
+        size_t old_room = sums_room;
+        sums_room = old_room ? 2 * old_room : 4096;
+        sums = grown(NULL, 0, sums_room * sizeof *sums);
+        memset(sums, 0, sums_room * sizeof *sums);
+        sums_count = 0;
+        for (size_t i = 0; i < old_room; i++)
+            if (old[i] != 0)
+                sent_before(old[i]);
+        __real_free(old);
+    }
+    size_t i = (size_t)sum & (sums_room - 1);
+    for (; sums[i] != 0; i = (i + 1) & (sums_room - 1))
+        if (sums[i] == sum)
+            return true;
+    sums[i] = sum;
+    sums_count++;
+    return false;
+}
+
+/* A schedule's end: its entries, or the one entry that says they repeat a schedule sent whole before. */
+static void schedule_done(void)
+{
+    uint64_t sum = 14695981039346656037ULL; /* FNV-1a */
+    for (size_t i = 0; i < staged_size; i++)
+        sum = (sum ^ staged[i]) * 1099511628211ULL;
+    if (!sent_before(sum != 0 ? sum : 1)) {
+        unstage();
+        return;
+    }
+    staged_size = entries = 0;
+    staging = false;
+    kit_transcript_put(0, true, kit_judge_begin(WIRE_TRANSCRIPT_REPEAT, 0));
+}
+
+void kit_transcript_flush(void)
+{
+    if (!kit_transcript_on)
+        return;
+    unstage();
+    send_batch();
+}
+
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 {
     if (!answer)
         kit_wire_rename(&namer, m);
+    if (staging) {
+        static kit_wire_t one; /* (the schedule's threads write entries one at a time) */
+        kit_wire_begin(&one, 0, 0);
+        if (!kit_wire_entry_put(&one, (uint32_t)channel, answer, m)) {
+            fprintf(stderr, "[  ERROR   ] --- a message of %u bytes does not fit a transcript's batch\n", m->nbytes);
+            _exit(3);
+        }
+        stage(&one);
+        return;
+    }
     if (kit_wire_entry_put(&batch, (uint32_t)channel, answer, m))
         return;
     send_batch();
@@ -194,12 +312,16 @@ struct job {
 static void written_body(void *raw)
 {
     struct job *job = raw;
+    unstage(); /* (a schedule left before its end: sent as it is) */
+    staging = true;
     kit_transcript_begin_body();
     namer.count = 0;
     kit_wire_t *m = kit_judge_begin(WIRE_BODY, 0);
     kit_transcript_put(0, true, m);
     job->body(job->ctx);
     kit_transcript_put(0, false, kit_judge_begin(WIRE_BODY_DONE, 0));
+    schedule_done();
+    staging = false;
     kit_transcript_on = false;
 }
 
@@ -212,8 +334,13 @@ void kit_transcript_explore_run(const char *test, const char *file, int line, co
     struct job job = { body, ctx };
     static kit_explore_result_t result;
     kit_wire_begin(&batch, WIRE_TRANSCRIPT_BATCH, 0);
+    if (sums != NULL)
+        memset(sums, 0, sums_room * sizeof *sums); /* a repeat is of this exploration's schedules only */
+    sums_count = 0;
     bool passed = kit_explore_search(test, &asked_options, written_body, &job, &result);
     kit_transcript_on = false;
+    staging = false;
+    unstage();
     send_batch();
     kit_serve_result(passed, &result);
     explored = true;
@@ -243,3 +370,69 @@ bool kit_transcript_explore(const char *test, const kit_explore_t *options)
     }
     return true;
 }
+
+/* ---- a graded test of the copy's, on its one schedule ------------------------------------- */
+
+/* The copy's tests written down on their schedule (kit_transcript_written.h), if any. */
+extern const char kit_transcript_written[] __attribute__((weak));
+
+static bool listed(const char *test)
+{
+    if (kit_transcript_written == NULL)
+        return false;
+    size_t n = strlen(test);
+    for (const char *at = kit_transcript_written; (at = strstr(at, test)) != NULL; at += n)
+        if ((at == kit_transcript_written || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0'))
+            return true;
+    return false;
+}
+
+static const struct CMUnitTest *graded; /* the copy's test being written down */
+
+/* The schedule's first thread: the judge's main thread's part, written down from its go to the test's end. */
+static void written_test(void **state)
+{
+    (void)state;
+    kit_serve_forget_all();
+    kit_transcript_begin_body();
+    namer.count = 0;
+    kit_transcript_put(0, true, kit_judge_begin(WIRE_GO, 0));
+    void *copy_state = NULL;
+    graded->test_func(&copy_state);
+    kit_transcript_on = false;
+}
+
+bool kit_transcript_graded(const char *test, uint64_t seed, char *reason, size_t size, bool *passed)
+{
+    graded = NULL;
+    for (size_t i = 0; i < copy_count && graded == NULL && listed(test); i++)
+        if (strcmp(copy_tests[i].name, test) == 0)
+            graded = &copy_tests[i];
+    if (graded == NULL)
+        return false; /* not written down: the judge runs it, asking once a call */
+    kit_wire_begin(&batch, WIRE_TRANSCRIPT_BATCH, 0);
+    *passed = kit_sched_run_test(test, written_test, NULL, seed, reason, size);
+    kit_transcript_on = false;
+    send_batch();
+    return true;
+}
+
+/* The copy's failed check: what was written down goes first, for the
+ * judge's copy to meet the same check; then the harness's report. */
+void kit_transcript_copy_fail(const char *file, int line) __attribute__((weak));
+void kit_transcript_fail(const char *file, int line);
+void kit_transcript_fail(const char *file, int line)
+{
+    kit_transcript_flush();
+    if (kit_transcript_copy_fail != NULL)
+        kit_transcript_copy_fail(file, line);
+    _exit(1);
+}
+
+void kit_transcript_real_fail(const char *file, int line);
+void kit_transcript_real_fail(const char *file, int line)
+{
+    (void)file, (void)line;
+    _exit(1);
+}
+

@@ -22,11 +22,20 @@ bool kit_transcript_explore(const char *test, const kit_explore_t *options);
 void kit_transcript_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
                                 void (*body)(void *ctx), void *ctx);
 
+/** Run graded test @p test of the copy on its one schedule, written down
+ *  and sent: false if the copy does not write it down (the chapter's
+ *  chNN_written); else *@p passed and @p reason as kit_sched_run_test's. */
+bool kit_transcript_graded(const char *test, uint64_t seed, char *reason, size_t size, bool *passed);
+/** The subject forgets every object of the test's before it begins (kit_serve_hooks.c). */
+void kit_serve_forget_all(void);
+
 /** Set while a schedule's body is written down. */
 extern bool kit_transcript_on;
 /** The next entry: @p m on @p channel, a request or an answer (a request's
  *  names of the test's objects are renamed in place). */
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m);
+/** Send what is written down so far (a failure ends the subject next). */
+void kit_transcript_flush(void);
 /** The calling thread's channel while a body is written down, else -1. */
 int kit_transcript_channel(void);
 /** A body begins on the calling thread, channel 0: every other channel is free. */

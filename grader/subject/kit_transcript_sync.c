@@ -105,13 +105,16 @@ static uint64_t address(const void *object)
     return (uint64_t)(uintptr_t)object;
 }
 
-/* One call on an object of the test's: its request, the call, its answer. */
-#define RECORDED(op, a, b, call)                                        \
+/* One call on an object of the test's: its request, the call, its answer.
+ * A call the schedule places (@p placed) is placed at the copy's line. */
+#define RECORDED(op, a, b, placed, call)                                \
     do {                                                                \
         int channel_ = kit_transcript_channel();                        \
         if (channel_ < 0)                                               \
             return call;                                                \
         request(channel_, (op), address(a), address(b), 0, 0, 0);      \
+        if (placed)                                                     \
+            kit_sched_call_site(__builtin_return_address(0));           \
         int err_ = call;                                                \
         answer(channel_, (uint64_t)err_, 0, 0);                         \
         return err_;                                                    \
@@ -213,42 +216,89 @@ int kit_transcript_pthread_join(pthread_t thread, void **result)
 
 int kit_transcript_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_LOCK, mutex, NULL, pthread_mutex_lock(mutex));
+    RECORDED(SYNC_MUTEX_LOCK, mutex, NULL, true, pthread_mutex_lock(mutex));
 }
 
 int kit_transcript_pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_TRYLOCK, mutex, NULL, pthread_mutex_trylock(mutex));
+    RECORDED(SYNC_MUTEX_TRYLOCK, mutex, NULL, false, pthread_mutex_trylock(mutex));
 }
 
 int kit_transcript_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_MUTEX_UNLOCK, mutex, NULL, pthread_mutex_unlock(mutex));
+    RECORDED(SYNC_MUTEX_UNLOCK, mutex, NULL, true, pthread_mutex_unlock(mutex));
 }
 
 int kit_transcript_pthread_mutex_destroy(pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_FORGET, mutex, NULL, pthread_mutex_destroy(mutex));
+    RECORDED(SYNC_FORGET, mutex, NULL, false, pthread_mutex_destroy(mutex));
 }
 
 int kit_transcript_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-    RECORDED(SYNC_COND_WAIT, cond, mutex, pthread_cond_wait(cond, mutex));
+    RECORDED(SYNC_COND_WAIT, cond, mutex, true, pthread_cond_wait(cond, mutex));
+}
+
+/* The clock each condition of the copy's times its waits by (its
+ * attribute's), as the judge's wrapper keeps it: a timed wait's request
+ * names it. Only the schedule's threads use the table, one at a time. */
+enum { CLOCKED = 256 };
+static struct {
+    const void *cond;
+    clockid_t clock;
+} clocked[CLOCKED];
+
+int kit_transcript_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr)
+{
+    clockid_t clock = CLOCK_REALTIME;
+    if (attr)
+        pthread_condattr_getclock(attr, &clock);
+    int free_at = -1;
+    for (int i = 0; i < CLOCKED; i++) {
+        if (clocked[i].cond == cond)
+            clocked[i].cond = NULL;
+        if (clocked[i].cond == NULL && free_at < 0)
+            free_at = i;
+    }
+    if (free_at >= 0 && clock != CLOCK_REALTIME)
+        clocked[free_at].cond = cond, clocked[free_at].clock = clock;
+    return pthread_cond_init(cond, attr);
+}
+
+static clockid_t clock_of(const pthread_cond_t *cond)
+{
+    for (int i = 0; i < CLOCKED; i++)
+        if (clocked[i].cond == cond)
+            return clocked[i].clock;
+    return CLOCK_REALTIME;
+}
+
+int kit_transcript_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *at)
+{
+    int channel = kit_transcript_channel();
+    if (channel < 0)
+        return pthread_cond_timedwait(cond, mutex, at);
+    request(channel, SYNC_COND_WAIT, address(cond), address(mutex), 1, (uint64_t)clock_of(cond),
+            (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec);
+    kit_sched_call_site(__builtin_return_address(0));
+    int err = pthread_cond_timedwait(cond, mutex, at);
+    answer(channel, (uint64_t)err, 0, 0);
+    return err;
 }
 
 int kit_transcript_pthread_cond_signal(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_COND_SIGNAL, cond, NULL, pthread_cond_signal(cond));
+    RECORDED(SYNC_COND_SIGNAL, cond, NULL, true, pthread_cond_signal(cond));
 }
 
 int kit_transcript_pthread_cond_broadcast(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_COND_BROADCAST, cond, NULL, pthread_cond_broadcast(cond));
+    RECORDED(SYNC_COND_BROADCAST, cond, NULL, true, pthread_cond_broadcast(cond));
 }
 
 int kit_transcript_pthread_cond_destroy(pthread_cond_t *cond)
 {
-    RECORDED(SYNC_FORGET, cond, NULL, pthread_cond_destroy(cond));
+    RECORDED(SYNC_FORGET, cond, NULL, false, pthread_cond_destroy(cond));
 }
 
 /* ---- time ------------------------------------------------------------------------------------ */
@@ -259,6 +309,7 @@ int kit_transcript_sched_yield(void)
     if (channel < 0)
         return sched_yield();
     request(channel, SYNC_YIELD, 0, 0, 0, 0, 0);
+    kit_sched_call_site(__builtin_return_address(0));
     int err = sched_yield();
     answer(channel, (uint64_t)err, 0, 0);
     return err;
@@ -284,6 +335,7 @@ int kit_transcript_nanosleep(const struct timespec *request_, struct timespec *l
         return nanosleep(request_, left);
     request(channel, SYNC_SLEEP, (uint64_t)CLOCK_MONOTONIC, 0, (uint64_t)request_->tv_sec,
             (uint64_t)request_->tv_nsec, 0);
+    kit_sched_call_site(__builtin_return_address(0));
     int err = clock_nanosleep(CLOCK_MONOTONIC, 0, request_, NULL);
     answer(channel, (uint64_t)err, 0, 0);
     return 0;
@@ -406,3 +458,25 @@ int kit_transcript_kit_waiting_threads(void)
 {
     return (int)hook(HOOK_WAITING_THREADS, 0, waiting_threads);
 }
+
+static uint64_t live_allocations(uint64_t unused)
+{
+    (void)unused;
+    return (uint64_t)kit_live_allocations();
+}
+
+long kit_transcript_kit_live_allocations(void)
+{
+    return (long)hook(HOOK_LIVE_ALLOCATIONS, 0, live_allocations);
+}
+
+/* The judge's copy asks how many blocks live, and decides; a leak found
+ * here ends the subject with its places, after what was written down. */
+void kit_transcript_kit_fail_on_leak(long before, const char *file, int line)
+{
+    if (kit_transcript_kit_live_allocations() == before)
+        return;
+    kit_transcript_flush();
+    kit_fail_on_leak(before, file, line);
+}
+

@@ -207,7 +207,7 @@ static void enter_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, void *where
 
 int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex)
 {
-    void *where = __builtin_return_address(0);
+    void *where = kit_sched_active() ? kit_sched_site_or(__builtin_return_address(0)) : __builtin_return_address(0);
     if (harness_waiting)
         return checked_at("pthread_cond_wait", wait_on(cond, mutex, NULL, OWN_CLOCK, where), where);
     if (take_spurious_turn(mutex, where))
@@ -278,7 +278,8 @@ static int timed_wait(const char *call, pthread_cond_t *cond, pthread_mutex_t *m
 int __wrap_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
                                   const struct timespec *deadline)
 {
-    return timed_wait("pthread_cond_timedwait", cond, mutex, deadline, OWN_CLOCK, __builtin_return_address(0));
+    void *where = kit_sched_active() ? kit_sched_site_or(__builtin_return_address(0)) : __builtin_return_address(0);
+    return timed_wait("pthread_cond_timedwait", cond, mutex, deadline, OWN_CLOCK, where);
 }
 
 int __wrap_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
@@ -371,7 +372,8 @@ static void perturb(void)
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
     if (kit_sched_active())
-        return checked("pthread_mutex_lock", kit_sched_mutex_lock(mutex, __builtin_return_address(0)));
+        return checked("pthread_mutex_lock",
+                       kit_sched_mutex_lock(mutex, kit_sched_site_or(__builtin_return_address(0))));
     kit_sched_outsider("pthread_mutex_lock");
     long max_us = atomic_load_explicit(&lock_delay_us, memory_order_relaxed);
     if (max_us > 0 && !harness_waiting)
@@ -383,7 +385,8 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 {
     if (kit_sched_active())
-        return checked("pthread_mutex_unlock", kit_sched_mutex_unlock(mutex, __builtin_return_address(0)));
+        return checked("pthread_mutex_unlock",
+                       kit_sched_mutex_unlock(mutex, kit_sched_site_or(__builtin_return_address(0))));
     kit_sched_outsider("pthread_mutex_unlock");
     kit_misuse_unlock(mutex, __builtin_return_address(0));
     int err = __real_pthread_mutex_unlock(mutex);
@@ -394,7 +397,7 @@ int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex)
 int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 {
     if (kit_sched_active())
-        return kit_sched_cond_signal(cond, false, __builtin_return_address(0));
+        return kit_sched_cond_signal(cond, false, kit_sched_site_or(__builtin_return_address(0)));
     kit_sched_outsider("pthread_cond_signal");
     kit_misuse_wake(cond, false);
     perturb();
@@ -404,7 +407,7 @@ int __wrap_pthread_cond_signal(pthread_cond_t *cond)
 int __wrap_pthread_cond_broadcast(pthread_cond_t *cond)
 {
     if (kit_sched_active())
-        return kit_sched_cond_signal(cond, true, __builtin_return_address(0));
+        return kit_sched_cond_signal(cond, true, kit_sched_site_or(__builtin_return_address(0)));
     kit_sched_outsider("pthread_cond_broadcast");
     kit_misuse_wake(cond, true);
     perturb();
