@@ -345,6 +345,11 @@ void *kit_sched_foreign_place(uint64_t offset);
  * start, join or detach, a lock, a wait, a wake-up, a sleep) is made at, if
  * not its caller's (@p where NULL: its caller's). */
 void kit_sched_call_site(void *where);
+/* A judged test's recorder of an API call (grader/judge/kit-proxies, record):
+ * the test's line that made it, for the next call of the code under test on
+ * this thread to be placed at (a report's "called from"), instead of the
+ * subject's server that passes it on. */
+void kit_sched_api_site(void *where);
 /* kit_sched_call_site()'s place, taken (it holds for one operation), or @p where if none. */
 void *kit_sched_site_or(void *where);
 
