@@ -226,7 +226,8 @@ chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_u
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 # Linked just before the code under test in every test program, one process
 # or subject: a replay token counts its racing places from it (kit_anchor.c).
-CODE_ANCHOR := $(COMMON)/grader/explorer/kit_anchor.o
+CODE_ANCHOR_SRC := grader/explorer/kit_anchor.c
+CODE_ANCHOR = $(patsubst %.c,$(COMMON)/%.o,$(CODE_ANCHOR_SRC))
 
 # lib/'s own tests (tests/kit/): run by `make test`, scored 0 - not student code.
 KIT_TESTS := test_kit test_kit_map test_explore test_schedule test_misuse test_memaccess
@@ -555,7 +556,7 @@ chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(ca
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
               $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(KIT_TEST_CODE) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
-              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS)
+              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC)
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
