@@ -101,20 +101,40 @@ static int run_round(const bench_spec_t *spec, bench_result_t *out)
 
 static void print_table(const bench_result_t *result);
 
+/* Which part of its rounds the next bench_run() runs: see bench_sweep(). */
+static int this_sweep = 0, sweeps = 1;
+
+void bench_sweep(int sweep, int count)
+{
+    sweeps = count > 0 ? count : 1;
+    this_sweep = sweep >= 0 && sweep < sweeps ? sweep : 0;
+}
+
+/* Round r of a benchmark's R falls in sweep r * S / R of the run's S: its rounds
+ * are spread over the run as evenly as the counts allow. */
+static bool round_in_this_sweep(int round, int rounds)
+{
+    return round * sweeps / rounds == this_sweep;
+}
+
 int bench_run(const bench_spec_t *spec, int rounds, bench_result_t *out)
 {
-    memset(out, 0, sizeof *out);
-    out->spec = *spec; /* kept for the summary and the JSON, after the caller's spec is gone */
-    out->spec.params = NULL;
-    snprintf(out->title, sizeof out->title, "%s", spec->title);
-    out->spec.title = NULL; /* use out->title */
+    if (this_sweep == 0) {
+        memset(out, 0, sizeof *out);
+        out->spec = *spec; /* kept for the summary and the JSON, after the caller's spec is gone */
+        out->spec.params = NULL;
+        snprintf(out->title, sizeof out->title, "%s", spec->title);
+        out->spec.title = NULL; /* use out->title */
+    }
     if (rounds > BENCH_MAX_ROUNDS)
         rounds = BENCH_MAX_ROUNDS;
-    printf("\n%s\n", spec->title);
-    fflush(stdout);
     for (int round = 0; round < rounds && !out->failed; round++)
-        out->failed = run_round(spec, out) != 0;
-    print_table(out);
+        if (round_in_this_sweep(round, rounds))
+            out->failed = run_round(spec, out) != 0;
+    if (this_sweep == sweeps - 1) {
+        printf("\n%s\n", out->title);
+        print_table(out);
+    }
     return out->failed;
 }
 
@@ -310,18 +330,30 @@ uint64_t bench_spin(uint64_t x, long rounds)
 
 /* The fastest of five readings of 2^20 rounds (a few ms each): a reading
  * that another program interrupted is slower, never faster. */
-long bench_spin_rounds(long us)
+/* bench_spin() rounds per microsecond, measured once per process: every
+ * round of every benchmark then does the same work, however busy the
+ * machine was at the moment a benchmark asked. */
+static double spin_rounds_per_us(void)
 {
+    static double rate = 0;
+    if (rate > 0)
+        return rate;
     volatile uint64_t sink = 0;
     long rounds = 1L << 20;
     double best_ms = 1e9;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++) { /* the best of five: other programs only ever slow a try down */
         int64_t start = kit_now_ns();
         sink = bench_spin(sink, rounds);
         double ms = kit_elapsed_ms(start);
         best_ms = ms < best_ms ? ms : best_ms;
     }
-    return (long)((double)rounds / (best_ms * 1000.0) * (double)us) + 1;
+    rate = (double)rounds / (best_ms * 1000.0);
+    return rate;
+}
+
+long bench_spin_rounds(long us)
+{
+    return (long)(spin_rounds_per_us() * (double)us) + 1;
 }
 
 double bench_load_average(void)

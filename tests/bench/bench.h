@@ -9,7 +9,10 @@
  * a burst of load from another program hits all of them alike; each
  * comparison is computed *within* a round, from values measured seconds
  * apart. Absolute numbers drift on a shared machine; ratios measured side
- * by side hold much better. Every figure is reported as the median of the
+ * by side hold much better. A whole run goes in sweeps (bench_sweep()):
+ * every benchmark runs its next round, then every benchmark again, so a
+ * benchmark's rounds are spread over the whole run and a slow minute of the
+ * machine falls on one round of many benchmarks, not on every round of one. Every figure is reported as the median of the
  * rounds, with the smallest and largest value beside it.
  *
  * Wall time comes from CLOCK_MONOTONIC (kit_now_ns()), CPU time from
@@ -81,13 +84,25 @@ typedef struct bench_result {
 } bench_result_t;
 
 /**
- * @brief Run @p spec for @p rounds interleaved rounds and print its table.
+ * @brief Run @p spec's rounds of this sweep (bench_sweep()) and, on the last sweep, print its table.
  * @param[in]  spec   the benchmark.
  * @param[in]  rounds 1 .. BENCH_MAX_ROUNDS.
- * @param[out] out    every value measured.
+ * @param[in,out] out every value measured: filled in on the first sweep, added to on the others.
  * @return 0, or 1 if a run went wrong (the table shows the rounds that ran).
  */
 int bench_run(const bench_spec_t *spec, int rounds, bench_result_t *out);
+
+/**
+ * @brief Say which sweep of the run the next bench_run() calls belong to.
+ *
+ * A run calls every benchmark @p count times, with @p sweep from 0 to
+ * count - 1. Each time, bench_run() runs the rounds of its benchmark that
+ * fall in this sweep (a benchmark of R rounds runs round r in sweep
+ * r * count / R), keeps what they measured in its `out`, which the caller
+ * passes again every sweep, and prints its table on the last sweep. Without
+ * a call, a run is one sweep: every round at once.
+ */
+void bench_sweep(int sweep, int count);
 
 /** @brief The median of a series (the mean of the middle two for an even count). */
 double bench_median(const bench_series_t *series);

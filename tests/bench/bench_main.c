@@ -39,7 +39,7 @@ enum { BENCHMARKS = sizeof benchmarks / sizeof benchmarks[0] };
 static const char *benchmark_names[BENCHMARKS + 2] = { "all" };
 
 static const kit_opt_t options[] = {
-    { "rounds", KIT_OPT_LONG, "N", "interleaved rounds of every benchmark but idle", &rounds, 1, BENCH_MAX_ROUNDS,
+    { "rounds", KIT_OPT_LONG, "N", "rounds of every benchmark but idle, and sweeps of the run", &rounds, 1, BENCH_MAX_ROUNDS,
       NULL },
     { "idle-rounds", KIT_OPT_LONG, "N", "rounds of the idle benchmark", &idle_rounds, 1, BENCH_MAX_ROUNDS, NULL },
     { "only", KIT_OPT_CHOICE, "NAME", "run one benchmark", &only, 0, 0, benchmark_names },
@@ -89,9 +89,28 @@ static void print_header(double load)
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime_r(&now, &local));
     printf("Concurrency kit benchmarks - %s, %ld cores online, load average %.2f at the start\n", date,
            bench_cores(), load);
-    printf("Each benchmark runs its variants in turn, round after round (A B C A B C ...).\n");
+    printf("Each benchmark runs its variants in turn, round after round (A B C A B C ...),\n");
+    printf("and its rounds are spread over the run: every benchmark one round, then the next.\n");
     printf("Every figure is the median over the rounds, then the smallest and the largest;\n");
     printf("each ratio is taken within a round, so both sides saw the same machine.\n");
+}
+
+/* Every chosen benchmark once per sweep, one sweep per round (bench_sweep():
+ * a benchmark of fewer rounds skips some sweeps, one of more runs two in
+ * some): each benchmark keeps its result slot from sweep to sweep. Returns 1 if a run went wrong; *count is set to the
+ * benchmarks run. */
+static int run_sweeps(const bench_options_t *o, bench_result_t *results, size_t *count)
+{
+    int sweeps = o->rounds, failed = 0;
+    for (int sweep = 0; sweep < sweeps; sweep++) {
+        fprintf(stderr, "kit-bench: sweep %d of %d (each benchmark's next round)\n", sweep + 1, sweeps);
+        bench_sweep(sweep, sweeps);
+        *count = 0;
+        for (size_t b = 0; b < BENCHMARKS; b++)
+            if (strcmp(only, "all") == 0 || strcmp(only, benchmarks[b].name) == 0)
+                failed |= benchmarks[b].run(o, &results[(*count)++]);
+    }
+    return failed;
 }
 
 int main(int argc, char **argv)
@@ -106,13 +125,10 @@ int main(int argc, char **argv)
                           .rwlock_read_us = rwlock_read_us, .rwlock_write_us = rwlock_write_us };
     static bench_result_t results[BENCHMARKS];
     size_t count = 0;
-    int failed = 0;
     int64_t start = kit_now_ns();
     double load = bench_load_average();
     print_header(load);
-    for (size_t b = 0; b < BENCHMARKS; b++)
-        if (strcmp(only, "all") == 0 || strcmp(only, benchmarks[b].name) == 0)
-            failed |= benchmarks[b].run(&o, &results[count++]);
+    int failed = run_sweeps(&o, results, &count);
     int missed = bench_print_targets(stdout, results, count);
     int err = bench_write_json(json_path, results, count, load);
     if (err != 0)
