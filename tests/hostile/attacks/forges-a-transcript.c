@@ -12,6 +12,8 @@
  * Expect: flagged
  * Judged: yes
  * Uses: libc_symbols
+ *
+ * (@WIRE_...@: the channel's message kinds, which tools/hardening fills in.)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ static void hostile_hook(void)
         uint64_t clock[2], arg[10];
         uint32_t channel, answer, entry_kind, entry_op, entry_nargs, entry_nbytes, entry_flags, entry_unused;
         uint64_t word;
-    } batch = { 37, 0, 0, 40, 0, 0, { 0, 0 }, { 0 }, 0, 1, 32, 0, 1, 0, 0, 0, 0 };
+    } batch = { @WIRE_TRANSCRIPT_BATCH@, 0, 0, 40, 0, 0, { 0, 0 }, { 0 }, 0, 1, @WIRE_REPLY@, 0, 1, 0, 0, 0, 0 };
     send_fn post = (send_fn)find("send");
     if (post)
         post(40, &batch, sizeof batch, 0);

@@ -9,6 +9,8 @@
  * Expect: flagged
  * Judged: yes
  * Uses: libc_symbols
+ *
+ * (@WIRE_...@: the channel's message kinds, which tools/hardening fills in.)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@ static void hostile_hook(void)
     struct {
         uint32_t kind, op, nargs, nbytes, flags, unused;
         uint64_t clock[2], arg[10];
-    } reply = { 32, 0, 3, 0, 0, 0, { 0, 0 }, { 0, 1, 0x1000 } };
+    } reply = { @WIRE_REPLY@, 0, 3, 0, 0, 0, { 0, 0 }, { 0, 1, 0x1000 } };
     send_fn post = (send_fn)find("send");
     if (post)
         post(40, &reply, sizeof reply, 0);
