@@ -73,6 +73,7 @@ struct tpool {
     size_t alive;              /* workers started and not yet left */
     size_t started;            /* workers ever started: numbers thread names */
     size_t blocked;            /* kept for chapter 04's detector, never read here (tpool_internal.h) */
+    size_t arriving;           /* tasks accepted to be queued, not yet in the queue: termination waits for them */
     bool shutdown;
     tpool_stats_t stats;       /* only reported, never decided on: `threads` and `queued` are filled in when read */
 };
@@ -135,7 +136,7 @@ static void join_workers(struct worker *exited)
 
 static bool terminated_locked(tpool_t *p)
 {
-    return p->shutdown && p->alive == 0 && bq_size(p->queue) == 0;
+    return p->shutdown && p->alive == 0 && p->arriving == 0 && bq_size(p->queue) == 0;
 }
 
 /* The worker's poll gave up: ETIMEDOUT (idle for keep_alive_ms) or ECANCELED
@@ -304,20 +305,24 @@ static void count_rejection(tpool_t *p, struct task *task)
     free(task);
 }
 
-/* Queues the task through the policy, then makes sure a worker is alive to take it. */
+/* Queues the task through the policy, then makes sure a worker is alive to
+ * take it. The task was counted in p->arriving when it was accepted: until
+ * it is in the queue (or refused), the pool cannot be terminated, though a
+ * shutdown and the last worker's leaving may come meanwhile. */
 static int enqueue(tpool_t *p, struct task *task)
 {
     int err = bq_try_put(p->queue, task, &p->policy); /* may block, run or drop it: no lock held */
-    if (err != 0)
-        return err;
     pthread_mutex_lock(&p->lock);
+    p->arriving--;
     /* PAGE: idle-exit-race (execute side). When we chose to queue, a worker
      * was alive; it may have retired since (it re-checked the queue before we
      * put the task in). Under the lock that retiring takes: is anyone left? */
-    if (p->alive == 0) /* if even this start fails, the task still counts as accepted (tpool.h): */
+    if (err == 0 && p->alive == 0) /* if even this start fails, the task still counts as accepted (tpool.h): */
         start_worker_locked(p, NULL); /* the next execute or tpool_shutdown() starts one */
+    if (terminated_locked(p)) /* the last arrival was refused after the last worker left */
+        pthread_cond_broadcast(&p->terminated);
     pthread_mutex_unlock(&p->lock);
-    return 0;
+    return err;
 }
 
 /* Called with lock held. Below core size the task goes straight to a new
@@ -352,6 +357,8 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
     p->stats.submitted++;
     struct worker *exited = take_exited_locked(p);
     int err = hand_over_locked(p, task, &handed_over);
+    if (err == 0 && !handed_over)
+        p->arriving++; /* accepted before any shutdown: termination waits until it is queued */
     pthread_mutex_unlock(&p->lock);
     join_workers(exited);
     if (err == 0 && !handed_over)

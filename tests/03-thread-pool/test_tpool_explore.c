@@ -79,6 +79,66 @@ static void test_tpool_explore_idle_exit_race(void **state)
     kit_explore(&options, tasks_racing_a_retiring_worker, NULL);
 }
 
+/* ---- An execute racing the shutdown ---------------------------------------------------- */
+
+struct racing_shutdown {
+    tpool_t *p;
+    kit_tally_t ran;
+    int executed; /* what the racing tpool_execute returned */
+};
+
+static void *execute_once(void *raw)
+{
+    struct racing_shutdown *r = raw;
+    r->executed = tpool_execute(r->p, count_task, &r->ran);
+    return NULL;
+}
+
+static void *shut_down(void *raw)
+{
+    return (void *)(intptr_t)tpool_shutdown(raw);
+}
+
+/* A worker that retires the moment the queue is empty (keep-alive 0), an
+ * execute on one thread, the shutdown on another, and an await on the
+ * test's: a task the execute accepted (it returned 0) was accepted before
+ * the shutdown, so the pool cannot be terminated before it has run - though
+ * the execute may still be on its way to the queue when the shutdown comes
+ * and the last worker leaves. */
+static void execute_racing_the_shutdown(void *ctx)
+{
+    (void)ctx;
+    struct racing_shutdown r = { .p = make_pool(1, 0) };
+    kit_tally_init(&r.ran);
+    explore_ok(tpool_execute(r.p, count_task, &r.ran));
+    kit_tally_await(&r.ran, 1); /* a worker was started; it retires once it finds the queue empty */
+    pthread_t executer, shutter;
+    explore_ok(pthread_create(&executer, NULL, execute_once, &r));
+    explore_ok(pthread_create(&shutter, NULL, shut_down, r.p));
+    explore_ok(tpool_await_termination(r.p, LONG_MAX));
+    int ran_before = kit_tally_count(&r.ran);
+    explore_ok(pthread_join(executer, NULL));
+    explore_ok(pthread_join(shutter, NULL));
+    kit_explore_check(r.executed != 0 || ran_before == 2,
+                      "tpool_await_termination returned 0 before a task ran that tpool_execute had accepted (it "
+                      "returned 0, so the task came before the shutdown): the pool was declared terminated while "
+                      "that execute was still on its way to the queue");
+    kit_explore_check(r.executed == 0 || r.executed == ECANCELED, "tpool_execute racing tpool_shutdown returned %s, "
+                      "expected 0 or ECANCELED", kit_errno_name(r.executed));
+    tpool_destroy(r.p);
+    kit_tally_destroy(&r.ran);
+}
+
+static void test_tpool_explore_execute_racing_shutdown(void **state)
+{
+    (void)state;
+    /* The window is a few steps wide on three threads (the execute between its
+     * check and the queue, the shutdown between its flag and closing the queue,
+     * the awaiter between them): about 1 schedule in 1,000 to 5,000 meets it. */
+    kit_explore_t options = { .strategy = "pct:2:4 pct:3:4 random:2 random:5", .schedules = 2500 };
+    kit_explore(&options, execute_racing_the_shutdown, NULL);
+}
+
 /* ---- core_threads tasks at once ------------------------------------------------------- */
 
 struct meeting {
@@ -1127,6 +1187,7 @@ static void test_tpool_explore_generated_scenarios(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_explore_idle_exit_race),
+    cmocka_unit_test(test_tpool_explore_execute_racing_shutdown),
     cmocka_unit_test(test_tpool_explore_core_tasks_run_at_once),
     cmocka_unit_test(test_tpool_explore_failed_task_keeps_its_worker),
     cmocka_unit_test(test_tpool_explore_stats_add_up_at_every_instant),

@@ -75,6 +75,7 @@ struct tpool {
     size_t names_used;         /* workers ever started: the n of `<name>-<n>` */
     struct worker *exited;     /* left, not yet joined */
     size_t blocked;            /* chapter 04's detector's count */
+    size_t arriving;           /* tasks accepted to be queued, not yet in the queue: termination waits for them */
     bool shutdown;
     tpool_stats_t stats;
 };
@@ -145,7 +146,7 @@ static void join_and_free(struct worker *list)
 
 static bool all_done_locked(tpool_t *p)
 {
-    return p->shutdown && p->alive == 0 && bq_size(p->queue) == 0;
+    return p->shutdown && p->alive == 0 && p->arriving == 0 && bq_size(p->queue) == 0;
 }
 
 /* ---- tasks ------------------------------------------------------------------------ */
@@ -307,6 +308,23 @@ static int hand_over_locked(tpool_t *p, struct task *task, bool *handed)
     return err;
 }
 
+/* Queues a task accepted under the lock, where it was counted in p->arriving:
+ * until it is in the queue (or refused) the pool cannot be terminated, though
+ * a shutdown and the last worker's leaving may come meanwhile. Then makes sure
+ * someone is alive to run it. */
+static int queue_task(tpool_t *p, struct task *task)
+{
+    int err = bq_try_put(p->queue, task, &p->policy); /* no lock: the policy may block */
+    pthread_mutex_lock(&p->lock);
+    p->arriving--;
+    if (err == 0 && p->alive == 0) /* everyone retired while we queued: someone must run it */
+        start_worker_locked(p, NULL);
+    if (all_done_locked(p)) /* the last arrival was refused after the last worker left */
+        pthread_cond_broadcast(&p->all_done);
+    pthread_mutex_unlock(&p->lock);
+    return err;
+}
+
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
 {
     if (p == NULL || fn == NULL)
@@ -320,17 +338,12 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
     p->stats.submitted++;
     struct worker *to_join = pop_exited_locked(p);
     int err = hand_over_locked(p, task, &handed);
+    if (err == 0 && !handed)
+        p->arriving++; /* accepted before any shutdown: termination waits until it is queued */
     pthread_mutex_unlock(&p->lock);
     join_and_free(to_join);
-    if (err == 0 && !handed) {
-        err = bq_try_put(p->queue, task, &p->policy); /* no lock: the policy may block */
-        if (err == 0) {
-            pthread_mutex_lock(&p->lock);
-            if (p->alive == 0) /* everyone retired while we queued: someone must run it */
-                start_worker_locked(p, NULL);
-            pthread_mutex_unlock(&p->lock);
-        }
-    }
+    if (err == 0 && !handed)
+        err = queue_task(p, task);
     if (err != 0) {
         pthread_mutex_lock(&p->lock);
         p->stats.rejected++;

@@ -78,6 +78,7 @@ struct tpool {
     size_t names_used;         /* workers ever started: the n of `<name>-<n>` */
     struct worker *exited;     /* left, not yet joined */
     size_t blocked;            /* chapter 04's detector's count */
+    size_t arriving;           /* tasks accepted to be queued, not yet in the queue: termination waits for them */
     bool shutdown;
     tpool_stats_t stats;
 };
@@ -130,7 +131,7 @@ static void join_and_free(struct worker *list)
 
 static bool all_done_locked(tpool_t *p)
 {
-    return p->shutdown && p->alive == 0 && bq_size(p->queue) == 0;
+    return p->shutdown && p->alive == 0 && p->arriving == 0 && bq_size(p->queue) == 0;
 }
 
 /* Called with lock held after a change that may have completed termination:
@@ -303,6 +304,21 @@ static int hand_over_locked(tpool_t *p, struct task *task, bool *handed)
     return err;
 }
 
+/* The second half of an execute that did not hand its task to a new worker:
+ * into the queue, then a worker if none is left. p->arriving counted it in
+ * the first half, so that no await rings "done" while it is on its way. */
+static int queue_task(tpool_t *p, struct task *task)
+{
+    int err = bq_try_put(p->queue, task, &p->policy); /* the policy may block or run it: no lock held */
+    pthread_mutex_lock(&p->lock);
+    if (err == 0 && p->alive == 0) /* the last worker left while it was on its way */
+        start_worker_locked(p, NULL);
+    p->arriving--;
+    ring_if_done_locked(p); /* the last arrival may have been refused after the last worker left */
+    pthread_mutex_unlock(&p->lock);
+    return err;
+}
+
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
 {
     if (p == NULL || fn == NULL)
@@ -316,17 +332,12 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
     p->stats.submitted++;
     struct worker *to_join = pop_exited_locked(p);
     int err = hand_over_locked(p, task, &handed);
+    if (err == 0 && !handed)
+        p->arriving++; /* accepted before any shutdown: termination waits until it is queued */
     pthread_mutex_unlock(&p->lock);
     join_and_free(to_join);
-    if (err == 0 && !handed) {
-        err = bq_try_put(p->queue, task, &p->policy); /* no lock: the policy may block */
-        if (err == 0) {
-            pthread_mutex_lock(&p->lock);
-            if (p->alive == 0) /* everyone retired while we queued: someone must run it */
-                start_worker_locked(p, NULL);
-            pthread_mutex_unlock(&p->lock);
-        }
-    }
+    if (err == 0 && !handed)
+        err = queue_task(p, task);
     if (err != 0) {
         pthread_mutex_lock(&p->lock);
         p->stats.rejected++;

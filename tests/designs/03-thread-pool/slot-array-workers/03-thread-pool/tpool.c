@@ -75,6 +75,7 @@ struct tpool {
     /* Guarded by lock: */
     size_t alive;              /* slots ALIVE */
     size_t blocked;            /* chapter 04's detector keeps its count here */
+    size_t arriving;           /* tasks accepted to be queued, not yet in the queue: termination waits for them */
     bool shutdown;
     tpool_stats_t stats;       /* `threads` and `queued` are filled in when read */
 };
@@ -131,7 +132,7 @@ static int start_worker_locked(tpool_t *p, struct task *first)
 
 static bool terminated_locked(tpool_t *p)
 {
-    return p->shutdown && p->alive == 0 && bq_size(p->queue) == 0;
+    return p->shutdown && p->alive == 0 && p->arriving == 0 && bq_size(p->queue) == 0;
 }
 
 /* ---- running tasks ----------------------------------------------------------- */
@@ -310,6 +311,25 @@ static int reject(tpool_t *p, struct task *task, int err)
     return err;
 }
 
+/* Queues a task accepted under the lock, where it was counted in p->arriving:
+ * until it is in the queue (or refused) the pool cannot be terminated, though
+ * a shutdown and the last worker's leaving may come meanwhile. */
+static int queue_task(tpool_t *p, struct task *task)
+{
+    int err = bq_try_put(p->queue, task, &p->policy); /* may wait, run or drop it: no lock held */
+    pthread_mutex_lock(&p->lock);
+    p->arriving--;
+    /* PAGE: idle-exit-race, execute side: the worker counted on when we
+     * chose to queue may have retired since. If none is left, start one; if
+     * that fails the task waits for the next execute or the shutdown. */
+    if (err == 0 && p->alive == 0)
+        start_worker_locked(p, NULL);
+    if (terminated_locked(p)) /* the last arrival was refused after the last worker left */
+        pthread_cond_broadcast(&p->terminated);
+    pthread_mutex_unlock(&p->lock);
+    return err != 0 ? reject(p, task, err) : 0;
+}
+
 int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), void *arg)
 {
     if (p == NULL || fn == NULL)
@@ -331,23 +351,12 @@ int tpool_execute_or_drop(tpool_t *p, void (*fn)(void *), void (*drop)(void *), 
         if (err != 0 && p->alive > 0)
             err = 0; /* no new thread, but a live worker will take it from the queue */
     }
+    if (err == 0 && !handed)
+        p->arriving++; /* accepted before any shutdown: termination waits until it is queued */
     pthread_mutex_unlock(&p->lock);
     if (err != 0)
         return reject(p, task, err);
-    if (handed)
-        return 0;
-
-    err = bq_try_put(p->queue, task, &p->policy); /* may wait, run or drop it: no lock held */
-    if (err != 0)
-        return reject(p, task, err);
-    pthread_mutex_lock(&p->lock);
-    /* PAGE: idle-exit-race, execute side: the worker counted on when we
-     * chose to queue may have retired since. If none is left, start one; if
-     * that fails the task waits for the next execute or the shutdown. */
-    if (p->alive == 0)
-        start_worker_locked(p, NULL);
-    pthread_mutex_unlock(&p->lock);
-    return 0;
+    return handed ? 0 : queue_task(p, task);
 }
 
 int tpool_execute(tpool_t *p, void (*fn)(void *), void *arg)
