@@ -72,6 +72,9 @@ void preprocessed_free(struct preprocessed *source);
 void admit_check_asm(const struct preprocessed *source);
 /** Reports each section attribute or section pragma in the student's lines. */
 void admit_check_sections(const struct preprocessed *source);
+/** Reports each attribute or pragma in the student's lines that switches the instrumentation off (no_sanitize
+ *  and its kin): code it does not see is neither explored nor checked for races. */
+void admit_check_instrumentation(const struct preprocessed *source);
 /** "file:line" of the first student line that names `identifier`, or "" if none does. */
 void preprocessed_locate(const struct preprocessed *source, const char *identifier, char *where, size_t size);
 

@@ -184,6 +184,7 @@ static int source(int argc, char **argv)
     struct preprocessed *text = preprocessed_load(source_path, trusted);
     if (text) {
         admit_check_asm(text);
+        admit_check_instrumentation(text);
         if (!admit_sections_unchecked)
             admit_check_sections(text);
     }

@@ -1,7 +1,8 @@
 /**
  * @file admission_source.c
  * @brief The source side of admission: #line directives in what a student
- *        submits; asm, section attributes and section pragmas in the
+ *        submits; asm, section attributes and section pragmas, and what
+ *        switches the instrumentation off (no_sanitize), in the
  *        student's own lines of the preprocessed text.
  *
  * The preprocessor's output marks where each line came from (`# 12 "file" 1`
@@ -334,9 +335,9 @@ static bool names_section(const struct text_line *l)
     return false;
 }
 
-/* A pragma that says "section" (#pragma clang section, #pragma section, a
- * _Pragma the preprocessor left): the words are inside it, maybe in quotes. */
-static bool section_pragma(const struct text_line *l)
+/* A pragma (#pragma ..., or a _Pragma the preprocessor left) that says one
+ * of @p words: they are inside it, maybe in quotes. */
+static bool pragma_says(const struct text_line *l, const char *const words[])
 {
     const char *text = l->text + strspn(l->text, " \t");
     size_t length = l->length - (size_t)(text - l->text);
@@ -344,7 +345,17 @@ static bool section_pragma(const struct text_line *l)
                   each_word(l, is_identifier, "_Pragma") || each_word(l, is_identifier, "__pragma");
     char line[4096];
     snprintf(line, sizeof line, "%.*s", (int)(length < sizeof line ? length : sizeof line - 1), text);
-    return pragma && strstr(line, "section") != NULL;
+    for (int w = 0; pragma && words[w]; w++)
+        if (strstr(line, words[w]) != NULL)
+            return true;
+    return false;
+}
+
+/* #pragma clang section, #pragma section, ... */
+static bool section_pragma(const struct text_line *l)
+{
+    static const char *const words[] = { "section", NULL };
+    return pragma_says(l, words);
 }
 
 void admit_check_sections(const struct preprocessed *source)
@@ -355,6 +366,47 @@ void admit_check_sections(const struct preprocessed *source)
             admit_finding("%s:%d: places code or data in a section of its own choosing (a section attribute or "
                           "pragma): the grader refuses them, since they could put bytes in executable memory or "
                           "code in writable memory\n", l->file, l->line);
+    }
+}
+
+/* ---- attributes and pragmas that switch the instrumentation off ----------------------
+ * The explorer switches threads and the race detector looks at every load
+ * and store the compiler instruments. A function marked no_sanitize (or one
+ * of its kin) is compiled without: its accesses are neither switch points
+ * nor checked, and a racy function would earn the race-free line. */
+
+/* An attribute's name, with or without its __ __ (no_sanitize, __no_sanitize__). */
+static bool is_uninstrumenting(const char *word, size_t length, const void *ctx)
+{
+    (void)ctx;
+    static const char *const prefixes[] = { "no_sanitize", "disable_sanitizer_instrumentation", "no_instrument_function",
+                                            "no_profile_instrument_function", NULL };
+    if (length > 4 && strncmp(word, "__", 2) == 0 && strncmp(word + length - 2, "__", 2) == 0)
+        word += 2, length -= 4;
+    for (int p = 0; prefixes[p]; p++) {
+        size_t n = strlen(prefixes[p]);
+        if (length >= n && strncmp(word, prefixes[p], n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A pragma that speaks of sanitizers or instrumentation (#pragma clang
+ * attribute push(__attribute__((no_sanitize("thread"))), ...), a _Pragma). */
+static bool uninstrumenting_pragma(const struct text_line *l)
+{
+    static const char *const words[] = { "sanitize", "instrument", NULL };
+    return pragma_says(l, words);
+}
+
+void admit_check_instrumentation(const struct preprocessed *source)
+{
+    for (size_t i = 0; i < source->count; i++) {
+        const struct text_line *l = &source->lines[i];
+        if (l->student && (each_word(l, is_uninstrumenting, NULL) || uninstrumenting_pragma(l)))
+            admit_finding("%s:%d: switches the compiler's instrumentation off for its code (no_sanitize or its kin, "
+                          "an attribute or a pragma): the grader refuses it, since the explorer and the race detector "
+                          "must see every load and store of a submission\n", l->file, l->line);
     }
 }
 
