@@ -624,7 +624,15 @@ else
 	  --wrapper "$(TSAN_WRAPPER)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 4 ))
 endif
 
-asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer
+# make asan builds the kit's own code (solutions/, or exercises/ in the
+# student kit) with the sanitizers, unconfined. A submission's objects are
+# admitted only as make grade builds them, so SUBMISSION=dir is refused, not
+# quietly ignored.
+ASAN_NOT_A_SUBMISSION = make asan builds the kit's own code, not SUBMISSION=$(SUBMISSION): admission admits a \
+  submission only as make grade builds it. To run a submission under AddressSanitizer, copy its files into \
+  exercises/ of a copy of the kit and run make asan IMPL=exercises there (unconfined: only for code you trust).
+asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (of the kit's own code)
+	@$(if $(SUBMISSION),echo "$(ASAN_NOT_A_SUBMISSION)"; exit 2)
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=asan tests-bin
 	@$(MAKE) --no-print-directory -s grader
 	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/asan/tests --report build/test-asan \
