@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "grader.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -224,13 +225,16 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
  *     race, before a hang (a deadlock, a lost wake-up, a time-out - also one
  *     in a teardown after the test's own checks passed), before a function
  *     not written yet (ENOSYS);
- *  2. how it replays: a schedule make debug or make explore replays (an
+ *  2. whether its words name a line of the student's code (`msgq.c:95`,
+ *     not a test's file, the kit's, or an earlier chapter's reference):
+ *     one that does points at what to change;
+ *  3. how it replays: a schedule make debug or make explore replays (an
  *     explored or generated one with its token or scenario number, or a
  *     test's one schedule)
  *     before a stress test's long schedule, before real threads;
- *  3. how soon it failed: fewer steps on its schedule first (the smallest
+ *  4. how soon it failed: fewer steps on its schedule first (the smallest
  *     scenario);
- *  4. the rubric's order.
+ *  5. the rubric's order.
  * A chapter that earned nothing and whose first line fails on a function
  * not written yet is not begun: the standing says so, and which function to
  * write first, instead of naming a test; one whose failures left are all
@@ -264,11 +268,30 @@ static int replay_class(const struct test_case *test)
     return strstr(test->name, "_stress_") ? 1 : 0;
 }
 
-/* Whether line a is closer to the cause than line b (THE RULE, 1 to 3). */
+/* Whether a test's words name a line of the student's code: "NAME.c:N" where
+ * NAME is no test's (test_*) or the kit's (kit_*), and no "(reference)" follows. */
+static bool names_student_line(const struct test_case *test)
+{
+    for (const char *at = strstr(test->detail, ".c:"); at; at = strstr(at + 3, ".c:")) {
+        const char *name = at;
+        while (name > test->detail && (isalnum((unsigned char)name[-1]) || name[-1] == '_' || name[-1] == '-'))
+            name--;
+        const char *digits = at + 3, *after = digits + strspn(digits, "0123456789");
+        if (after == digits || name == at || strncmp(name, "test_", 5) == 0 || strncmp(name, "kit_", 4) == 0)
+            continue;
+        if (strncmp(after + strspn(after, " "), "(reference)", 11) != 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether line a is closer to the cause than line b (THE RULE, 1 to 4). */
 static bool closer_to_cause(const struct test_case *a, const struct test_case *b)
 {
     if (failure_kind(a) != failure_kind(b))
         return failure_kind(a) < failure_kind(b);
+    if (names_student_line(a) != names_student_line(b))
+        return names_student_line(a);
     if (replay_class(a) != replay_class(b))
         return replay_class(a) < replay_class(b);
     long steps_a = a->failed_steps > 0 ? a->failed_steps : LONG_MAX;
