@@ -169,9 +169,11 @@ int future_create(future_t **out);
 future_t *future_retain(future_t *f);
 
 /**
- * @brief Run `fn(arg)` as @p f's task on the calling thread, unless @p f was
- *        cancelled: PENDING -> RUNNING -> DONE/FAILED, waking every waiter.
- * @return 0 if it ran; ECANCELED if it was cancelled (fn not called); EINVAL.
+ * @brief Run `fn(arg)` as @p f's task on the calling thread, if @p f is still
+ *        PENDING: PENDING -> RUNNING -> DONE/FAILED, waking every waiter. A
+ *        future runs a task at most once.
+ * @return 0 if it ran; ECANCELED if @p f was not PENDING - cancelled, or its
+ *         task already ran or runs (fn not called, nothing changed); EINVAL.
  */
 int future_run(future_t *f, void *(*fn)(void *), void *arg);
 

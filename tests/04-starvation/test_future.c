@@ -1101,6 +1101,29 @@ static void test_future_run_skips_a_cancelled_future(void **state)
     assert_no_leak_since(before);
 }
 
+/* A future runs its task at most once: future_run of a future already run
+ * returns ECANCELED, never calls the task again, and leaves its result. */
+static void test_future_run_runs_a_task_once(void **state)
+{
+    (void)state;
+    long before = kit_live_allocations();
+    atomic_int runs;
+    atomic_init(&runs, 0);
+    future_t *f = NULL;
+    assert_ok(future_create(&f));
+    assert_ok(future_run(f, count_run, &runs));
+    void *first = NULL, *after = NULL;
+    assert_ok(future_get(f, &first));
+    assert_err(future_run(f, count_run, &runs), ECANCELED);
+    if (atomic_load(&runs) != 1)
+        fail_msg("future_run of a future whose task had already run called it again (%d runs in all); a future "
+                 "runs its task at most once (future.h)", atomic_load(&runs));
+    assert_ok(future_get(f, &after));
+    assert_ptr_equal_or_say(after, first, "a second future_run changed the future's result");
+    future_release(f);
+    assert_no_leak_since(before);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_submit_rejects_bad_arguments),
     cmocka_unit_test(test_future_functions_reject_bad_arguments),
@@ -1127,6 +1150,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_split_pools_serve_every_order),
     cmocka_unit_test(test_future_get_in_its_own_lane_gives_edeadlk),
     cmocka_unit_test(test_future_run_skips_a_cancelled_future),
+    cmocka_unit_test(test_future_run_runs_a_task_once),
 };
 
 KIT_TEST_MAIN(tests)
