@@ -560,33 +560,83 @@ static void report_failure(const char *test, const char *word, long index)
     sched_bury_threads();
 }
 
+/* A failing schedule's report follows the lines its threads ran (the paths
+ * of kit_sched_changes.c), which the schedules that pass do not pay for: the
+ * schedule runs again with them followed - its choices from the start, the
+ * racing places it began with (it learns the rest where it first did) - and
+ * that run is the one reported. The explorer is deterministic, so it fails
+ * the same way; if it did not, the first run's words are kept. The run again
+ * is not counted: the search's figures are the same. */
+static void run_again_for_report(struct body_call *call, int racy_before)
+{
+    if (sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
+        return; /* gave up: no report; followed already (a replay) */
+    static char message[sizeof sched.message];
+    snprintf(message, sizeof message, "%s", sched.message);
+    long decisions = sched.ndecisions;
+    for (long i = 0; i < decisions; i++)
+        sched.prefix[i] = sched.decisions[i].chosen;
+    long schedules = schedules_run, steps = steps_run, counted[3] = { process_schedules, process_wakeups,
+                                                                     process_futile };
+    sched_bury_threads();
+    sched_memory_forget_racy(racy_before);
+    plan_schedule(&(struct plan){ .strategy = STRAT_REPLAY }, 0);
+    sched.prefix_len = decisions;
+    sched_notes.paths = true;
+    bool passed = run_schedule(call);
+    sched_notes.paths = false;
+    schedules_run = schedules, steps_run = steps;
+    process_schedules = counted[0], process_wakeups = counted[1], process_futile = counted[2];
+    if (passed || sched.gave_up) { /* (not expected) the first run's failure, without its steps */
+        sched.failed = true;
+        sched.gave_up = false;
+        snprintf(sched.message, sizeof sched.message, "%s", message);
+        fprintf(stderr, "[ explore  ] the failing schedule ran again for its report, and did not fail again: its "
+                "steps are not shown\n");
+    }
+}
+
+/* A strategy's start: a replay's choices from its token (one schedule,
+ * whose paths are followed: it is reported if it fails); false, with the
+ * job's error, if it cannot start. */
+static bool start_plan(const struct plan *plan, long *budget)
+{
+    if (plan->strategy == STRAT_REPLAY) {
+        if (!parse_token(plan->token)) {
+            char text[256];
+            snprintf(text, sizeof text, "KIT_SCHED: \"%.200s\" is not a replay token", plan->token);
+            job_error(text);
+            return false;
+        }
+        *budget = 1;
+    } else {
+        sched.prefix_len = 0;
+    }
+    sched.pct_length = 0;
+    if (plan->strategy == STRAT_DPOR && !sched_dpor_start()) {
+        job_error("the explorer is out of memory");
+        return false;
+    }
+    dfs_bound_reached = false;
+    sched_notes.paths = plan->strategy == STRAT_REPLAY;
+    return true;
+}
+
 /* On the runner: run one strategy for its budget; false at the first failing schedule. */
 static bool explore_plan(const char *test, const char *word, long budget, struct body_call *call)
 {
     struct plan plan;
     parse_plan(word, &plan); /* (checked by the controller) */
-    if (plan.strategy == STRAT_REPLAY) {
-        if (!parse_token(plan.token)) {
-            char text[256];
-            snprintf(text, sizeof text, "KIT_SCHED: \"%.200s\" is not a replay token", plan.token);
-            job_error(text);
-            return false;
-        }
-        budget = 1;
-    } else {
-        sched.prefix_len = 0;
-    }
-    sched.pct_length = 0;
-    if (plan.strategy == STRAT_DPOR && !sched_dpor_start()) {
-        job_error("the explorer is out of memory");
+    if (!start_plan(&plan, &budget))
         return false;
-    }
-    dfs_bound_reached = false;
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
+        int racy_before = sched_memory_racy_count();
         if (!run_schedule(call)) {
+            run_again_for_report(call, racy_before);
             report_failure(test, word, index);
+            sched_notes.paths = false;
             return false;
         }
         if (sched.points > sched.pct_length)
@@ -600,6 +650,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             break; /* one schedule of every class within the bound was run */
         }
     }
+    sched_notes.paths = false;
     return true;
 }
 
@@ -827,7 +878,12 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
     static bool passed;
     passed = false;
+    /* A test's one schedule is not run again for its report: a check that
+     * fails there ends the process with its words (kit_test.c). Its paths
+     * are followed from the start (kit_sched_changes.c). */
+    sched_notes.paths = true;
     bool ended = run_job(test_job, &passed);
+    sched_notes.paths = false;
     kit_thread_set_name("main");
     if (!ended || !passed)
         snprintf(reason, size, "%s", failure_message());
