@@ -545,13 +545,14 @@ static void note_complete(const char *word, int bound, long schedules)
                 proof.redundant);
 }
 
-/* A failed schedule, told (its threads still stand where it left them), then kept. */
-static void report_failure(const char *test, const char *word, long index)
+/* A failed schedule, told (its threads still stand where it left them;
+ * not its steps if @p shown is false), then kept. */
+static void report_failure(const char *test, const char *word, long index, bool shown)
 {
     snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
     if (atomic_load(&sched_abandoned))
         return; /* no report: the controller has given the job up */
-    if (!sched.gave_up && !sched.options.quiet) { /* gave up: not a bug, and kit_explore_run() says why */
+    if (shown && !sched.gave_up && !sched.options.quiet) { /* gave up: not a bug, and kit_explore_run() says why */
         sched_collect_stacks();
         sched_report(test, word, index);
         if (sched.deadlocked) /* where each thread waits, for the runner to show */
@@ -560,40 +561,49 @@ static void report_failure(const char *test, const char *word, long index)
     sched_bury_threads();
 }
 
+/* The failure of the first run of a schedule, kept while it runs again. */
+static struct {
+    char message[sizeof sched.message];
+    long ndecisions; /* its choices: sched.prefix */
+} first_run;
+
 /* A failing schedule's report follows the lines its threads ran (the paths
  * of kit_sched_changes.c), which the schedules that pass do not pay for: the
  * schedule runs again with them followed - its choices from the start, the
  * racing places it began with (it learns the rest where it first did) - and
  * that run is the one reported. The explorer is deterministic, so it fails
- * the same way; if it did not, the first run's words are kept. The run again
- * is not counted: the search's figures are the same. */
-static void run_again_for_report(struct body_call *call, int racy_before)
+ * the same way; if it did not, the first run's words and token are kept,
+ * without its steps (false). The run again is not counted: the search's
+ * figures are the same. */
+static bool run_again_for_report(struct body_call *call, int racy_before)
 {
     if (sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
-        return; /* gave up: no report; followed already (a replay) */
-    static char message[sizeof sched.message];
-    snprintf(message, sizeof message, "%s", sched.message);
-    long decisions = sched.ndecisions;
-    for (long i = 0; i < decisions; i++)
+        return true; /* gave up: no report; followed already (a replay) */
+    snprintf(first_run.message, sizeof first_run.message, "%s", sched.message);
+    first_run.ndecisions = sched.ndecisions;
+    for (long i = 0; i < sched.ndecisions; i++)
         sched.prefix[i] = sched.decisions[i].chosen;
-    long schedules = schedules_run, steps = steps_run, counted[3] = { process_schedules, process_wakeups,
-                                                                     process_futile };
+    long counted[5] = { schedules_run, steps_run, process_schedules, process_wakeups, process_futile };
     sched_bury_threads();
     sched_memory_forget_racy(racy_before);
     plan_schedule(&(struct plan){ .strategy = STRAT_REPLAY }, 0);
-    sched.prefix_len = decisions;
+    sched.prefix_len = first_run.ndecisions;
     sched_notes.paths = true;
-    bool passed = run_schedule(call);
+    bool again = !run_schedule(call) && !sched.gave_up;
     sched_notes.paths = false;
-    schedules_run = schedules, steps_run = steps;
-    process_schedules = counted[0], process_wakeups = counted[1], process_futile = counted[2];
-    if (passed || sched.gave_up) { /* (not expected) the first run's failure, without its steps */
-        sched.failed = true;
-        sched.gave_up = false;
-        snprintf(sched.message, sizeof sched.message, "%s", message);
-        fprintf(stderr, "[ explore  ] the failing schedule ran again for its report, and did not fail again: its "
-                "steps are not shown\n");
-    }
+    schedules_run = counted[0], steps_run = counted[1];
+    process_schedules = counted[2], process_wakeups = counted[3], process_futile = counted[4];
+    if (again)
+        return true;
+    sched.failed = true; /* (not expected) */
+    sched.gave_up = false;
+    snprintf(sched.message, sizeof sched.message, "%s", first_run.message);
+    sched.ndecisions = first_run.ndecisions;
+    for (long i = 0; i < first_run.ndecisions; i++)
+        sched.decisions[i].chosen = sched.prefix[i];
+    fprintf(stderr, "[ explore  ] the failing schedule ran again for its report and did not fail again: its steps "
+            "are not shown\n");
+    return false;
 }
 
 /* A strategy's start: a replay's choices from its token (one schedule,
@@ -634,8 +644,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
         plan_schedule(&plan, index);
         int racy_before = sched_memory_racy_count();
         if (!run_schedule(call)) {
-            run_again_for_report(call, racy_before);
-            report_failure(test, word, index);
+            report_failure(test, word, index, run_again_for_report(call, racy_before));
             sched_notes.paths = false;
             return false;
         }
