@@ -280,6 +280,14 @@ void sched_make_args(char *out, size_t size);
  * test process must run it again on real threads. */
 bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
                         size_t size);
+/** A failure of a test on its one schedule is about to be told - a failed
+ *  check, a hang check, a misuse, the model's deadlock: the harness's hook
+ *  (kit_sched_on_failure) runs first, before a word of it is printed. The
+ *  test's paths (the lines its threads ran, kit_sched_changes.c) are
+ *  followed only in a run of it for its report, KIT_REPORT_RUN (or
+ *  KIT_DEBUG) set: the hook runs the test again so, and does not return. */
+void kit_sched_failure_begins(void);
+extern void (*kit_sched_on_failure)(void);
 /* Until called again with NULL, this thread's steps name @p where instead of
  * the pthread call's caller: a helper of the harness names its own caller. */
 void kit_sched_name_steps(void *where);

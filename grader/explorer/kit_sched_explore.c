@@ -864,11 +864,21 @@ static void test_job(void *raw)
     if (*passed || atomic_load(&sched_abandoned))
         return;
     if (!sched.gave_up) {
+        kit_sched_failure_begins();
         sched_collect_stacks();
         sched_report(sched.test, sched.strategy_word, -1);
         sched_end_failed_test();
     }
     sched_bury_threads();
+}
+
+void (*kit_sched_on_failure)(void);
+static bool test_on_schedule; /* kit_sched_run_test's schedule is under way */
+
+void kit_sched_failure_begins(void)
+{
+    if (test_on_schedule && kit_sched_on_failure != NULL)
+        kit_sched_on_failure();
 }
 
 bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
@@ -887,11 +897,12 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
     static bool passed;
     passed = false;
-    /* A test's one schedule is not run again for its report: a check that
-     * fails there ends the process with its words (kit_test.c). Its paths
-     * are followed from the start (kit_sched_changes.c). */
-    sched_notes.paths = true;
+    /* Its paths are followed in a run for its report: a failure in another
+     * runs the test again so (kit_sched_failure_begins). */
+    sched_notes.paths = getenv("KIT_REPORT_RUN") != NULL || getenv("KIT_DEBUG") != NULL;
+    test_on_schedule = true;
     bool ended = run_job(test_job, &passed);
+    test_on_schedule = false;
     sched_notes.paths = false;
     kit_thread_set_name("main");
     if (!ended || !passed)
