@@ -192,7 +192,9 @@ LIBC_ACCESSES := memcpy mempcpy memmove memccpy memset explicit_bzero memcmp mem
                  strcpy stpcpy strncpy stpncpy strcat strncat
 LIBC_CHECKED := __memcpy_chk __mempcpy_chk __memmove_chk __memset_chk __strcpy_chk __stpcpy_chk \
                 __strncpy_chk __strcat_chk
-INSTRUMENT := -fsanitize=thread $(addprefix -fno-builtin-,$(LIBC_ACCESSES))
+# -fsanitize-coverage=trace-pc: each block of code calls __sanitizer_cov_trace_pc
+# (kit_sched_tsan.c), so a time-out's path names every line it ran.
+INSTRUMENT := -fsanitize=thread -fsanitize-coverage=trace-pc $(addprefix -fno-builtin-,$(LIBC_ACCESSES))
 # $(call redirect_accesses,object): rename those calls in an instrumented object.
 redirect_accesses = objcopy $(foreach f,$(LIBC_ACCESSES) $(LIBC_CHECKED),--redefine-sym $(f)=kit_libc_$(f)) $(1)
 # Objects of chapter $(1)'s implementation, from $(IMPL), as $(2) (impl, the

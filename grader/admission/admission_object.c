@@ -41,9 +41,20 @@ static const char *relocated_name(const char *name)
     return strncmp(name, ".rela", 5) == 0 ? name + 5 : name;
 }
 
+/* What the instrumentation's constructor may call: __tsan_init; and in the
+ * explorer's build (sched), whose -fsanitize-coverage=trace-pc instruments
+ * that constructor too, the entry and exit and block hooks around it. */
+static bool instrumentation_call(const char *name, bool sched)
+{
+    return strcmp(name, "__tsan_init") == 0 ||
+           (sched && (strcmp(name, "__tsan_func_entry") == 0 || strcmp(name, "__tsan_func_exit") == 0 ||
+                      strcmp(name, "__sanitizer_cov_trace_pc") == 0));
+}
+
 /* The code of a section from offset @p from to its end is a few bytes, and
- * every relocation in it refers to __tsan_init alone. */
-static bool calls_only_tsan_init(const struct elf_object *object, size_t target, Elf64_Addr from)
+ * every relocation in it refers to __tsan_init (and, with @p sched, the
+ * hooks of instrumentation_call) alone. */
+static bool calls_only_tsan_init(const struct elf_object *object, size_t target, Elf64_Addr from, bool sched)
 {
     bool seen = false;
     for (size_t i = 0; i < object->section_count; i++) {
@@ -55,13 +66,13 @@ static bool calls_only_tsan_init(const struct elf_object *object, size_t target,
             if (relocations[r].r_offset < from)
                 continue;
             const Elf64_Sym *symbol = elf_relocation_symbol(object, &relocations[r]);
-            if (symbol == NULL || strcmp(elf_symbol_name(object, symbol), "__tsan_init") != 0)
+            if (symbol == NULL || !instrumentation_call(elf_symbol_name(object, symbol), sched))
                 return false;
-            seen = true;
+            seen = seen || strcmp(elf_symbol_name(object, symbol), "__tsan_init") == 0;
         }
     }
     Elf64_Xword size = object->sections[target].sh_size;
-    return seen && from <= size && size - from <= 32;
+    return seen && from <= size && size - from <= (sched ? 48 : 32);
 }
 
 /* ThreadSanitizer's instrumentation adds one constructor of its own to each
@@ -84,7 +95,7 @@ static bool instrumentation_constructor(const struct elf_object *object, const s
         Elf64_Addr from = symbol && ELF64_ST_TYPE(symbol->st_info) == STT_SECTION ? (Elf64_Addr)relocations[0].r_addend
                                                                                   : 0;
         return symbol && symbol->st_shndx < object->section_count &&
-               calls_only_tsan_init(object, symbol->st_shndx, from);
+               calls_only_tsan_init(object, symbol->st_shndx, from, strcmp(rules->variant, "sched") == 0);
     }
     return false;
 }
@@ -146,6 +157,8 @@ static bool may_import(const char *name, const struct admit_rules *rules)
     bool instrumented = strcmp(rules->variant, "tsan") == 0 || strcmp(rules->variant, "sched") == 0;
     if (instrumented && strncmp(name, "__tsan_", 7) == 0)
         return true;
+    if (strcmp(rules->variant, "sched") == 0 && strcmp(name, "__sanitizer_cov_trace_pc") == 0)
+        return true; /* the explorer's block hook (-fsanitize-coverage=trace-pc) */
     return matches_any(name, rules->defines) || matches_any(name, rules->imports) ||
            in_allow_file(name, rules->allow_file);
 }

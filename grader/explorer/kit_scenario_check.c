@@ -480,6 +480,12 @@ static bool given_up_text(kit_text_t *t, const struct run *r, int call)
     return call >= 0 && r->given_up_text != NULL && r->ngiven_up[call] >= 2 && r->given_up_text(t, r, call);
 }
 
+/* The path a time-out of @p call took, where the process can say (not in a judge). */
+static bool timeout_path_text(kit_text_t *t, const struct run *r, int call)
+{
+    return r->timeout_path_text != NULL && r->ntimed_out[call] >= 2 && r->timeout_path_text(t, r, call);
+}
+
 /* Why a timed call that gave up may be the culprit: POSIX lets a time-out
  * take the wake-up that raced it. */
 static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own)
@@ -529,9 +535,11 @@ static bool report_stuck(struct run *r, struct check *k, const char *state, kit_
                  out[0] ? out : "returned as it did", state[0] ? state : "the state did not allow it");
     describe_order(t, k);
     kit_text_put(t, ".");
-    if (c->ret == ETIMEDOUT && spec->ops[c->op].timed && !told)
+    bool own_timeout = c->ret == ETIMEDOUT && spec->ops[c->op].timed && !told;
+    if (own_timeout)
         timeout_note(t, r, k->stuck_call, true);
-    name_line(t, r, k->stuck_call);
+    if (!own_timeout || !timeout_path_text(t, r, k->stuck_call))
+        name_line(t, r, k->stuck_call);
     return fail_check(r, k->stuck_call, t);
 }
 

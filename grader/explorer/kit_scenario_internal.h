@@ -31,7 +31,7 @@ enum {
     SCENARIO_MAX_POST = 3,       /* the calls after, on the test's thread */
     SCENARIO_MAX_CALLS = SCENARIO_MAX_INIT + SCENARIO_MAX_THREADS * SCENARIO_MAX_PER_THREAD + SCENARIO_MAX_POST,
     SCENARIO_STATE_MAX = 1024,
-    SCENARIO_GIVEN_UP_PLACES = 8, /* a given-up wake-up's places: the wait, the path after it, the let go */
+    SCENARIO_GIVEN_UP_PLACES = 16, /* a given-up wake-up's places: the wait, the path after it, the let go */
     SCENARIO_SEEN_MAX = 1024     /* a test's scenarios whose patterns are told apart */
 };
 
@@ -67,6 +67,8 @@ struct run {
     void *touched[SCENARIO_MAX_CALLS]; /* the last place of the code under test each call touched, or NULL */
     void *given_up[SCENARIO_MAX_CALLS][SCENARIO_GIVEN_UP_PLACES]; /* a timed call's wake-up its time-out took */
     int ngiven_up[SCENARIO_MAX_CALLS]; /* ... its places: the wait, the path after it, where the mutex was let go */
+    void *timed_out[SCENARIO_MAX_CALLS][SCENARIO_GIVEN_UP_PLACES]; /* a timed call's wait that only ran out: */
+    int ntimed_out[SCENARIO_MAX_CALLS]; /* ... the same places, for the path its time-out took */
     long events;                       /* invocations and responses so far */
     long quiet_events;                 /* ... when the scenario went quiet (before the calls after) */
     long checked_events;               /* ... when its history was checked (after them) */
@@ -76,6 +78,7 @@ struct run {
     int line;
     kit_scenario_namer_t *name_line;   /* NULL in a judge: it has no line of the subject's to name */
     kit_scenario_explainer_t *given_up_text; /* NULL in a judge, likewise */
+    kit_scenario_explainer_t *timeout_path_text; /* NULL in a judge, likewise */
     kit_scenario_sink_t *sink;         /* NULL in one process */
 };
 

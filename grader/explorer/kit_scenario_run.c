@@ -36,6 +36,7 @@ static void run_call(struct run *r, kit_call_t *c)
     bool called_before = kit_last_call(&before);
     void *earlier[SCENARIO_GIVEN_UP_PLACES];
     kit_sched_wakeup_given_up(earlier, SCENARIO_GIVEN_UP_PLACES); /* (an earlier call's, not this one's) */
+    kit_sched_timeout_path(earlier, SCENARIO_GIVEN_UP_PLACES);
     kit_sched_touch_history();
     c->invoked = r->events++;
     c->started_ns = kit_now_ns();
@@ -43,8 +44,10 @@ static void run_call(struct run *r, kit_call_t *c)
     c->ended_ns = kit_now_ns();
     if (kit_last_call(&after) && !(called_before && same_call(&before, &after)))
         r->touched[c - r->calls] = after.touched; /* (one that looks like the last call: not named) */
-    if (c->ret == ETIMEDOUT && op->timed)
+    if (c->ret == ETIMEDOUT && op->timed) {
         r->ngiven_up[c - r->calls] = kit_sched_wakeup_given_up(r->given_up[c - r->calls], SCENARIO_GIVEN_UP_PLACES);
+        r->ntimed_out[c - r->calls] = kit_sched_timeout_path(r->timed_out[c - r->calls], SCENARIO_GIVEN_UP_PLACES);
+    }
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -87,18 +90,22 @@ static void run_init(struct run *r, unsigned char *model)
 
 /* Where in the code under test a call that returned last read or wrote
  * memory - where a wrong result is usually made: " - the last line of
- * bq_poll(...) to read or write memory was bq.c:160 (in wait_for_item_locked)". */
+ * bq_poll(...) to read or write memory was bq.c:160 (in wait_for_item_locked)",
+ * and for a helper inlined into its caller, the call to it (", called from
+ * wait_for (future.c:256)"): a helper's test is often right, its caller's use
+ * of the answer wrong. */
 static void name_line(kit_text_t *t, const struct run *r, int call)
 {
     if (call < 0 || call >= r->sc->first_post || r->touched[call] == NULL)
         return; /* a read of what the threads left behind: the wrong value was made elsewhere */
-    char place[1][160], name[160];
+    char place[1][160], name[160], caller[300];
     kit_describe_places(&r->touched[call], 1, place);
     if (strchr(place[0], ':') == NULL)
         return; /* no line to name: the earlier chapters' reference, or no debugging information */
+    kit_describe_caller(r->touched[call], caller, sizeof caller); /* a helper's line: the call to it too */
     const kit_call_t *c = &r->calls[call];
     r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
-    kit_text_put(t, " The last line of %s to read or write memory was %s.", name, place[0]);
+    kit_text_put(t, " The last line of %s to read or write memory was %s%s.", name, place[0], caller);
 }
 
 /* "bq.c:169, bq.c:173 in wait_for_item_locked, bq.c:210 in bq_poll": places
@@ -126,30 +133,83 @@ static void put_path(kit_text_t *t, char (*places)[160], int n)
         kit_text_put(t, " in %s", function);
 }
 
+/* Of @p n places, the code under test's own (a line known, not a test's nor
+ * an earlier chapter's reference), kept in order; their number. */
+static int own_places(char (*places)[160], int n)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (strchr(places[i], ':') && !strstr(places[i], "(reference)") && strncmp(places[i], "test_", 5) != 0)
+            memmove(places[kept++], places[i], sizeof places[i]);
+    return kept;
+}
+
+/* "after the wait it ran bq.c:148, bq.c:141 in wait_for_room_locked and
+ * released the mutex at bq.c:187 in enqueue": the lines a thread ran after
+ * its timed wait (places[0]) until it let the mutex go (places[n - 1]), the
+ * code under test's own; false if the wait or the let-go is not. */
+static bool put_timeout_path(kit_text_t *t, char (*places)[160], int n)
+{
+    if (n < 2 || own_places(places, 1) == 0 || own_places(places + n - 1, 1) == 0)
+        return false;
+    int path = own_places(places + 1, n - 2); /* the lines between, moved up to places + 1 */
+    memmove(places[path + 1], places[n - 1], sizeof places[0]);
+    if (path > 0 && strcmp(places[path], places[path + 1]) == 0)
+        path--; /* the let-go's own line, named as such */
+    if (path > 0) {
+        kit_text_put(t, "after the wait it ran ");
+        put_path(t, places + 1, path);
+        kit_text_put(t, " and released the mutex at %s", places[path + 1]);
+    } else {
+        kit_text_put(t, "it released the mutex at %s right after the wait", places[path + 1]);
+    }
+    return true;
+}
+
+/* A timed call's wait and the path after it (put_timeout_path), and the call
+ * as the scenario prints it: false if they are not the code under test's. */
+static bool describe_timeout(const struct run *r, int call, bool signalled, char (*places)[160], char *name,
+                             kit_text_t *path)
+{
+    int n = signalled ? r->ngiven_up[call] : r->ntimed_out[call];
+    kit_describe_places(signalled ? r->given_up[call] : r->timed_out[call], n, places);
+    if (!put_timeout_path(path, places, n))
+        return false;
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, 160);
+    return true;
+}
+
 /* The lead of a failure that a timed call's given-up wake-up explains:
  * the call returned ETIMEDOUT although a signal chose its wait, and the
  * lines its time-out path ran, where the look again belongs. */
 static bool given_up_text(kit_text_t *t, const struct run *r, int call)
 {
-    int n = r->ngiven_up[call];
-    char places[SCENARIO_GIVEN_UP_PLACES][160], name[160];
-    kit_describe_places(r->given_up[call], n, places);
-    if (strchr(places[0], ':') == NULL || strstr(places[0], "(reference)") || strncmp(places[0], "test_", 5) == 0)
+    char places[SCENARIO_GIVEN_UP_PLACES][160], name[160], path[1200];
+    kit_text_t p = { path, sizeof path, 0 };
+    if (!describe_timeout(r, call, true, places, name, &p))
         return false; /* not the code under test's own wait */
-    const kit_call_t *c = &r->calls[call];
-    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
     kit_text_put(t, "%s on thread %c returned ETIMEDOUT although a signal had chosen its timed wait at %s: the "
-                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up: ",
-                 name, thread_letter(c->thread), places[0]);
-    if (n > 2) {
-        kit_text_put(t, "after the wait it ran ");
-        put_path(t, places + 1, n - 2);
-        kit_text_put(t, " and released the mutex at %s", places[n - 1]);
-    } else {
-        kit_text_put(t, "it released the mutex at %s right after the wait", places[n - 1]);
-    }
-    kit_text_put(t, " without going on or passing the wake-up on. On ETIMEDOUT, look at the condition once more "
-                 "under the lock and go on if it holds (or signal again before giving up). What the check saw: ");
+                 "wake-up and the time-out came at once (POSIX allows both), and the code dropped the wake-up: %s "
+                 "without going on or passing the wake-up on. On ETIMEDOUT, look at the condition once more under "
+                 "the lock and go on if it holds (or signal again before giving up). What the check saw: ",
+                 name, thread_letter(r->calls[call].thread), places[0], path);
+    return true;
+}
+
+/* After "... What it waited for had come by its deadline ...": the path a
+ * timed call's time-out took, where the look again belongs - its wait that
+ * returned ETIMEDOUT, and the lines its thread ran until it let the mutex
+ * go. False if the wait or the let-go is not the code under test's. */
+static bool timeout_path_text(kit_text_t *t, const struct run *r, int call)
+{
+    char places[SCENARIO_GIVEN_UP_PLACES][160], name[160], path[1200];
+    kit_text_t p = { path, sizeof path, 0 };
+    if (!describe_timeout(r, call, false, places, name, &p))
+        return false;
+    kit_text_put(t, " The timed wait of %s at %s returned ETIMEDOUT; %s, and the call returned ETIMEDOUT: on that "
+                 "path, look at the condition once more under the lock, and go on if it holds.", name, places[0],
+                 path);
     return true;
 }
 
@@ -210,6 +270,7 @@ static void scenario_body(void *raw)
     memset(r->pending, 0, sizeof r->pending);
     memset(r->touched, 0, sizeof r->touched);
     memset(r->ngiven_up, 0, sizeof r->ngiven_up);
+    memset(r->ntimed_out, 0, sizeof r->ntimed_out);
     r->events = r->quiet_events = r->checked_events = 0;
     unsigned char model[SCENARIO_STATE_MAX];
     memset(model, 0, sizeof model);
@@ -250,6 +311,7 @@ bool scenario_explore(const char *test, const char *file, int line, const struct
     r.line = line;
     r.name_line = name_line;
     r.given_up_text = given_up_text;
+    r.timeout_path_text = timeout_path_text;
     r.sink = sink;
     char extra[32];
     snprintf(extra, sizeof extra, "%d", sc->number);

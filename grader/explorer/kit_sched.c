@@ -501,6 +501,8 @@ static void let_go(struct sched_thread *t, enum sched_how how)
             t->result = ETIMEDOUT;
         if (how == TIMEOUT && t->woken && !t->harness && !taken_since(t->obj2, t->woken_at, t->id))
             sched_changes_took_wakeup(t->id, t->obj, t->obj2, t->where); /* the wake-up is its to use or pass on */
+        else if (how == TIMEOUT && !t->harness)
+            sched_changes_timed_out(t->id, t->obj, t->obj2, t->where); /* where the time-out path leads */
         if (how == SPURIOUS)
             sched.spurious_left--;
         t->left_wait = how;

@@ -232,6 +232,11 @@ bool kit_last_call(kit_code_call_t *call);
  *  where it let the mutex go; their number, or 0 (none, or no schedule).
  *  Asked after a call that returned ETIMEDOUT: the call gave the wake-up up. */
 int kit_sched_wakeup_given_up(void **places, int most);
+/** The same for another timed wait of the running thread that returned
+ *  ETIMEDOUT, and let the mutex go after it without waiting again:
+ *  the wait, the lines it ran after it, where it let the mutex go. Asked
+ *  after a call that returned ETIMEDOUT, as the one above. */
+int kit_sched_timeout_path(void **places, int most);
 /** A message built piece by piece in a fixed buffer (a failure's words);
  *  what does not fit is cut, never overflowed. */
 typedef struct {
@@ -258,6 +263,9 @@ void kit_sched_woke_early(void);
 bool kit_sched_clock_note(char *out, size_t size);
 /* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
 void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
+/* ", called from wait_for (future.c:256)": the function the compiler inlined the code at @p pc
+ * into, and the line of that call; "" if it was not inlined. */
+void kit_describe_caller(void *pc, char *out, size_t size);
 /* The make words that run this test again on the same code: "CH=03 SUBMISSION=...". */
 void sched_make_args(char *out, size_t size);
 
@@ -272,6 +280,14 @@ void sched_make_args(char *out, size_t size);
  * test process must run it again on real threads. */
 bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
                         size_t size);
+/** A failure of a test on its one schedule is about to be told - a failed
+ *  check, a hang check, a misuse, the model's deadlock: the harness's hook
+ *  (kit_sched_on_failure) runs first, before a word of it is printed. The
+ *  test's paths (the lines its threads ran, kit_sched_changes.c) are
+ *  followed only in a run of it for its report, KIT_REPORT_RUN (or
+ *  KIT_DEBUG) set: the hook runs the test again so, and does not return. */
+void kit_sched_failure_begins(void);
+extern void (*kit_sched_on_failure)(void);
 /* Until called again with NULL, this thread's steps name @p where instead of
  * the pthread call's caller: a helper of the harness names its own caller. */
 void kit_sched_name_steps(void *where);

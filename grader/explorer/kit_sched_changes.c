@@ -11,7 +11,19 @@
  * since the signal - that timed out at once (POSIX allows both), after which
  * its thread let the mutex go without passing the wake-up on. Whether the
  * code then gave up is its call's result (kit_sched_wakeup_given_up): the
- * scenario harness asks when a timed call returned ETIMEDOUT.
+ * scenario harness asks when a timed call returned ETIMEDOUT. A timed wait
+ * that only ran out is followed the same way (kit_sched_timeout_path): when
+ * what it waited for had come by its deadline, the path its time-out took is
+ * where the code did not look again. The path is the lines the thread ran:
+ * each load and store, and each block of code (the instrumentation's
+ * __sanitizer_cov_trace_pc, sched_changes_block), so that a branch on the
+ * wait's result alone - `if (err == ETIMEDOUT) return err;` - is on it too.
+ * Those paths, and the lines a thread ran after its latest write until it
+ * let a mutex go, are followed only while sched_notes.paths is set: when a
+ * failing schedule is run again for its report (the explorer is
+ * deterministic: the run again meets the same steps), and on the runs that
+ * are reported anyway (a replay, a test's one schedule). A schedule that
+ * passes pays one test of that flag for each access and block.
  *
  * Only the code under test's loads and stores reach here (the explorer's
  * memory hook, kit_sched_memory.c); the tests' own are not seen.
@@ -57,13 +69,28 @@ static const struct stall *as_of;  /* NULL: now */
  * wrote meanwhile, each once, in order (PATH at most) - and, once it let
  * the mutex go without passing the wake-up on, the wait, that path and the
  * place it let go (given_up, until kit_sched_wakeup_given_up takes it). */
-enum { PATH = 6 };
+enum { PATH = 14 };
 static struct taken {
     bool open, given_up;
+    bool signalled; /* a wake-up it took; false: a wait that only ran out */
     int cond, mutex;
+    long step;      /* steps recorded when it timed out */
     void *places[PATH + 2]; /* the wait, the path, where it let the mutex go */
     int nplaces;
 } taken[SCHED_MAX_THREADS];
+
+/* Per thread: the lines it ran after its latest write, until it let a mutex
+ * go (running), and the last such path finished, with the place it let go
+ * (kept): where a lost wake-up's change was followed by the code that
+ * decided not to signal. A change is on that path's stretch if it came
+ * after the thread's first write since it last let a mutex go. */
+static struct after_write {
+    void *write;  /* the write's place; NULL: none (kept: not finished) */
+    long first;   /* the step of the first write since the thread last let a mutex go */
+    long last;    /* ... and of the latest */
+    void *places[PATH + 1]; /* the lines after it, each place once; then where it let go */
+    int nplaces;
+} running_after[SCHED_MAX_THREADS], kept_after[SCHED_MAX_THREADS];
 
 void sched_changes_begin(void)
 {
@@ -86,6 +113,20 @@ void sched_changes_thread_begins(int thread)
     nwait[thread] = 0;
     sched_notes.last_write[thread] = -1;
     taken[thread] = (struct taken){ .open = false };
+    running_after[thread].write = kept_after[thread].write = NULL;
+}
+
+/* A place thread ran after its latest write: each once, the first PATH. */
+static void note_after_write(int thread, void *where)
+{
+    struct after_write *a = &running_after[thread];
+    if (a->write == NULL)
+        return;
+    for (int i = 0; i < a->nplaces; i++)
+        if (a->places[i] == where)
+            return;
+    if (a->nplaces < PATH)
+        a->places[a->nplaces++] = where;
 }
 
 static bool overlap(const struct sched_span *a, const struct sched_span *b)
@@ -93,8 +134,12 @@ static bool overlap(const struct sched_span *a, const struct sched_span *b)
     return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
 }
 
-void sched_changes_on_path(int thread, void *where)
+/* A place thread ran (a load, a store, a block): on the path after its
+ * latest write, and on its timed wait's path. */
+static void note_place(int thread, void *where)
 {
+    if (sched_notes.paths)
+        note_after_write(thread, where);
     struct taken *t = &taken[thread];
     if (!t->open)
         return;
@@ -103,6 +148,19 @@ void sched_changes_on_path(int thread, void *where)
             return;
     if (t->nplaces < PATH + 1)
         t->places[t->nplaces++] = where;
+}
+
+void sched_changes_on_path(int thread, void *where, bool write)
+{
+    note_place(thread, where);
+    struct after_write *a = &running_after[thread];
+    if (!write || !sched_notes.paths)
+        return;
+    if (a->write == NULL) /* a new stretch of writes: its path begins again after each */
+        a->first = sched.nsteps;
+    a->write = where;
+    a->last = sched.nsteps;
+    a->nplaces = 0;
 }
 
 void sched_changes_apply(int thread)
@@ -168,13 +226,50 @@ void sched_changes_took_wakeup(int thread, int cond, int mutex, void *where)
     *t = (struct taken){ .open = false };
     if (!changed_since_wait(thread))
         return; /* nothing it waited for changed: no telling whether the wake-up mattered */
-    *t = (struct taken){ .open = true, .cond = cond, .mutex = mutex, .places = { where }, .nplaces = 1 };
+    *t = (struct taken){ .open = true, .signalled = true, .cond = cond, .mutex = mutex, .places = { where },
+                         .nplaces = 1 };
     sched_notes.open++;
+}
+
+void sched_changes_timed_out(int thread, int cond, int mutex, void *where)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    if (!sched_notes.paths)
+        return; /* followed only when the paths are (sched_notes.paths) */
+    struct taken *t = &taken[thread];
+    if (!t->open)
+        sched_notes.open++;
+    *t = (struct taken){ .open = true, .cond = cond, .mutex = mutex, .step = sched.nsteps, .places = { where },
+                         .nplaces = 1 };
+}
+
+int sched_changes_timeout_after(int thread, long step, void **places, int most)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    const struct taken *t = &taken[thread];
+    if (!t->given_up || t->signalled || t->step <= step)
+        return 0;
+    int n = t->nplaces < most ? t->nplaces : most;
+    memcpy(places, t->places, (size_t)n * sizeof *places);
+    if (n > 0)
+        places[n - 1] = t->places[t->nplaces - 1]; /* where it let go, always */
+    return n;
+}
+
+void sched_changes_block(void *where)
+{
+    int thread = sched_running_thread(); /* (first: a thread off the schedule reads nothing of it) */
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    note_place(thread, where);
 }
 
 void sched_changes_signalled(int thread, int cond)
 {
-    if (sched_notes.open > 0 && thread >= 0 && thread < SCHED_MAX_THREADS && taken[thread].open && taken[thread].cond == cond) {
+    if (sched_notes.open > 0 && thread >= 0 && thread < SCHED_MAX_THREADS && taken[thread].open &&
+        taken[thread].signalled && taken[thread].cond == cond) {
         taken[thread].open = false; /* the wake-up passed on */
         sched_notes.open--;
     }
@@ -182,7 +277,15 @@ void sched_changes_signalled(int thread, int cond)
 
 void sched_changes_let_go(int thread, int mutex, void *where, int cond)
 {
-    if (sched_notes.open == 0 || thread < 0 || thread >= SCHED_MAX_THREADS)
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    struct after_write *a = &running_after[thread];
+    if (sched_notes.paths && a->write != NULL) { /* the path after its latest write ends here */
+        a->places[a->nplaces++] = where;
+        kept_after[thread] = *a;
+        a->write = NULL;
+    }
+    if (sched_notes.open == 0)
         return;
     struct taken *t = &taken[thread];
     if (!t->open || t->mutex != mutex)
@@ -193,10 +296,11 @@ void sched_changes_let_go(int thread, int mutex, void *where, int cond)
     t->places[t->nplaces++] = where;
 }
 
-int kit_sched_wakeup_given_up(void **places, int most)
+/* The places of the running thread's given-up path, if it is a wake-up's (@p signalled) or a time-out's. */
+static int given_up_path(void **places, int most, bool signalled)
 {
     int thread = sched_running_thread();
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || !taken[thread].given_up)
+    if (thread < 0 || thread >= SCHED_MAX_THREADS || !taken[thread].given_up || taken[thread].signalled != signalled)
         return 0;
     struct taken *t = &taken[thread];
     int n = t->nplaces < most ? t->nplaces : most;
@@ -206,6 +310,16 @@ int kit_sched_wakeup_given_up(void **places, int most)
         places[n - 1] = t->places[t->nplaces - 1]; /* where it let go, always */
     t->given_up = false;
     return n;
+}
+
+int kit_sched_wakeup_given_up(void **places, int most)
+{
+    return given_up_path(places, most, true);
+}
+
+int kit_sched_timeout_path(void **places, int most)
+{
+    return given_up_path(places, most, false);
 }
 
 static bool read_before_waiting(int thread, const struct sched_span *span)
@@ -288,6 +402,20 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
         if (read)
             out[n++] = (struct sched_change){ note->where, note->thread, note->step };
     }
+    return n;
+}
+
+int sched_changes_after(const struct sched_change *change, void **places, int most)
+{
+    if (change->thread < 0 || change->thread >= SCHED_MAX_THREADS)
+        return 0;
+    const struct after_write *a = &kept_after[change->thread];
+    if (a->write == NULL || change->step < a->first || change->step > a->last)
+        return 0; /* that write was not in its thread's last stretch of writes before a let-go */
+    int n = a->nplaces < most ? a->nplaces : most;
+    memcpy(places, a->places, (size_t)n * sizeof *places);
+    if (n > 0)
+        places[n - 1] = a->places[a->nplaces - 1]; /* where it let go, always */
     return n;
 }
 

@@ -545,13 +545,14 @@ static void note_complete(const char *word, int bound, long schedules)
                 proof.redundant);
 }
 
-/* A failed schedule, told (its threads still stand where it left them), then kept. */
-static void report_failure(const char *test, const char *word, long index)
+/* A failed schedule, told (its threads still stand where it left them;
+ * not its steps if @p shown is false), then kept. */
+static void report_failure(const char *test, const char *word, long index, bool shown)
 {
     snprintf(failed_schedule, sizeof failed_schedule, "schedule %ld of %.80s", index + 1, word);
     if (atomic_load(&sched_abandoned))
         return; /* no report: the controller has given the job up */
-    if (!sched.gave_up && !sched.options.quiet) { /* gave up: not a bug, and kit_explore_run() says why */
+    if (shown && !sched.gave_up && !sched.options.quiet) { /* gave up: not a bug, and kit_explore_run() says why */
         sched_collect_stacks();
         sched_report(test, word, index);
         if (sched.deadlocked) /* where each thread waits, for the runner to show */
@@ -560,33 +561,91 @@ static void report_failure(const char *test, const char *word, long index)
     sched_bury_threads();
 }
 
+/* The failure of the first run of a schedule, kept while it runs again. */
+static struct {
+    char message[sizeof sched.message];
+    long ndecisions; /* its choices: sched.prefix */
+} first_run;
+
+/* A failing schedule's report follows the lines its threads ran (the paths
+ * of kit_sched_changes.c), which the schedules that pass do not pay for: the
+ * schedule runs again with them followed - its choices from the start, the
+ * racing places it began with (it learns the rest where it first did) - and
+ * that run is the one reported. The explorer is deterministic, so it fails
+ * the same way; if it did not, the first run's words and token are kept,
+ * without its steps (false). The run again is not counted: the search's
+ * figures are the same. */
+static bool run_again_for_report(struct body_call *call, int racy_before)
+{
+    if (sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
+        return true; /* gave up: no report; followed already (a replay) */
+    snprintf(first_run.message, sizeof first_run.message, "%s", sched.message);
+    first_run.ndecisions = sched.ndecisions;
+    for (long i = 0; i < sched.ndecisions; i++)
+        sched.prefix[i] = sched.decisions[i].chosen;
+    long counted[5] = { schedules_run, steps_run, process_schedules, process_wakeups, process_futile };
+    sched_bury_threads();
+    sched_memory_forget_racy(racy_before);
+    plan_schedule(&(struct plan){ .strategy = STRAT_REPLAY }, 0);
+    sched.prefix_len = first_run.ndecisions;
+    sched_notes.paths = true;
+    bool again = !run_schedule(call) && !sched.gave_up;
+    sched_notes.paths = false;
+    schedules_run = counted[0], steps_run = counted[1];
+    process_schedules = counted[2], process_wakeups = counted[3], process_futile = counted[4];
+    if (again)
+        return true;
+    sched.failed = true; /* (not expected) */
+    sched.gave_up = false;
+    snprintf(sched.message, sizeof sched.message, "%s", first_run.message);
+    sched.ndecisions = first_run.ndecisions;
+    for (long i = 0; i < first_run.ndecisions; i++)
+        sched.decisions[i].chosen = sched.prefix[i];
+    fprintf(stderr, "[ explore  ] the failing schedule ran again for its report and did not fail again: its steps "
+            "are not shown\n");
+    return false;
+}
+
+/* A strategy's start: a replay's choices from its token (one schedule,
+ * whose paths are followed: it is reported if it fails); false, with the
+ * job's error, if it cannot start. */
+static bool start_plan(const struct plan *plan, long *budget)
+{
+    if (plan->strategy == STRAT_REPLAY) {
+        if (!parse_token(plan->token)) {
+            char text[256];
+            snprintf(text, sizeof text, "KIT_SCHED: \"%.200s\" is not a replay token", plan->token);
+            job_error(text);
+            return false;
+        }
+        *budget = 1;
+    } else {
+        sched.prefix_len = 0;
+    }
+    sched.pct_length = 0;
+    if (plan->strategy == STRAT_DPOR && !sched_dpor_start()) {
+        job_error("the explorer is out of memory");
+        return false;
+    }
+    dfs_bound_reached = false;
+    sched_notes.paths = plan->strategy == STRAT_REPLAY;
+    return true;
+}
+
 /* On the runner: run one strategy for its budget; false at the first failing schedule. */
 static bool explore_plan(const char *test, const char *word, long budget, struct body_call *call)
 {
     struct plan plan;
     parse_plan(word, &plan); /* (checked by the controller) */
-    if (plan.strategy == STRAT_REPLAY) {
-        if (!parse_token(plan.token)) {
-            char text[256];
-            snprintf(text, sizeof text, "KIT_SCHED: \"%.200s\" is not a replay token", plan.token);
-            job_error(text);
-            return false;
-        }
-        budget = 1;
-    } else {
-        sched.prefix_len = 0;
-    }
-    sched.pct_length = 0;
-    if (plan.strategy == STRAT_DPOR && !sched_dpor_start()) {
-        job_error("the explorer is out of memory");
+    if (!start_plan(&plan, &budget))
         return false;
-    }
-    dfs_bound_reached = false;
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
+        int racy_before = sched_memory_racy_count();
         if (!run_schedule(call)) {
-            report_failure(test, word, index);
+            report_failure(test, word, index, run_again_for_report(call, racy_before));
+            sched_notes.paths = false;
             return false;
         }
         if (sched.points > sched.pct_length)
@@ -600,6 +659,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             break; /* one schedule of every class within the bound was run */
         }
     }
+    sched_notes.paths = false;
     return true;
 }
 
@@ -804,11 +864,21 @@ static void test_job(void *raw)
     if (*passed || atomic_load(&sched_abandoned))
         return;
     if (!sched.gave_up) {
+        kit_sched_failure_begins();
         sched_collect_stacks();
         sched_report(sched.test, sched.strategy_word, -1);
         sched_end_failed_test();
     }
     sched_bury_threads();
+}
+
+void (*kit_sched_on_failure)(void);
+static bool test_on_schedule; /* kit_sched_run_test's schedule is under way */
+
+void kit_sched_failure_begins(void)
+{
+    if (test_on_schedule && kit_sched_on_failure != NULL)
+        kit_sched_on_failure();
 }
 
 bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state, uint64_t seed, char *reason,
@@ -827,7 +897,13 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     kit_thread_set_name("scheduler"); /* the test's own "main" is the schedule's first thread */
     static bool passed;
     passed = false;
+    /* Its paths are followed in a run for its report: a failure in another
+     * runs the test again so (kit_sched_failure_begins). */
+    sched_notes.paths = getenv("KIT_REPORT_RUN") != NULL || getenv("KIT_DEBUG") != NULL;
+    test_on_schedule = true;
     bool ended = run_job(test_job, &passed);
+    test_on_schedule = false;
+    sched_notes.paths = false;
     kit_thread_set_name("main");
     if (!ended || !passed)
         snprintf(reason, size, "%s", failure_message());

@@ -307,6 +307,11 @@ uintptr_t sched_load_bias(void);
 /* kit_sched_call_site()'s place, taken (it holds for one call), or @p where if none. */
 void *sched_site_or(void *where);
 void sched_memory_learn_offset(intptr_t offset, bool anchored);
+/* The racing places known so far; and all but the first @p keep of them
+ * forgotten - a schedule run again for its report learns them again, at the
+ * steps where it first did. */
+int sched_memory_racy_count(void);
+void sched_memory_forget_racy(int keep);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);
@@ -412,19 +417,22 @@ extern struct sched_notes {
     struct sched_write_note writes[SCHED_NOTE_WRITES]; /* the schedule's last writes, writes[n % SCHED_NOTE_WRITES] the n-th */
     long nwrites;
     long last_write[SCHED_MAX_THREADS]; /* each thread's last write's n (-1: none yet) */
-    int open;                           /* timed waits that took a wake-up and hold their mutex still */
+    int open;                           /* timed waits whose path is followed and hold their mutex still */
+    bool paths; /* the lines each thread runs are followed (kit_sched_changes.c): a failing schedule's report */
 } sched_notes;
 /* Thread's pending writes empty the reads made before them that they overlap:
  * what a thread wrote itself is no condition it waits on. */
 void sched_changes_apply(int thread);
-/* Thread ran at where: if its timed wait took a wake-up, a place on the path its time-out took. */
-void sched_changes_on_path(int thread, void *where);
+/* Thread ran at where (a load, or a store if write): a place on the path
+ * its timed wait's time-out took, if one is followed, and (sched_notes.paths)
+ * on the path after its latest write. */
+void sched_changes_on_path(int thread, void *where, bool write);
 
 /* Whether thread's note of a load (or a store) is plain: a thread with
- * notes, no timed wait's path to follow, room for one more pending write. */
+ * notes, no path to follow, room for one more pending write. */
 static inline bool sched_changes_plain(int thread, bool write)
 {
-    return thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.open == 0 &&
+    return thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.open == 0 && !sched_notes.paths &&
            (!write || sched_notes.section[thread].npending < SCHED_NOTE_PENDING);
 }
 
@@ -452,8 +460,8 @@ static inline void sched_changes_read(int thread, const void *addr, unsigned siz
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    if (sched_notes.open > 0)
-        sched_changes_on_path(thread, where);
+    if (sched_notes.open > 0 || sched_notes.paths)
+        sched_changes_on_path(thread, where, false);
     sched_changes_note(thread, addr, size, false, where);
 }
 
@@ -462,8 +470,8 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
 {
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
-    if (sched_notes.open > 0)
-        sched_changes_on_path(thread, where);
+    if (sched_notes.open > 0 || sched_notes.paths)
+        sched_changes_on_path(thread, where, true);
     if (sched_notes.section[thread].npending == SCHED_NOTE_PENDING)
         sched_changes_apply(thread);
     sched_changes_note(thread, addr, size, true, where);
@@ -492,6 +500,22 @@ void sched_changes_as_of_stall(int back);
  * signal chose timed out (POSIX allows both), nobody else in the mutex
  * since the signal: it took the wake-up. */
 void sched_changes_took_wakeup(int thread, int cond, int mutex, void *where);
+/* A timed wait of @p thread on @p cond with @p mutex, at @p where, that
+ * returned ETIMEDOUT, not as one that took a wake-up (above): while the
+ * paths are followed (sched_notes.paths), its path is, until it lets the
+ * mutex go. */
+void sched_changes_timed_out(int thread, int cond, int mutex, void *where);
+/* The path of @p thread's latest timed wait that returned ETIMEDOUT after
+ * step @p step (no wake-up taken) and let the mutex go: the wait, the lines
+ * after it, where it let go (at most @p most); 0 if there is none. */
+int sched_changes_timeout_after(int thread, long step, void **places, int most);
+/* A block of the code under test begins at @p where, on the running thread,
+ * while the paths are followed: a line of the paths (sched_changes_on_path). */
+void sched_changes_block(void *where);
+/* The lines @p change's thread ran after its last write of the stretch of
+ * writes that holds that change, until it let a mutex go, that place last
+ * (at most @p most places); 0 if that stretch is not its latest finished. */
+int sched_changes_after(const struct sched_change *change, void **places, int most);
 /* @p thread signalled or broadcast @p cond: a wake-up it took is passed on. */
 void sched_changes_signalled(int thread, int cond);
 /* @p thread lets @p mutex go at @p where: unlocked (@p cond -1), or in a

@@ -542,6 +542,24 @@ void sched_memory_learn_offset(intptr_t offset, bool anchored)
     mark_racy((void *)(places_origin(anchored) + (uintptr_t)offset));
 }
 
+int sched_memory_racy_count(void)
+{
+    return nracy;
+}
+
+void sched_memory_forget_racy(int keep)
+{
+    if (keep < 0 || keep >= nracy)
+        return;
+    int n = nracy;
+    nracy = 0;
+    memset(racy_index, 0, sizeof racy_index);
+    for (int i = 0; i < keep; i++) /* (the first keep, in their order: learned again from here) */
+        mark_racy(racy[i]);
+    for (int i = keep; i < n; i++)
+        racy[i] = NULL;
+}
+
 /* A cell of another thread's stack, which that thread has left: its memory is
  * a new thread's stack now, and what the old one did there is no race. */
 static bool stale(const struct shadow_cell *cell, uintptr_t addr)

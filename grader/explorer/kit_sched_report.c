@@ -214,7 +214,7 @@ const char *sched_place_of(void *addr)
 /* The functions an optimised build inlined around @p addr, each with the
  * line it was inlined at - "future_is_done (future.c:151)" for a helper
  * that future_is_done called - outermost last, as addr2line -i lists them. */
-static void inlined_callers(void *addr, kit_text_t *t)
+static void inlined_callers(void *addr, kit_text_t *t, int most)
 {
     char exe[512];
     uintptr_t bias = sched_load_bias();
@@ -226,11 +226,12 @@ static void inlined_callers(void *addr, kit_text_t *t)
     if (pipe == NULL)
         return;
     char function[512], line[1024], place[96], previous[512] = "";
+    int named = 0;
     for (int frame = 0; fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); frame++) {
         function[strcspn(function, "\n")] = '\0';
         short_place(line, place, sizeof place);
         /* the first is the access's own function; a function split in parts names itself again */
-        if (frame > 0 && strcmp(function, previous) != 0)
+        if (frame > 0 && strcmp(function, previous) != 0 && named++ < most)
             kit_text_put(t, "%s%s (%s)", t->at ? " <- " : ", called from ", function, place);
         snprintf(previous, sizeof previous, "%s", function);
     }
@@ -244,7 +245,7 @@ static void print_access(const struct sched_race *race, int which, const char *a
     const struct place *place = place_of(race->pc[which]);
     char chain[600] = "";
     kit_text_t text = { chain, sizeof chain, 0 };
-    inlined_callers(race->pc[which], &text);
+    inlined_callers(race->pc[which], &text, RACE_CALLERS);
     for (int i = 0; which == 0 && i < race->ncallers; i++) {
         const struct place *caller = place_of(race->callers[i]);
         if (caller && strcmp(caller->text, "?") != 0)
@@ -275,7 +276,10 @@ static int access_to_change(const struct sched_race *race)
     return which;
 }
 
-/* "the access to change: the write by A at bq.c:383 (in reject_by_running), made with no mutex held" */
+/* "the access to change: the write by A at bq.c:383 (in reject_by_running), made with no mutex held";
+ * an access in a helper the compiler inlined names the call that led there too - "(in
+ * claim_join_locked, called from join_workers (mw_core.c:288))" - for a helper that expects its
+ * caller to hold the lock is changed at that call. */
 static void print_access_to_change(const struct sched_race *race)
 {
     int which = access_to_change(race);
@@ -283,9 +287,13 @@ static void print_access_to_change(const struct sched_race *race)
     const char *why = which == 0 && race->holding == 0   ? "made with no mutex held"
                       : which == 1 && race->holding > 0 ? "made without the mutex the other one held"
                                                          : "your code's side of the two";
-    fprintf(stderr, "[ race     ]   the access to change: the %s by %s at %s%s%s%s, %s\n",
+    char caller[300] = "";
+    kit_text_t text = { caller, sizeof caller, 0 };
+    if (place && place->function[0])
+        inlined_callers(race->pc[which], &text, 1);
+    fprintf(stderr, "[ race     ]   the access to change: the %s by %s at %s%s%s%s%s, %s\n",
             race->write[which] ? "write" : "read", race->thread[which], place ? place->text : "?",
-            place && place->function[0] ? " (in " : "", place ? place->function : "",
+            place && place->function[0] ? " (in " : "", place ? place->function : "", caller,
             place && place->function[0] ? ")" : "", why);
 }
 
@@ -879,14 +887,88 @@ static void code_at(void *where, char *out, size_t size)
 /* "; since then reader-0 changed what it waits for, `l->waiting_writers--;` at rwl.c:178 in ... (after step 12)" */
 static void name_change(kit_text_t *x, const struct sched_change *change, const char *lead)
 {
-    char code[100], there[160];
+    char code[100], there[460];
     code_at(change->where, code, sizeof code);
     where_text(change->where, there, sizeof there);
+    kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
+    if (strchr(there, ':') != NULL) /* a helper's change: the call that led there, whose code decides on a wake-up */
+        inlined_callers(change->where, &caller, 1);
     if (lead[0] == ',' && strstr(lead, "its last change"))
         kit_text_put(x, "%s %sat %s", lead, code, there);
     else
         kit_text_put(x, "%s %s changed what it waits for: %sat %s (after step %ld)", lead,
             sched.threads[change->thread]->name, code, there, change->step);
+}
+
+#define AFTER_PLACES 16
+
+/* "ran rwl.c:126 in remove_reader_locked, rwl.c:235 and ": the student's
+ * lines among @p places, each line once, leaving out those of @p skip and
+ * @p also (the change's, the wait's) and the let-go's own, a function named
+ * where it changes - and last if it is not the let-go's. */
+static void put_lines(kit_text_t *x, void *const *places, int n, const struct place *let_go, const struct place *skip,
+                      const struct place *also)
+{
+    const struct place *last = NULL;
+    for (int i = 0; i < n; i++) {
+        const struct place *place = place_of(places[i]);
+        if (!students_code(places[i]) || strcmp(place->text, let_go->text) == 0 ||
+            (skip && strcmp(place->text, skip->text) == 0) || (also && strcmp(place->text, also->text) == 0) ||
+            (last && strcmp(place->text, last->text) == 0))
+            continue; /* another's line, one left out, or the line just named */
+        if (last && strcmp(last->function, place->function) != 0)
+            kit_text_put(x, " in %s", last->function);
+        kit_text_put(x, "%s%s", last ? ", " : "ran ", place->text);
+        last = place;
+    }
+    if (last)
+        kit_text_put(x, "%s%s and ", strcmp(last->function, let_go->function) != 0 ? " in " : "",
+                     strcmp(last->function, let_go->function) != 0 ? last->function : "");
+}
+
+/* ", then ran rwl.c:235 and let the mutex go at rwl.c:238 in rwl_read_unlock":
+ * what the changer ran after its last write there until it let go
+ * (kit_sched_changes.c) - where the code decided not to signal. Nothing if
+ * that is not known, or not the student's code. */
+static void name_after(kit_text_t *x, const struct sched_change *change)
+{
+    void *after[AFTER_PLACES];
+    int n = sched_changes_after(change, after, AFTER_PLACES);
+    if (n < 1 || !students_code(after[n - 1]))
+        return;
+    const struct place *let_go = place_of(after[n - 1]);
+    kit_text_put(x, ", then ");
+    put_lines(x, after, n - 1, let_go, place_of(change->where), NULL);
+    kit_text_put(x, "let the mutex go at %s%s%s", let_go->text, let_go->function[0] ? " in " : "", let_go->function);
+}
+
+/* ", and after it main's timed wait at bq.c:168 in wait_for_item_locked
+ * returned ETIMEDOUT: it ran bq.c:164, bq.c:173 in wait_for_item_locked and
+ * let the mutex go at bq.c:197 in dequeue" - a change never undone, and the
+ * time-out path its thread took after it, where the undoing step was left
+ * out. Nothing if none is known. */
+static void name_timeout_after(kit_text_t *x, const struct sched_change *change)
+{
+    void *path[AFTER_PLACES];
+    int n = sched_changes_timeout_after(change->thread, change->step, path, AFTER_PLACES);
+    if (n < 2 || !students_code(path[0]) || !students_code(path[n - 1]))
+        return;
+    const struct place *wait = place_of(path[0]), *let_go = place_of(path[n - 1]);
+    kit_text_put(x, ", and after it %s's timed wait at %s in %s returned ETIMEDOUT: it ",
+                 sched.threads[change->thread]->name, wait->text, wait->function);
+    put_lines(x, path + 1, n - 2, let_go, wait, place_of(change->where));
+    kit_text_put(x, "let the mutex go at %s in %s", let_go->text, let_go->function);
+}
+
+static void want_after(const struct sched_change *change)
+{
+    void *after[AFTER_PLACES];
+    int n = sched_changes_after(change, after, AFTER_PLACES);
+    for (int i = 0; i < n; i++)
+        want_place(after[i]);
+    n = sched_changes_timeout_after(change->thread, change->step, after, AFTER_PLACES);
+    for (int i = 0; i < n; i++)
+        want_place(after[i]);
 }
 
 /* The change nobody signalled after, for sleeper t: the latest write to
@@ -947,17 +1029,21 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
             kit_text_put(x, "%s %s held %s at %s (step %ld)", lead, sched.threads[change.thread]->name,
                 object_name(t->obj2, b, sizeof b), there, section + 1);
             name_change(x, &change, ", its last change there was");
+            name_after(x, &change);
             kit_text_put(x, ", and nobody signalled %s after it: if that section changed what it waits for, it "
                 "needs a signal or broadcast of %s there", object, object);
         } else {
             name_change(x, &change, lead);
+            name_after(x, &change);
             kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s",
                 object, object);
         }
     } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
-        if (latest_change(t, -1, &change) && change.step <= since)
+        if (latest_change(t, -1, &change) && change.step <= since) {
             name_change(x, &change, ", and before it slept");
+            name_timeout_after(x, &change);
+        }
         if (latest_change(t, -1, &change) && change.step <= since)
             kit_text_put(x, ", and nothing changed it since: the step that should undo that change (or wake it) "
                 "did not run");
@@ -990,13 +1076,17 @@ static void want_sleeper_places(const struct sched_thread *t)
     }
     struct sched_change changes[CHANGES_LOOKED_AT], last;
     int nchanges = sched_changes_of(t->id, changes, CHANGES_LOOKED_AT);
-    for (int c = 0; c < nchanges; c++)
+    for (int c = 0; c < nchanges; c++) {
         want_place(changes[c].where);
+        want_after(&changes[c]);
+    }
     for (int h = 0; h < nheld; h++) {
         const struct sched_step *step = &sched.steps[held[h]];
         long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
-        if (sched_changes_last_in(step->thread, held[h] + 1, end, &last))
+        if (sched_changes_last_in(step->thread, held[h] + 1, end, &last)) {
             want_place(last.where);
+            want_after(&last);
+        }
     }
 }
 
@@ -1085,6 +1175,13 @@ void kit_describe_places(void *const *pcs, int n, char (*out)[160])
     resolve_places();
     for (int i = 0; i < n; i++)
         where_text(pcs[i], out[i], sizeof out[i]);
+}
+
+void kit_describe_caller(void *pc, char *out, size_t size)
+{
+    kit_text_t text = { out, size, 0 };
+    out[0] = '\0';
+    inlined_callers(pc, &text, 1);
 }
 
 bool kit_sched_clock_note(char *out, size_t size)

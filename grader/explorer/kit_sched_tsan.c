@@ -21,6 +21,15 @@ void __tsan_func_entry(void *caller);
 void __tsan_func_entry(void *caller) { sched_call_entered(caller, PC); }
 void __tsan_func_exit(void);
 void __tsan_func_exit(void) { sched_call_left(); }
+/* -fsanitize-coverage=trace-pc: each block of the code under test, a line of
+ * the paths a failing schedule's report follows (kit_sched_changes.c); one
+ * test of a flag while they are not. */
+void __sanitizer_cov_trace_pc(void);
+void __sanitizer_cov_trace_pc(void)
+{
+    if (__builtin_expect(sched_notes.paths, 0))
+        sched_changes_block(PC);
+}
 
 #define ACCESSES(n)                                                                                        \
     void __tsan_read##n(void *addr);                                                                       \

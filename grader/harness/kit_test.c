@@ -99,8 +99,12 @@ static void write_words(int fd, unsigned words)
  * race. A test stopped before its end - a failed check with threads still
  * running, a deadlock, a hang check, a misuse - gives it too when it saw
  * none: a hang is no race, and costs the race-free line nothing by itself. */
+static bool report_run_passed(void);
+
 static void give_verdict(bool passed)
 {
+    if (passed && report_run_passed())
+        passed = false;
     kit_sched_print_race();
     if (verdict_out < 0 || getpid() != verdict_owner)
         return;
@@ -149,6 +153,67 @@ int kit_real_threads;
 static uint64_t schedule_seed; /* 0: every test on real threads */
 static char **test_argv;
 
+/* ---- A failing test's run for its report --------------------------------------
+ * A test that fails on its one schedule runs again on it from its start, in
+ * a fresh process of the same program (KIT_REPORT_RUN=1), which follows the
+ * lines its threads run - the paths of kit_sched_changes.c, which its report
+ * names and which a test that passes never pays for. The schedule is the
+ * same, so the test fails the same way; that run prints nothing until its
+ * failure begins (quiet: its output up to there is the first run's, in the
+ * log already), so the log reads as one run's. */
+static int quiet_out = -1, quiet_err = -1; /* the output while the run for the report is quiet */
+static _Noreturn void run_again(const char *test);
+
+static void keep_quiet(void)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    quiet_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    quiet_err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (null < 0 || quiet_out < 0 || quiet_err < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+        dup2(null, STDERR_FILENO) < 0) {
+        fprintf(stderr, "[ schedule ] the run for the report could not keep quiet: %s\n", strerror(errno));
+        quiet_out = quiet_err = -1; /* (it says all, twice) */
+    }
+    if (null >= 0)
+        close(null);
+}
+
+/* The output again, once the failure begins. */
+static void speak(void)
+{
+    if (quiet_out < 0)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(quiet_out, STDOUT_FILENO);
+    dup2(quiet_err, STDERR_FILENO);
+    close(quiet_out);
+    close(quiet_err);
+    quiet_out = quiet_err = -1;
+}
+
+/* kit_sched_on_failure: before a word of a failure on the test's schedule. */
+static void failure_begins(void)
+{
+    if (getenv("KIT_REPORT_RUN") == NULL && getenv("KIT_DEBUG") == NULL) {
+        setenv("KIT_REPORT_RUN", "1", 1);
+        run_again(test_argv && test_argv[1] && test_argv[2] ? test_argv[2] : "the test");
+    }
+    speak();
+}
+
+/* A run for the report that ended without failing (not expected: the
+ * schedule is the same): the test failed all the same, and says so. */
+static bool report_run_passed(void)
+{
+    if (quiet_out < 0)
+        return false;
+    speak();
+    fprintf(stderr, "[  ERROR   ] --- the test failed on its schedule, and passed when it ran again on it for its "
+            "report: its report is not shown\n");
+    return true;
+}
+
 static bool on_a_schedule(const struct CMUnitTest *test)
 {
     if (schedule_seed == 0 || test->initial_state == &kit_real_threads)
@@ -169,12 +234,18 @@ static void schedule_from_env(void)
     const char *because = getenv("KIT_REAL_THREADS_BECAUSE");
     if (because)
         fprintf(stderr, "[ schedule ] on real threads, because on its schedule: %s\n", because);
+    if (schedule_seed != 0) {
+        kit_sched_on_failure = failure_begins;
+        if (getenv("KIT_REPORT_RUN") != NULL && getenv("KIT_DEBUG") == NULL)
+            keep_quiet();
+    }
 }
 
 /* The same process image, the same test, without the schedule. */
 /* The same process image, the same test, with the environment as changed. */
 static _Noreturn void run_again(const char *test)
 {
+    speak(); /* (a run for the report that gave up says so) */
     fflush(stdout);
     fflush(stderr);
     if (verdict_out >= 0) { /* the same descriptors, still unread, for the run again */
@@ -388,6 +459,7 @@ void __wrap_print_error(const char *const format, ...);
 
 void __wrap_print_error(const char *const format, ...)
 {
+    kit_sched_failure_begins(); /* (on a test's schedule: it may run again for its report, kit_sched.h) */
     va_list args;
     size_t size;
     char *kept = kit_sched_error_text(&size);

@@ -29,6 +29,11 @@ bool kit_sched_active(void)
     return kit_judge_on_schedule();
 }
 
+/* A judged test's failure is told as it comes: its schedule is the
+ * subject's, which does not run it again for its report. */
+void (*kit_sched_on_failure)(void);
+void kit_sched_failure_begins(void) {}
+
 /* A graded test the subject ran on its schedule from its copy and wrote
  * down: this copy runs once, every answer taken from the transcript, its
  * checks deciding; then the schedule's end. */

@@ -197,6 +197,7 @@ void kit_dump_stacks(const char *why)
 
 _Noreturn void kit_stop_test(const char *message, const char *file, int line)
 {
+    kit_sched_failure_begins(); /* (on a test's schedule: it may run again for its report, kit_sched.h) */
     char where[32] = "";
     say("[  ERROR   ] --- ");
     say(message);

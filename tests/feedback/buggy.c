@@ -20,6 +20,7 @@ struct counter {
     long value;
     bool ready;
     bool helper_joined;
+    long takers; /* in counter_take_one_counted_within */
 };
 
 counter_t *counter_create(void)
@@ -326,4 +327,66 @@ void meter_destroy(meter_t *m)
 {
     pthread_mutex_destroy(&m->lock);
     free(m);
+}
+
+void counter_put_one_quietly(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value++; /* BUG: no taker is woken: only a time-out ends a timed take's wait */
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Called with c->lock held. */
+static void add_locked(counter_t *c, long n)
+{
+    c->value += n;
+}
+
+void counter_add_through_a_helper(counter_t *c, long n)
+{
+    add_locked(c, n); /* BUG: the helper expects c->lock held, and it is not taken */
+}
+
+void counter_add_quietly_through_a_helper(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    add_locked(c, n); /* BUG: nobody is woken to see it */
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_add_waking_once_ready(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    c->value += n;
+    if (c->ready) /* BUG: a waiter for a value is not woken before ready is set */
+        pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int counter_take_one_counted_within(counter_t *c, long ms)
+{
+    struct timespec deadline; /* one deadline, on the clock that never jumps */
+    kit_deadline_after(ms, &deadline);
+    pthread_mutex_lock(&c->lock);
+    c->takers++;
+    int err = 0;
+    while (c->value == 0 && err == 0) /* while: a wake-up may be spurious */
+        err = pthread_cond_clockwait(&c->changed, &c->lock, CLOCK_MONOTONIC, &deadline);
+    if (err != ETIMEDOUT) /* BUG: a taker that timed out stays counted */
+        c->takers--;
+    if (c->value > 0) {
+        c->value--;
+        err = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+void counter_destroy_once_no_taker_waits(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->takers > 0) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    counter_destroy(c);
 }

@@ -73,6 +73,18 @@ void counter_take_one(counter_t *c);
  *        the value again: a wake-up that came with the time-out is lost.
  */
 int counter_take_one_within(counter_t *c, long ms);
+/** @brief Adds one under the lock - and wakes nobody: a timed take's wait only runs out. */
+void counter_put_one_quietly(counter_t *c);
+/** @brief Adds @p n through a helper that expects the lock held - without taking it: a race. */
+void counter_add_through_a_helper(counter_t *c, long n);
+/** @brief Adds @p n under the lock through a helper - and wakes nobody: a lost wake-up. */
+void counter_add_quietly_through_a_helper(counter_t *c, long n);
+/** @brief Adds @p n under the lock, and wakes the waiters only once ready is set: a lost wake-up. */
+void counter_add_waking_once_ready(counter_t *c, long n);
+/** @brief As counter_take_one_within, counting itself while it waits - and a taker that timed out stays counted. */
+int counter_take_one_counted_within(counter_t *c, long ms);
+/** @brief Destroys the counter once no taker is counted: it waits for ever after a time-out left one counted. */
+void counter_destroy_once_no_taker_waits(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */
 typedef struct meter meter_t;
 /** @brief What a meter holds, copied out. */

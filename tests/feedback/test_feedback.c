@@ -6,7 +6,8 @@
  *        accesses of a race (also one made by a memcpy), the words for a
  *        misused pthread call, both lines of a use after free, the change a
  *        lost wake-up missed (also one a time-out hid), the access to change
- *        of a race that lost an update.
+ *        of a race that lost an update (and the call that led to a helper's
+ *        line), the path a timed call's time-out took.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
@@ -231,13 +232,18 @@ static void *add_one_unlocked(void *raw)
     return NULL;
 }
 
-static void two_unlocked_adds(void *ctx)
+/* Which add two threads make (two_adds' ctx). */
+struct adder {
+    void *(*add_one)(void *counter);
+};
+
+static void two_adds(void *ctx)
 {
-    (void)ctx;
+    const struct adder *adder = ctx;
     counter_t *c = counter_create();
     pthread_t adders[2];
     for (int i = 0; i < 2; i++)
-        explore_ok(pthread_create(&adders[i], NULL, add_one_unlocked, c));
+        explore_ok(pthread_create(&adders[i], NULL, adder->add_one, c));
     for (int i = 0; i < 2; i++)
         explore_ok(pthread_join(adders[i], NULL));
     long value = counter_read(c);
@@ -250,8 +256,9 @@ static void two_unlocked_adds(void *ctx)
 static void test_feedback_lost_update_names_the_unlocked_access(void **state)
 {
     (void)state;
+    static struct adder unlocked = { add_one_unlocked };
     kit_explore_t options = { .strategy = "dfs:2", .schedules = 50 };
-    kit_explore(&options, two_unlocked_adds, NULL);
+    kit_explore(&options, two_adds, &unlocked);
 }
 
 static void test_feedback_teardown_hangs_after_the_checks_passed(void **state)
@@ -451,14 +458,17 @@ static void print_take_call(const kit_call_t *call, const char *name, char *text
         snprintf(text, size, "%s(c)", name);
 }
 
+#define TAKE_WITHIN_OP                                                                                 \
+    { .name = "counter_take_one_within", .weight = 2, .timed = true, .run = run_take_within,            \
+      .take_effect = take_takes_effect, .waits = take_waits, .group = 1,                                \
+      .rule = "counter_take_one_within: takes one, or ETIMEDOUT if none came by the deadline" }
+
 static const kit_op_t take_ops[] = {
     { .name = "counter_put_one", .weight = 2, .run = run_put, .take_effect = put_takes_effect,
       .waits = never_waits, .group = 2, .rule = "counter_put_one: adds one and wakes a taker" },
     { .name = "counter_take_one", .weight = 1, .run = run_take, .take_effect = take_takes_effect,
       .waits = take_waits, .group = 1, .rule = "counter_take_one: waits until it can take one" },
-    { .name = "counter_take_one_within", .weight = 2, .timed = true, .run = run_take_within,
-      .take_effect = take_takes_effect, .waits = take_waits, .group = 1,
-      .rule = "counter_take_one_within: takes one, or ETIMEDOUT if none came by the deadline" },
+    TAKE_WITHIN_OP,
 };
 
 static const kit_shape_t take_shapes[] = {
@@ -534,6 +544,85 @@ static void test_feedback_wrong_count_names_its_write(void **state)
     meter_destroy(m);
 }
 
+/* ---- A helper's line names the call that led there; a time-out's path is named ------- */
+
+static void *add_one_through_the_helper(void *raw)
+{
+    counter_add_through_a_helper(raw, 1);
+    return NULL;
+}
+
+/* The unlocked access is in a helper the compiler inlined: the access to
+ * change names the call that led there, where the lock belongs. */
+static void test_feedback_unlocked_helper_names_its_caller(void **state)
+{
+    (void)state;
+    static struct adder through_the_helper = { add_one_through_the_helper };
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 50 };
+    kit_explore(&options, two_adds, &through_the_helper);
+}
+
+/* A waiter for 1, then @p add of 1 - which wakes nobody: a lost wake-up. */
+static void add_one_to_a_waiter(void (*add)(counter_t *c, long n))
+{
+    counter_t *c = make_counter();
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait_for_one, c);
+    kit_await_waiting_threads(1, "the waiter");
+    add(c, 1);
+    kit_worker_must_finish(&worker, "counter_wait_value");
+    counter_destroy(c);
+}
+
+/* The change nobody signalled is in an inlined helper: the call to it is named too. */
+static void test_feedback_lost_wakeup_names_the_helpers_caller(void **state)
+{
+    (void)state;
+    add_one_to_a_waiter(counter_add_quietly_through_a_helper);
+}
+
+/* The changer's own test decided not to signal: the lines it ran after its change are named. */
+static void test_feedback_lost_wakeup_names_the_lines_after_the_change(void **state)
+{
+    (void)state;
+    add_one_to_a_waiter(counter_add_waking_once_ready);
+}
+
+/* A time-out path that leaves out the undoing step: the lines it ran are named. */
+static void test_feedback_timed_out_taker_left_counted_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_take_one_counted_within(c, 10), ETIMEDOUT);
+    counter_destroy_once_no_taker_waits(c);
+}
+
+static int run_put_quietly(void *object, long arg, long timeout_ms, long *out)
+{
+    (void)arg, (void)timeout_ms, (void)out;
+    counter_put_one_quietly(object);
+    return 0;
+}
+
+static const kit_op_t quiet_take_ops[] = {
+    { .name = "counter_put_one_quietly", .weight = 1, .run = run_put_quietly, .take_effect = put_takes_effect,
+      .waits = never_waits, .group = 2, .rule = "counter_put_one_quietly: adds one (and wakes nobody)" },
+    TAKE_WITHIN_OP,
+};
+
+/* No signal ever comes: a timed take's wait runs out though a put came
+ * before its deadline, and the path its time-out took is named. */
+static void test_feedback_timeout_path_is_named(void **state)
+{
+    (void)state;
+    static kit_spec_t quiet_take_spec;
+    quiet_take_spec = take_spec; /* the same counter, with a put that wakes nobody */
+    quiet_take_spec.ops = quiet_take_ops;
+    quiet_take_spec.nops = 2;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 300, .timeouts_race = true };
+    kit_scenarios(&quiet_take_spec, 10, &options);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_crash_shows_the_faulting_line),
     cmocka_unit_test(test_feedback_hang_check_shows_every_thread),
@@ -560,6 +649,11 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_wakeup_taken_by_a_timeout_is_named),
     cmocka_unit_test(test_feedback_join_decided_twice_is_named),
     cmocka_unit_test(test_feedback_wrong_count_names_its_write),
+    cmocka_unit_test(test_feedback_unlocked_helper_names_its_caller),
+    cmocka_unit_test(test_feedback_lost_wakeup_names_the_helpers_caller),
+    cmocka_unit_test(test_feedback_timeout_path_is_named),
+    cmocka_unit_test(test_feedback_lost_wakeup_names_the_lines_after_the_change),
+    cmocka_unit_test(test_feedback_timed_out_taker_left_counted_is_named),
 };
 
 KIT_TEST_MAIN(tests)
