@@ -294,7 +294,7 @@ void sched_call_left(void);
 #define SCHED_SPIN_ACCESSES 20000000L
 void sched_endless_loop(void *pc) __attribute__((noreturn));
 /* An atomic of the code under test: a switch point, and a release and an acquire of the location. */
-void sched_memory_atomic(const volatile void *addr, void *pc);
+void sched_memory_atomic(const volatile void *addr, unsigned size, bool write, void *pc);
 /* The racing places as distances from kit_code_anchor() (kit_anchor.c), or
  * from the program's start where it has none (sched_memory_anchored), for a
  * replay token; and one learned back from a token, @p anchored or (a token

@@ -224,9 +224,9 @@ struct shadow_cell {
     uint32_t clock;
     uint16_t thread;
     uint8_t bytes; /* which of the granule's 8 bytes */
-    uint8_t write; /* READ, WRITE, or FREED: the granule's block was freed there */
+    uint8_t write; /* READ or WRITE, either with ATOMIC; or FREED: the granule's block was freed there */
 };
-enum { READ, WRITE, FREED };
+enum { READ, WRITE, FREED, ATOMIC = 4 };
 
 /* A granule's entry fills one cache line. */
 #define CELLS 4
@@ -579,7 +579,7 @@ static __attribute__((noinline, cold)) void record_race(const struct sched_threa
     if (raced)
         return;
     raced = true;
-    first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write },
+    first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write & WRITE },
                                       .step = sched.nsteps, .holding = me->holding };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
@@ -610,14 +610,14 @@ static __attribute__((noinline)) void check_cells(struct sched_thread *me, struc
     for (i = 0; i < CELLS && e->cell[i].bytes != 0; i++) { /* the cells in use come first */
         const struct shadow_cell *cell = &e->cell[i];
         if (cell->thread == me->id) {
-            if (cell->bytes == bytes && (write || !cell->write))
+            if (cell->bytes == bytes && (write || !(cell->write & WRITE)))
                 mine = i;
             else if (spare < 0)
                 spare = i;
             continue;
         }
         bool ordered = cell->clock <= vc_get(now, cell->thread);
-        if (!ordered && (cell->bytes & bytes) && (write || cell->write) && !stale(cell, addr))
+        if (!ordered && (cell->bytes & bytes) && (write || (cell->write & WRITE)) && !stale(cell, addr))
             record_race(me, cell, addr, write, pc);
         if (ordered && spare < 0)
             spare = i;
@@ -802,9 +802,41 @@ void sched_memory_end(void)
 
 /* ---- Atomics ----------------------------------------------------------------------- */
 
-/* An atomic operation on addr by the token holder: a switch point before it,
- * then it acquires the location's history and releases its own into it. */
-void sched_memory_atomic(const volatile void *addr, void *pc)
+/* An atomic access against the plain accesses of its granule: C11 calls an
+ * atomic and a plain access of the same bytes by two threads, neither
+ * ordered before the other and one a write, a data race, as two plain ones;
+ * two atomics never race. The atomic's own cell, marked ATOMIC, then
+ * replaces its thread's cell of the same bytes, or takes a free or ordered
+ * one, or the next in turn, so that a plain access after it is checked
+ * against it. (Checked after the atomic's acquire: what the location's last
+ * atomic ordered is ordered, as every atomic orders here.) */
+static void check_atomic(struct sched_thread *me, uintptr_t addr, unsigned size, bool write, void *pc)
+{
+    unsigned first = (unsigned)(addr & 7);
+    struct shadow_entry *e = first + size <= 8 ? entry_of(addr >> 3, true) : NULL;
+    if (e == NULL || e->cell[0].write == FREED)
+        return; /* (unwatched; one across granules is none the code under test makes; a freed one is told above) */
+    uint8_t bytes = (uint8_t)(((1u << size) - 1) << first);
+    int mine = -1, i;
+    for (i = 0; i < CELLS && e->cell[i].bytes != 0; i++) {
+        const struct shadow_cell *cell = &e->cell[i];
+        bool ordered = seen_by(me, cell);
+        if (!ordered && !(cell->write & ATOMIC) && (cell->bytes & bytes) && (write || (cell->write & WRITE)) &&
+            !stale(cell, addr))
+            record_race(me, cell, addr, write, pc);
+        if (mine < 0 && (cell->thread == me->id ? cell->bytes == bytes : ordered))
+            mine = i;
+    }
+    if (mine < 0)
+        mine = i < CELLS ? i : e->next++ % CELLS;
+    e->cell[mine] = own_cell(me, bytes, write, pc);
+    e->cell[mine].write |= ATOMIC;
+}
+
+/* An atomic operation of @p size bytes on addr by the token holder: a switch
+ * point before it; then it acquires the location's history, is checked
+ * against the plain accesses of its bytes, and releases its own. */
+void sched_memory_atomic(const volatile void *addr, unsigned size, bool write, void *pc)
 {
     if (call_depth > 0)
         call_now.touched = pc;
@@ -818,10 +850,11 @@ void sched_memory_atomic(const volatile void *addr, void *pc)
     if (vc == NULL)
         return; /* (a _Thread_local variable is each thread's own: it orders nothing) */
     vc_join(&thread_clock[me->id], vc);
+    if (detector.on)
+        check_atomic(me, (uintptr_t)addr, size, write, pc);
     vc_join(vc, &thread_clock[me->id]);
     vc_tick(&thread_clock[me->id], me->id);
 }
-
 
 /* ---- Telling a use after free or a double free -------------------------------------- */
 

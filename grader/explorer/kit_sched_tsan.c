@@ -81,45 +81,46 @@ void *__tsan_memset(void *to, int byte, size_t size)
     return memset(to, byte, size);
 }
 
-/* The atomics do what they say, sequentially consistent, after their switch point. */
+/* The atomics do what they say, sequentially consistent, after their switch point; a load or a
+ * compare-exchange is checked against plain accesses as a read, the rest as a write. */
 #define MO __ATOMIC_SEQ_CST
 #define ATOMICS(bits, type)                                                                                    \
     type __tsan_atomic##bits##_load(const volatile type *a, int mo);                                           \
     type __tsan_atomic##bits##_load(const volatile type *a, int mo)                                            \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_load_n(a, MO); }                                            \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, false, PC); return __atomic_load_n(a, MO); }                                            \
     void __tsan_atomic##bits##_store(volatile type *a, type v, int mo);                                        \
     void __tsan_atomic##bits##_store(volatile type *a, type v, int mo)                                         \
-    { (void)mo; sched_memory_atomic(a, PC); __atomic_store_n(a, v, MO); }                                                \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); __atomic_store_n(a, v, MO); }                                                \
     type __tsan_atomic##bits##_exchange(volatile type *a, type v, int mo);                                     \
     type __tsan_atomic##bits##_exchange(volatile type *a, type v, int mo)                                      \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_exchange_n(a, v, MO); }                                     \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_exchange_n(a, v, MO); }                                     \
     type __tsan_atomic##bits##_fetch_add(volatile type *a, type v, int mo);                                    \
     type __tsan_atomic##bits##_fetch_add(volatile type *a, type v, int mo)                                     \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_add(a, v, MO); }                                      \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_add(a, v, MO); }                                      \
     type __tsan_atomic##bits##_fetch_sub(volatile type *a, type v, int mo);                                    \
     type __tsan_atomic##bits##_fetch_sub(volatile type *a, type v, int mo)                                     \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_sub(a, v, MO); }                                      \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_sub(a, v, MO); }                                      \
     type __tsan_atomic##bits##_fetch_and(volatile type *a, type v, int mo);                                    \
     type __tsan_atomic##bits##_fetch_and(volatile type *a, type v, int mo)                                     \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_and(a, v, MO); }                                      \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_and(a, v, MO); }                                      \
     type __tsan_atomic##bits##_fetch_or(volatile type *a, type v, int mo);                                     \
     type __tsan_atomic##bits##_fetch_or(volatile type *a, type v, int mo)                                      \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_or(a, v, MO); }                                       \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_or(a, v, MO); }                                       \
     type __tsan_atomic##bits##_fetch_xor(volatile type *a, type v, int mo);                                    \
     type __tsan_atomic##bits##_fetch_xor(volatile type *a, type v, int mo)                                     \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_xor(a, v, MO); }                                      \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_xor(a, v, MO); }                                      \
     type __tsan_atomic##bits##_fetch_nand(volatile type *a, type v, int mo);                                   \
     type __tsan_atomic##bits##_fetch_nand(volatile type *a, type v, int mo)                                    \
-    { (void)mo; sched_memory_atomic(a, PC); return __atomic_fetch_nand(a, v, MO); }                                     \
+    { (void)mo; sched_memory_atomic(a, sizeof *a, true, PC); return __atomic_fetch_nand(a, v, MO); }                                     \
     int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v, int mo, int fail);     \
     int __tsan_atomic##bits##_compare_exchange_strong(volatile type *a, type *c, type v, int mo, int fail)      \
-    { (void)mo, (void)fail; sched_memory_atomic(a, PC); return __atomic_compare_exchange_n(a, c, v, false, MO, MO); }   \
+    { (void)mo, (void)fail; sched_memory_atomic(a, sizeof *a, false, PC); return __atomic_compare_exchange_n(a, c, v, false, MO, MO); }   \
     int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v, int mo, int fail);       \
     int __tsan_atomic##bits##_compare_exchange_weak(volatile type *a, type *c, type v, int mo, int fail)        \
-    { (void)mo, (void)fail; sched_memory_atomic(a, PC); return __atomic_compare_exchange_n(a, c, v, false, MO, MO); }   \
+    { (void)mo, (void)fail; sched_memory_atomic(a, sizeof *a, false, PC); return __atomic_compare_exchange_n(a, c, v, false, MO, MO); }   \
     type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v, int mo, int fail);        \
     type __tsan_atomic##bits##_compare_exchange_val(volatile type *a, type c, type v, int mo, int fail)         \
-    { (void)mo, (void)fail; sched_memory_atomic(a, PC); __atomic_compare_exchange_n(a, &c, v, false, MO, MO); return c; }
+    { (void)mo, (void)fail; sched_memory_atomic(a, sizeof *a, false, PC); __atomic_compare_exchange_n(a, &c, v, false, MO, MO); return c; }
 ATOMICS(8, uint8_t)
 ATOMICS(16, uint16_t)
 ATOMICS(32, uint32_t)

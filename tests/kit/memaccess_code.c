@@ -1,7 +1,8 @@
 /**
  * @file memaccess_code.c
  * @brief The box of memaccess_code.h: copies made by the C library, under
- *        the box's lock or after it, for test_memaccess.c.
+ *        the box's lock or after it, and a count read and written with
+ *        atomics and plainly, for test_memaccess.c.
  *
  * Built as a submission's code is: with the instrumentation, its calls of the
  * C library's memory and string functions handed to the kit first
@@ -121,4 +122,28 @@ size_t box_name_length(box_t *b, bool locked)
     if (locked)
         pthread_mutex_unlock(&b->lock);
     return length;
+}
+
+/* ---- A count, atomic and plain ------------------------------------------------------- */
+
+void count_under_lock(long *count, pthread_mutex_t *lock)
+{
+    pthread_mutex_lock(lock);
+    (*count)++;
+    pthread_mutex_unlock(lock);
+}
+const int count_under_lock_line = __LINE__ - 3;
+long count_peek(long *count) { return __atomic_load_n(count, __ATOMIC_RELAXED); }
+const int count_peek_line = __LINE__ - 1;
+void count_atomically(long *count) { __atomic_fetch_add(count, 1, __ATOMIC_RELAXED); }
+
+void publish(long *data, long *flag)
+{
+    *data = 42;
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+}
+
+long consume(long *data, long *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE) ? *data : -1;
 }

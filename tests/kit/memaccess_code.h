@@ -1,8 +1,9 @@
 /**
  * @file memaccess_code.h
  * @brief A shared box whose bytes are copied with the C library's memory and
- *        string functions: the code under test of test_memaccess.c, built as
- *        a submission's code is (tests/kit/memaccess_code.c).
+ *        string functions, and a count read and written with atomics and
+ *        plainly: the code under test of test_memaccess.c, built as a
+ *        submission's code is (tests/kit/memaccess_code.c).
  *
  * Every function but box_create and box_destroy takes the box's lock around
  * what it does when @p locked is true; when it is false, it takes the lock
@@ -12,6 +13,7 @@
 #ifndef MEMACCESS_CODE_H
 #define MEMACCESS_CODE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -43,8 +45,19 @@ size_t box_name_length(box_t *b, bool locked);
 /** Copies @p size bytes from @p from to @p to: memcpy, of blocks nobody else may use. */
 void copy_bytes(char *to, const char *from, size_t size);
 
+/** Adds one to @p count, plainly, under @p lock. */
+void count_under_lock(long *count, pthread_mutex_t *lock);
+/** Reads @p count with a relaxed atomic load, no lock: a data race with a plain write (C11). */
+long count_peek(long *count);
+/** Adds one to @p count with a relaxed atomic, no lock: no race with another atomic. */
+void count_atomically(long *count);
+/** Writes 42 to @p data plainly, then 1 to @p flag with a release store. */
+void publish(long *data, long *flag);
+/** @p data if an acquire load of @p flag sees 1 (ordered after publish's write: no race), else -1. */
+long consume(long *data, long *flag);
+
 /** The lines of the library calls above, in memaccess_code.c, for the reports' places. */
 extern const int box_fill_line, box_rename_line, box_copy_out_line, box_clear_line, box_shift_line,
-    box_name_length_line, copy_bytes_line;
+    box_name_length_line, copy_bytes_line, count_under_lock_line, count_peek_line;
 
 #endif

@@ -4,7 +4,11 @@
  *        are accesses the explorer sees: a memcpy, a memset, a memmove or a
  *        string function made after the unlock is a data race found on a
  *        schedule, with both lines; the same calls under the lock never are;
- *        and a memcpy out of a freed block is a use after free.
+ *        and a memcpy out of a freed block is a use after free. And atomics:
+ *        an atomic read of a count another thread writes plainly is a data
+ *        race (C11's, which ThreadSanitizer reports too); two atomics never
+ *        race; a plain write published by a release store and read after an
+ *        acquire load that saw it is ordered.
  *
  * The code under test is memaccess_code.c, built as a submission's code is.
  * Each search uses fixed strategies and seeds: the same result every run.
@@ -99,6 +103,56 @@ static void copy_after_free(void *ctx)
     explore_ok(pthread_create(&freer, NULL, free_block, block));
     explore_ok(pthread_join(freer, NULL));
     copy_bytes(out, block, sizeof out);
+}
+
+/* The count's two sides, on two threads. */
+struct count_case {
+    long count, data, flag;
+    pthread_mutex_t lock;
+    bool peek_atomically; /* the test thread reads with an atomic load (else: both sides add atomically) */
+};
+
+static void *count_other_side(void *raw)
+{
+    struct count_case *c = raw;
+    if (c->peek_atomically)
+        count_under_lock(&c->count, &c->lock);
+    else
+        count_atomically(&c->count);
+    return NULL;
+}
+
+static void count_beside_another(void *ctx)
+{
+    struct count_case *c = ctx;
+    c->count = 0;
+    explore_ok(pthread_mutex_init(&c->lock, NULL));
+    pthread_t other;
+    explore_ok(pthread_create(&other, NULL, count_other_side, c));
+    if (c->peek_atomically)
+        (void)count_peek(&c->count);
+    else
+        count_atomically(&c->count);
+    explore_ok(pthread_join(other, NULL));
+    explore_ok(pthread_mutex_destroy(&c->lock));
+}
+
+static void *publish_side(void *raw)
+{
+    struct count_case *c = raw;
+    publish(&c->data, &c->flag);
+    return NULL;
+}
+
+static void publish_beside_consume(void *ctx)
+{
+    struct count_case *c = ctx;
+    c->data = c->flag = 0;
+    pthread_t publisher;
+    explore_ok(pthread_create(&publisher, NULL, publish_side, c));
+    long seen = consume(&c->data, &c->flag);
+    kit_explore_check(seen == -1 || seen == 42, "consume saw %ld", seen);
+    explore_ok(pthread_join(publisher, NULL));
 }
 
 /* ---- What the explorer says ------------------------------------------------------------- */
@@ -213,10 +267,49 @@ static void test_memaccess_library_copy_of_freed_memory_is_a_use_after_free(void
         fail_msg("the report does not say \"%s\", freed by thread-1 at test_memaccess.c: %s", words, result.message);
 }
 
+static void test_memaccess_atomic_read_of_a_plain_write_is_a_race(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED)
+        return;
+    static kit_explore_result_t result;
+    static char report[8192];
+    static struct count_case c = { .peek_atomically = true };
+    kit_sched_take_race();
+    kit_explore_t options = { .strategy = "random:3 pct:3:2", .schedules = 100, .quiet = true };
+    if (!kit_explore_search(__func__, &options, count_beside_another, &c, &result))
+        fail_msg("a schedule failed: %s", result.message);
+    race_report(report, sizeof report);
+    if (!kit_sched_take_race() || strstr(report, "DATA RACE") == NULL)
+        fail_msg("a relaxed atomic load of a count another thread writes plainly was no data race on %ld schedules",
+                 result.schedules);
+    must_name(report, "an atomic load beside a plain write", "test", count_peek_line);
+    must_name(report, "an atomic load beside a plain write", "thread-1", count_under_lock_line);
+}
+
+static void test_memaccess_atomics_alone_and_published_writes_are_never_races(void **state)
+{
+    (void)state;
+    static kit_explore_result_t result;
+    static struct count_case both_atomic = { .peek_atomically = false }, published;
+    kit_sched_take_race();
+    kit_explore_t every = { .strategy = "dfs:3", .schedules = 100000, .quiet = true };
+    if (!kit_explore_search(__func__, &every, count_beside_another, &both_atomic, &result))
+        fail_msg("two atomic adds: a schedule failed: %s", result.message);
+    if (kit_sched_take_race())
+        fail_msg("two relaxed atomic adds of one count were reported as a data race; atomics never race each other");
+    if (!kit_explore_search(__func__, &every, publish_beside_consume, &published, &result))
+        fail_msg("publish and consume: a schedule failed: %s", result.message);
+    if (kit_sched_take_race())
+        fail_msg("a plain write read after an acquire load saw its release store was reported as a data race");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_memaccess_late_library_copy_is_a_race_with_both_lines),
     cmocka_unit_test(test_memaccess_library_copy_under_the_lock_is_never_a_race),
     cmocka_unit_test(test_memaccess_library_copy_of_freed_memory_is_a_use_after_free),
+    cmocka_unit_test(test_memaccess_atomic_read_of_a_plain_write_is_a_race),
+    cmocka_unit_test(test_memaccess_atomics_alone_and_published_writes_are_never_races),
 };
 
 KIT_TEST_MAIN(tests)
