@@ -305,6 +305,12 @@ void kit_sched_forget_memory(const void *block, size_t size);
  * to every byte of it, after which any access is a use after free and a
  * second free a double free (the schedule fails there, naming both lines). */
 void kit_sched_freed(const void *block, size_t size, void *where);
+/* A block of @p size bytes just allocated on a schedule, by the call at
+ * @p where, with KIT_SCHED_GUARD_BYTES more behind it: an access of the code
+ * under test there is a heap overrun (the schedule fails there, naming the
+ * line and the allocation). */
+enum { KIT_SCHED_GUARD_BYTES = 32 };
+void kit_sched_guard(const void *block, size_t size, void *where);
 /* Who freed the block that holds @p addr on this schedule, and where, in
  * words ("main at bq.c:310 in bq_destroy"); false if none did. */
 bool kit_sched_who_freed(const void *addr, char *out, size_t size);

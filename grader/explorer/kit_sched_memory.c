@@ -224,9 +224,12 @@ struct shadow_cell {
     uint32_t clock;
     uint16_t thread;
     uint8_t bytes; /* which of the granule's 8 bytes */
-    uint8_t write; /* READ or WRITE, either with ATOMIC; or FREED: the granule's block was freed there */
+    uint8_t write; /* READ or WRITE, either with ATOMIC; FREED: the granule's block was freed there; GUARD: it is
+                      behind the end of a block (kit_sched_guard) */
 };
-enum { READ, WRITE, FREED, ATOMIC = 4 };
+enum { READ, WRITE, FREED, GUARD, ATOMIC = 4 };
+/* (FREED and GUARD differ in their last bit alone: one test finds either.) */
+#define FREED_OR_GUARD(cell) (((cell)->write & ~1) == FREED)
 
 /* A granule's entry fills one cache line. */
 #define CELLS 4
@@ -331,6 +334,7 @@ static unsigned nfreed;
 static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
     __attribute__((noreturn));
 static void double_free(const struct sched_thread *me, uintptr_t addr, void *pc) __attribute__((noreturn));
+static void overrun(const struct sched_thread *me, uintptr_t addr, bool write, void *pc) __attribute__((noreturn));
 static int open_call_sites(void **out, int most);
 
 /* The last free of this schedule whose block holds addr, or NULL. */
@@ -394,9 +398,48 @@ void kit_sched_freed(const void *block, size_t size, void *where)
             continue;
         if (e->cell[0].write == FREED)
             use_after_free(me, g << 3, true, where);
-        if (e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
+        if (e->cell[0].write != GUARD && e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
             check_cells(me, e, g << 3, 0xff, true, where);
         memcpy(e->cell, freed, sizeof e->cell);
+    }
+}
+
+/* The blocks allocated last on this schedule, for an overrun's report. */
+#define GUARDED_KEPT 512
+static struct guarded_block {
+    uintptr_t start, end;
+    uint32_t generation;
+    void *pc; /* the allocation's caller */
+} guarded_blocks[GUARDED_KEPT];
+static unsigned nguarded;
+
+/* The block of this schedule whose guard holds addr, or NULL. */
+static const struct guarded_block *guarded_block_at(uintptr_t addr)
+{
+    for (unsigned i = 0; i < GUARDED_KEPT && i < nguarded; i++) {
+        const struct guarded_block *b = &guarded_blocks[(nguarded - 1 - i) % GUARDED_KEPT];
+        if (b->generation == detector.generation && addr >= b->end && addr < b->end + KIT_SCHED_GUARD_BYTES)
+            return b;
+    }
+    return NULL;
+}
+
+/* Only the granules wholly behind the block are watched: a block's last
+ * granule may hold a few bytes of it, and the allocator rounds up anyway. */
+void kit_sched_guard(const void *block, size_t size, void *where)
+{
+    struct sched_thread *me = tracked();
+    if (me == NULL || block == NULL || !detector.on)
+        return;
+    uintptr_t end = (uintptr_t)block + size;
+    guarded_blocks[nguarded++ % GUARDED_KEPT] = (struct guarded_block){ (uintptr_t)block, end, detector.generation,
+                                                                        where };
+    const struct shadow_cell guard[CELLS] = { { place_of_pc(where), vc_get(&thread_clock[me->id], me->id),
+                                                (uint16_t)me->id, 0xff, GUARD } };
+    for (uintptr_t g = (end + 7) >> 3; g < (end + KIT_SCHED_GUARD_BYTES) >> 3; g++) {
+        struct shadow_entry *e = entry_of(g, true);
+        if (e != NULL)
+            memcpy(e->cell, guard, sizeof e->cell);
     }
 }
 
@@ -629,6 +672,16 @@ static __attribute__((noinline)) void check_cells(struct sched_thread *me, struc
     e->cell[mine] = own_cell(me, bytes, write, pc);
 }
 
+/* (Out of line: an access meets a freed or guard granule only to fail there.) */
+static __attribute__((noinline, cold, noreturn)) void freed_or_guard(struct sched_thread *me,
+                                                                    const struct shadow_cell *first, uintptr_t addr,
+                                                                    bool write, void *pc)
+{
+    if (first->write == GUARD)
+        overrun(me, addr, write, pc);
+    use_after_free(me, addr, write, pc);
+}
+
 /* An access against the cells of its granule's entry (check_cells). Two
  * cases, most accesses, need no loop: a granule with no cell yet, and one
  * whose only cell is ordered before this access - nothing to race with -
@@ -638,8 +691,8 @@ static inline __attribute__((always_inline)) void check_entry(struct sched_threa
                                                               uintptr_t addr, uint8_t bytes, bool write, void *pc)
 {
     struct shadow_cell *first = &e->cell[0];
-    if (first->write == FREED)
-        use_after_free(me, addr, write, pc);
+    if (FREED_OR_GUARD(first))
+        freed_or_guard(me, first, addr, write, pc);
     bool alone = first->bytes == 0 || (e->cell[1].bytes == 0 && seen_by(me, first));
     if (alone)
         *first = own_cell(me, bytes, write, pc);
@@ -814,6 +867,8 @@ static void check_atomic(struct sched_thread *me, uintptr_t addr, unsigned size,
 {
     unsigned first = (unsigned)(addr & 7);
     struct shadow_entry *e = first + size <= 8 ? entry_of(addr >> 3, true) : NULL;
+    if (e != NULL && e->cell[0].write == GUARD)
+        overrun(me, addr, write, pc);
     if (e == NULL || e->cell[0].write == FREED)
         return; /* (unwatched; one across granules is none the code under test makes; a freed one is told above) */
     uint8_t bytes = (uint8_t)(((1u << size) - 1) << first);
@@ -911,6 +966,29 @@ static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool w
                      "what a thread still uses (wait until every caller has left, or join the threads first), and "
                      "of several owners only the last may free, decided under the lock (read the count you changed "
                      "before you unlock, never after).");
+    sched_misuse_at(pc, text);
+}
+
+static void overrun(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
+{
+    static char text[2048];
+    kit_text_t t = { text, sizeof text, 0 };
+    void *callers[RACE_CALLERS];
+    int ncallers = open_call_sites(callers, RACE_CALLERS);
+    const struct guarded_block *b = guarded_block_at(addr);
+    kit_text_put(&t, "HEAP OVERRUN: %s %s memory at ", me->name, write ? "writes" : "reads");
+    describe_chain(&t, pc, callers, ncallers);
+    if (b != NULL) {
+        char place[1][160];
+        kit_describe_places(&b->pc, 1, place);
+        kit_text_put(&t, ", %ld bytes past the end of a block of %ld allocated at %s", (long)(addr - b->end),
+                     (long)(b->end - b->start), place[0]);
+    } else {
+        kit_text_put(&t, ", past the end of a block allocated on this schedule");
+    }
+    kit_text_put(&t, ". A block holds the bytes it was allocated with and no more: an index or a size computed from a "
+                     "capacity the block does not have yet (grown before the realloc succeeded, or after it failed) "
+                     "writes over what the allocator keeps there.");
     sched_misuse_at(pc, text);
 }
 

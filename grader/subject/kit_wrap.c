@@ -744,18 +744,38 @@ static void *counted_by(void *block, void *caller)
 }
 #define counted(block) counted_by((block), __builtin_return_address(0))
 
+/* ---- Guard bytes on a schedule ---------------------------------------------------------
+ * A write a few bytes past a block's end lands in what the allocator keeps
+ * there, or in its spare room: nothing may show, and what does depends on
+ * the heap. On a schedule each block gets KIT_SCHED_GUARD_BYTES more, which
+ * the scheduler watches (kit_sched_guard): an access there fails the
+ * schedule at once, naming the line and the allocation. */
+static size_t with_guard(size_t size)
+{
+    return kit_sched_active() && size <= SIZE_MAX - KIT_SCHED_GUARD_BYTES ? size + KIT_SCHED_GUARD_BYTES : size;
+}
+
+static void *guarded(void *block, size_t size, void *caller)
+{
+    if (block && kit_sched_active())
+        kit_sched_guard(block, size, caller);
+    return block;
+}
+
 void *__wrap_malloc(size_t size)
 {
     if (this_call_fails())
         return NULL;
-    return counted(__real_malloc(size));
+    return guarded(counted(__real_malloc(with_guard(size))), size, __builtin_return_address(0));
 }
 
 void *__wrap_calloc(size_t count, size_t size)
 {
     if (this_call_fails())
         return NULL;
-    return counted(__real_calloc(count, size));
+    if (count != 0 && size > SIZE_MAX / count)
+        return counted(__real_calloc(count, size)); /* (too large: as the C library says it) */
+    return guarded(counted(__real_calloc(1, with_guard(count * size))), count * size, __builtin_return_address(0));
 }
 
 #if defined(__GLIBC__)
@@ -874,7 +894,7 @@ void __wrap_free(void *block)
 #if defined(__GLIBC__)
 static void *moved(void *old, size_t size, void *caller)
 {
-    void *block = __real_malloc(size);
+    void *block = __real_malloc(with_guard(size));
     if (block == NULL)
         return NULL;
     size_t had = malloc_usable_size(old);
@@ -882,7 +902,7 @@ static void *moved(void *old, size_t size, void *caller)
     bool known = forget_block(old);
     remember_block(block, caller);
     release(old, known, caller);
-    return fresh(block);
+    return guarded(fresh(block), size, caller);
 }
 #endif
 

@@ -56,8 +56,11 @@ void publish(long *data, long *flag);
 /** @p data if an acquire load of @p flag sees 1 (ordered after publish's write: no race), else -1. */
 long consume(long *data, long *flag);
 
+/** Writes 1 to @p block[@p at], whatever its size. */
+void write_byte(char *block, size_t at);
+
 /** The lines of the library calls above, in memaccess_code.c, for the reports' places. */
 extern const int box_fill_line, box_rename_line, box_copy_out_line, box_clear_line, box_shift_line,
-    box_name_length_line, copy_bytes_line, count_under_lock_line, count_peek_line;
+    box_name_length_line, copy_bytes_line, count_under_lock_line, count_peek_line, write_byte_line;
 
 #endif

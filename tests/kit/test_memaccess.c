@@ -8,7 +8,8 @@
  *        an atomic read of a count another thread writes plainly is a data
  *        race (C11's, which ThreadSanitizer reports too); two atomics never
  *        race; a plain write published by a release store and read after an
- *        acquire load that saw it is ordered.
+ *        acquire load that saw it is ordered. And a write one byte past a
+ *        block's end, on a schedule, is a heap overrun at its line.
  *
  * The code under test is memaccess_code.c, built as a submission's code is.
  * Each search uses fixed strategies and seeds: the same result every run.
@@ -153,6 +154,16 @@ static void publish_beside_consume(void *ctx)
     long seen = consume(&c->data, &c->flag);
     kit_explore_check(seen == -1 || seen == 42, "consume saw %ld", seen);
     explore_ok(pthread_join(publisher, NULL));
+}
+
+/* Writes the byte at ctx (24: one past the end; 23: the last) of a block of 24. */
+static void write_into_a_block(void *ctx)
+{
+    size_t at = *(const size_t *)ctx;
+    char *block = malloc(24);
+    kit_explore_check(block != NULL, "out of memory");
+    write_byte(block, at);
+    free(block);
 }
 
 /* ---- What the explorer says ------------------------------------------------------------- */
@@ -304,12 +315,32 @@ static void test_memaccess_atomics_alone_and_published_writes_are_never_races(vo
         fail_msg("a plain write read after an acquire load saw its release store was reported as a data race");
 }
 
+static void test_memaccess_write_past_a_block_is_a_heap_overrun(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED) /* the sanitizer's runtime has its own words for this */
+        return;
+    static kit_explore_result_t result;
+    static const size_t last = 23, past = 24;
+    kit_explore_t options = { .strategy = "random:1", .schedules = 5, .quiet = true };
+    if (!kit_explore_search(__func__, &options, write_into_a_block, (void *)&last, &result))
+        fail_msg("a write of a block's last byte failed its schedule: %s", result.message);
+    assert_false(kit_explore_search(__func__, &options, write_into_a_block, (void *)&past, &result));
+    char words[128];
+    snprintf(words, sizeof words, "HEAP OVERRUN: test writes memory at memaccess_code.c:%d", write_byte_line);
+    if (strstr(result.message, words) == NULL ||
+        strstr(result.message, "0 bytes past the end of a block of 24 allocated at test_memaccess.c:") == NULL)
+        fail_msg("the report does not say \"%s\", 0 bytes past a block of 24 allocated at test_memaccess.c: %s",
+                 words, result.message);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_memaccess_late_library_copy_is_a_race_with_both_lines),
     cmocka_unit_test(test_memaccess_library_copy_under_the_lock_is_never_a_race),
     cmocka_unit_test(test_memaccess_library_copy_of_freed_memory_is_a_use_after_free),
     cmocka_unit_test(test_memaccess_atomic_read_of_a_plain_write_is_a_race),
     cmocka_unit_test(test_memaccess_atomics_alone_and_published_writes_are_never_races),
+    cmocka_unit_test(test_memaccess_write_past_a_block_is_a_heap_overrun),
 };
 
 KIT_TEST_MAIN(tests)
