@@ -949,15 +949,21 @@ bool kit_sched_who_freed(const void *addr, char *out, size_t size)
     return true;
 }
 
+/* A memory error's first words: "WHAT: thread writes memory at place, called from ...". */
+static void access_words(kit_text_t *t, const char *what, const struct sched_thread *me, bool write, void *pc)
+{
+    void *callers[RACE_CALLERS];
+    int ncallers = open_call_sites(callers, RACE_CALLERS);
+    kit_text_put(t, "%s: %s %s memory at ", what, me->name, write ? "writes" : "reads");
+    describe_chain(t, pc, callers, ncallers);
+}
+
 static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
 {
     static char text[2048];
     kit_text_t t = { text, sizeof text, 0 };
-    void *callers[RACE_CALLERS];
-    int ncallers = open_call_sites(callers, RACE_CALLERS);
     const struct freed_block *b = freed_block_at(addr);
-    kit_text_put(&t, "USE AFTER FREE: %s %s memory at ", me->name, write ? "writes" : "reads");
-    describe_chain(&t, pc, callers, ncallers);
+    access_words(&t, "USE AFTER FREE", me, write, pc);
     if (b != NULL)
         kit_text_put(&t, ", %ld bytes into a block of %ld,", (long)(addr - b->start), (long)(b->end - b->start));
     kit_text_put(&t, " that was freed before it, on this schedule, by ");
@@ -973,11 +979,8 @@ static void overrun(const struct sched_thread *me, uintptr_t addr, bool write, v
 {
     static char text[2048];
     kit_text_t t = { text, sizeof text, 0 };
-    void *callers[RACE_CALLERS];
-    int ncallers = open_call_sites(callers, RACE_CALLERS);
     const struct guarded_block *b = guarded_block_at(addr);
-    kit_text_put(&t, "HEAP OVERRUN: %s %s memory at ", me->name, write ? "writes" : "reads");
-    describe_chain(&t, pc, callers, ncallers);
+    access_words(&t, "HEAP OVERRUN", me, write, pc);
     if (b != NULL) {
         char place[1][160];
         kit_describe_places(&b->pc, 1, place);
