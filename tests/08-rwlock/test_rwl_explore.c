@@ -338,6 +338,81 @@ static void test_rwl_explore_write_unlock_wakes_one_writer(void **state)
     kit_explore(&options, write_unlock_before_sleeping_writers, NULL);
 }
 
+/* The test's own hand-over between the body and a second reader. */
+struct second_reader {
+    struct part part;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool inside, may_leave; /* guarded by lock */
+};
+
+/* Reads, says so, and stays inside until the body lets it leave. */
+static void *read_until_told(void *raw)
+{
+    struct second_reader *r = raw;
+    r->part.lock_err = rwl_read_lock(r->part.l);
+    explore_ok(pthread_mutex_lock(&r->lock));
+    r->inside = true;
+    explore_ok(pthread_cond_signal(&r->changed));
+    while (!r->may_leave) /* while, not if: a wake-up may be spurious */
+        explore_ok(pthread_cond_wait(&r->changed, &r->lock));
+    explore_ok(pthread_mutex_unlock(&r->lock));
+    if (r->part.lock_err == 0)
+        r->part.unlock_err = rwl_read_unlock(r->part.l);
+    return NULL;
+}
+
+/* Two readers inside, three writers asleep: the body, the first reader out,
+ * is not the last, so its unlock lets no one in and must wake no one; the
+ * second reader's, the last, wakes one writer. */
+static void reader_not_last_before_sleeping_writers(void *ctx)
+{
+    (void)ctx;
+    rwl_t *l = NULL;
+    pthread_t other, writers[WRITERS_ASLEEP];
+    struct part parts[WRITERS_ASLEEP];
+    static struct second_reader r;
+    explore_ok(rwl_create(&l));
+    explore_ok(pthread_mutex_init(&r.lock, NULL));
+    explore_ok(pthread_cond_init(&r.changed, NULL));
+    r.inside = r.may_leave = false;
+    explore_ok(rwl_read_lock(l));
+    start(&other, "reader", read_until_told, &r.part, l, 0);
+    explore_ok(pthread_mutex_lock(&r.lock));
+    while (!r.inside) /* while, not if: a wake-up may be spurious */
+        explore_ok(pthread_cond_wait(&r.changed, &r.lock));
+    explore_ok(pthread_mutex_unlock(&r.lock));
+    for (int i = 0; i < WRITERS_ASLEEP; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "writer-%d", i);
+        start(&writers[i], name, write_once, &parts[i], l, 0);
+    }
+    kit_explore_await_sleepers(WRITERS_ASLEEP + 1); /* (and the second reader, in its own wait) */
+    long before = kit_sched_futile_wakeups();
+    explore_ok(rwl_read_unlock(l)); /* not the last */
+    explore_ok(pthread_mutex_lock(&r.lock));
+    r.may_leave = true;
+    explore_ok(pthread_cond_signal(&r.changed));
+    explore_ok(pthread_mutex_unlock(&r.lock));
+    explore_ok(pthread_join(other, NULL));
+    check_granted(&r.part, "the second reader");
+    for (int i = 0; i < WRITERS_ASLEEP; i++) {
+        explore_ok(pthread_join(writers[i], NULL));
+        check_granted(&parts[i], "a writer");
+    }
+    check_writers_woken_alone(before, "a reader's unlock that left another reader inside, then the last reader's,");
+    explore_ok(pthread_cond_destroy(&r.changed));
+    explore_ok(pthread_mutex_destroy(&r.lock));
+    rwl_destroy(l);
+}
+
+static void test_rwl_explore_reader_not_last_out_wakes_no_writer(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dpor:2", .schedules = 200 };
+    kit_explore(&options, reader_not_last_before_sleeping_writers, NULL);
+}
+
 /* ---- The upgrade deadlock ------------------------------------------------------------------------ */
 
 static void *read_then_upgrade(void *raw)
@@ -411,6 +486,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rwl_explore_writer_giving_up_lets_readers_in),
     cmocka_unit_test(test_rwl_explore_last_reader_out_wakes_one_writer),
     cmocka_unit_test(test_rwl_explore_write_unlock_wakes_one_writer),
+    cmocka_unit_test(test_rwl_explore_reader_not_last_out_wakes_no_writer),
     cmocka_unit_test(test_rwl_explore_upgrade_is_refused_not_hung),
     cmocka_unit_test(test_rwl_explore_generated_scenarios),
 };
