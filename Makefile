@@ -412,7 +412,11 @@ transcribed = $(if $(filter yes,$(ch$(2)_transcripts)),$(filter %_explore,$(3)))
 # private to that copy (ld -r, then every symbol local but its main), so
 # that the harness's own pthread calls are recorded as the judge sends them.
 written = $(if $(filter yes,$(ch$(2)_transcripts)),$(if $(strip $(ch$(2)_written)),$(filter-out %_explore,$(3))))
-WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/kit_time.c
+WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/kit_time.c \
+                   grader/subject/kit_transcript_gate.c
+# The copy's gates stand behind kit_transcript_gate.c, as the wrappers stand
+# in one process (--wrap cannot reach a private copy).
+WRITTEN_GATE_RENAMES := $(foreach f,gate_wait gate_await_arrivals gate_destroy latch_wait latch_destroy,-Dkit_$(f)=kit_transcript_$(f))
 WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
                    -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
                    -D__wrap_print_error=kit_transcript_print_error
@@ -428,7 +432,7 @@ $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
 $(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
 	@mkdir -p $$(@D)/$(3).written
-	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
+	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) $$$$(test $$$$f = lib/program/kit_gate.c && echo '$$(WRITTEN_GATE_RENAMES)') -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
 	  ld -r -o $$@.all $$(@D)/$(3).written/*.o && objcopy --keep-global-symbol=kit_transcript_copy_main \
 	  --keep-global-symbol=kit_transcript_written --keep-global-symbol=kit_transcript_copy_fail $$@.all $$@ && rm -f $$@.all
 $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
