@@ -53,6 +53,8 @@ _Noreturn void kit_judge_violation(const char *format, ...) __attribute__((forma
 bool kit_judge_on_schedule(void);
 /** Whether the subject is gone (its end was reported): hooks answer with defaults. */
 bool kit_judge_subject_gone(void);
+/** The subject ended saying its stopped test met a data race. */
+bool kit_judge_subject_raced(void);
 /** Send one message that needs no reply (the test's end, a thread's exit). */
 void kit_judge_post(kit_wire_t *m);
 /** Wait on this thread's channel for a message of @p kind (handling what the

@@ -92,9 +92,10 @@ void kit_sched_replay_scenario(const char *number)
     ask(HOOK_REPLAY_SCENARIO, number != NULL, 0, number, NULL, 0, 0);
 }
 
-/* Once the subject is gone nothing more is known of its races: none is
- * claimed (the race-free line asks for half the chapter's judged points too). */
-bool kit_sched_saw_race(void) { return ask(HOOK_SAW_RACE, 0, 0, NULL, NULL, 0, 0) != 0; }
+/* Once the subject is gone, its race is what its exit status said (a test
+ * that stopped in it printed its race there); else none is claimed (the
+ * race-free line asks for half the chapter's judged points too). */
+bool kit_sched_saw_race(void) { return ask(HOOK_SAW_RACE, 0, 0, NULL, NULL, 0, kit_judge_subject_raced()) != 0; }
 void kit_sched_print_race(void) { ask(HOOK_PRINT_RACE, 0, 0, NULL, NULL, 0, 0); }
 void kit_sched_print_wakeups(void) { ask(HOOK_PRINT_WAKEUPS, 0, 0, NULL, NULL, 0, 0); }
 
