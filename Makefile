@@ -417,9 +417,14 @@ WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/
 # The copy's gates stand behind kit_transcript_gate.c, as the wrappers stand
 # in one process (--wrap cannot reach a private copy).
 WRITTEN_GATE_RENAMES := $(foreach f,gate_wait gate_await_arrivals gate_destroy latch_wait latch_destroy,-Dkit_$(f)=kit_transcript_$(f))
+# (A change of the renames rebuilds the copies, as FLAGS_STAMP does for flags.)
+WRITTEN_STAMP = $(COMMON)/judged/.written-renames
+$(WRITTEN_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES)' | cmp -s - $@ 2>/dev/null || echo '$(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES)' > $@
 WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
                    -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
-                   -D__wrap_print_error=kit_transcript_print_error
+                   -D__wrap_print_error=kit_transcript_print_error -D_exit=kit_transcript_exit
 COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)$(if $(call written,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).written.o $(COMMON)/judged/$(1)/record.o)
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
@@ -430,7 +435,7 @@ $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxie
 $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
-$(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
+$(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP) $(WRITTEN_STAMP)
 	@mkdir -p $$(@D)/$(3).written
 	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) $$$$(test $$$$f = lib/program/kit_gate.c && echo '$$(WRITTEN_GATE_RENAMES)') -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
 	  ld -r -o $$@.all $$(@D)/$(3).written/*.o && objcopy --keep-global-symbol=kit_transcript_copy_main \
