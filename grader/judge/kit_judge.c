@@ -82,6 +82,28 @@ void judge_set_thread(int channel, bool on_schedule)
     my_schedule = on_schedule;
 }
 
+void judge_thread_state_save(struct judge_thread_state *state)
+{
+    *state = (struct judge_thread_state){ my_channel, my_schedule, my_touch, my_clocked, { my_clock[0], my_clock[1] },
+                                          my_message };
+}
+
+void judge_thread_state_load(const struct judge_thread_state *state)
+{
+    my_channel = state->channel;
+    my_schedule = state->schedule;
+    my_touch = state->touch;
+    my_clocked = state->clocked;
+    my_clock[0] = state->clock[0];
+    my_clock[1] = state->clock[1];
+    my_message = state->message;
+}
+
+void judge_thread_state_fresh(struct judge_thread_state *state, int channel)
+{
+    *state = (struct judge_thread_state){ .channel = channel, .message = state->message };
+}
+
 void judge_touch(void)
 {
     my_touch = true;

@@ -87,6 +87,35 @@ extern bool judge_in_body;
  *  malformed packet ends the test here. */
 void judge_recv(int channel, kit_wire_t *m);
 
+/** What the judge keeps per thread of the test (kit_judge.c). */
+struct judge_thread_state {
+    int channel;
+    bool schedule, touch, clocked;
+    uint64_t clock[2];
+    kit_wire_t *message;
+};
+/** The calling thread's, saved into @p state. */
+void judge_thread_state_save(struct judge_thread_state *state);
+/** The calling thread's, from @p state. */
+void judge_thread_state_load(const struct judge_thread_state *state);
+/** A new thread's on @p channel (a message buffer of @p state's kept). */
+void judge_thread_state_fresh(struct judge_thread_state *state, int channel);
+
+/* ---- the replay's threads as contexts on one OS thread (kit_judge_contexts.c) ---- */
+/** Whether contexts may be used (not under a sanitizer or valgrind, nor KIT_JUDGE_THREADS). */
+bool judge_contexts_usable(void);
+/** Whether the test's threads run as contexts now (between begin and end). */
+bool judge_in_context(void);
+/** The calling main thread becomes channel 0's context; the threads the
+ *  test starts from now on are contexts (judge_context_start). */
+void judge_contexts_begin(void);
+void judge_contexts_end(void);
+/** Make @p channel's context, to run @p main(@p arg) once switched to; false: no memory. */
+bool judge_context_start(int channel, void (*main)(void *), void *arg);
+/** Let @p channel's context run; this one goes on once switched to again.
+ *  A channel with no context running is a protocol violation. */
+void judge_context_yield(int channel);
+
 /* ---- an exploration's transcripts, replayed (kit_judge_replay.c) ---------------- */
 /** Set while the test's threads on a schedule take their answers from a transcript. */
 extern bool judge_replaying;

@@ -169,13 +169,16 @@ void sched_make_args(char *out, size_t size)
 
 /* ---- failures, stacks and crashes of the judge ---------------------------------------- */
 
-static _Thread_local char error_text[1024];
+/* A failed check's words, kept by the thread of the schedule that failed:
+ * one a channel (the replay's threads may share one OS thread). */
+static char error_text[KIT_WIRE_CHANNELS][1024];
 static bool stacks_dumped;
 
 char *kit_sched_error_text(size_t *size)
 {
-    *size = sizeof error_text;
-    return kit_judge_on_schedule() ? error_text : NULL;
+    *size = sizeof error_text[0];
+    int channel = judge_channel();
+    return kit_judge_on_schedule() && channel >= 0 ? error_text[channel] : NULL;
 }
 
 bool kit_stacks_dumped(void) { return stacks_dumped; }
