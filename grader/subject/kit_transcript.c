@@ -162,8 +162,15 @@ static bool sent_before(uint64_t sum)
 /* A schedule's end: its entries, or the one entry that says they repeat a schedule sent whole before. */
 static void schedule_done(void)
 {
-    uint64_t sum = 14695981039346656037ULL; /* FNV-1a */
-    for (size_t i = 0; i < staged_size; i++)
+    uint64_t sum = 14695981039346656037ULL; /* FNV-1a, eight bytes at a time */
+    size_t i = 0;
+    for (; i + 8 <= staged_size; i += 8) {
+        uint64_t word;
+        memcpy(&word, staged + i, sizeof word);
+        sum = (sum ^ word) * 1099511628211ULL;
+        sum ^= sum >> 29; /* (the high bits of each word reach the low ones) */
+    }
+    for (; i < staged_size; i++)
         sum = (sum ^ staged[i]) * 1099511628211ULL;
     if (!sent_before(sum != 0 ? sum : 1)) {
         unstage();
