@@ -565,7 +565,7 @@ chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(ca
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
               $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(KIT_TEST_CODE) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
-              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC)
+              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC) grader/subject/kit_transcript_gate.c
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';
