@@ -417,11 +417,13 @@ WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/
 # The copy's gates stand behind kit_transcript_gate.c, as the wrappers stand
 # in one process (--wrap cannot reach a private copy).
 WRITTEN_GATE_RENAMES := $(foreach f,gate_wait gate_await_arrivals gate_destroy latch_wait latch_destroy,-Dkit_$(f)=kit_transcript_$(f))
-# (A change of the renames rebuilds the copies, as FLAGS_STAMP does for flags.)
-WRITTEN_STAMP = $(COMMON)/judged/.written-renames
+# (A change of the renames or of a chapter's list rebuilds the copies, as
+# FLAGS_STAMP does for flags.)
+WRITTEN_SET = $(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES) $(foreach c,$(CHAPTER_DIRS),$(c):$(ch$(call number,$(c))_written))
+WRITTEN_STAMP = $(COMMON)/judged/.written
 $(WRITTEN_STAMP): FORCE
 	@mkdir -p $(@D)
-	@echo '$(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES)' | cmp -s - $@ 2>/dev/null || echo '$(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES)' > $@
+	@echo '$(WRITTEN_SET)' | cmp -s - $@ 2>/dev/null || echo '$(WRITTEN_SET)' > $@
 WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
                    -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
                    -D__wrap_print_error=kit_transcript_print_error -D_exit=kit_transcript_exit

@@ -18,8 +18,8 @@ ch00_judged  := yes
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch00_transcripts := yes
-# Its graded tests, each on its one schedule, are written down the same way:
-# run in the subject, replayed by the judge (docs/grading.md) - one batch of
-# the test's steps, not a round trip between the two programs per call.
-ch00_written := every
+# Its graded tests of many calls, on their one schedule, are written down the
+# same way: run in the subject, replayed by the judge (docs/grading.md).
+ch00_written := test_results_destroy_frees_everything test_results_stress_concurrent_appends \
+                test_results_stress_drain_while_appending
 ch00_api     := results.h

@@ -21,8 +21,8 @@ ch01_judged  :=
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch01_transcripts := yes
-# Its graded tests, each on its one schedule, are written down the same way:
-# run in the subject, replayed by the judge (docs/grading.md) - one batch of
-# the test's steps, not a round trip between the two programs per call.
-ch01_written := every
+# Its graded tests of many calls, on their one schedule, are written down the
+# same way: run in the subject, replayed by the judge (docs/grading.md).
+ch01_written := test_msgq_stress_producers_consumers test_msgq_stress_capacity_one_wakes_the_right_side \
+                test_msgq_size_reads_a_real_count_while_others_put_and_take
 ch01_api     := msgq.h

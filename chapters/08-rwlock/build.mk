@@ -21,8 +21,7 @@ ch08_judged  := yes
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch08_transcripts := yes
-# Its graded tests, each on its one schedule, are written down the same way:
-# run in the subject, replayed by the judge (docs/grading.md) - one batch of
-# the test's steps, not a round trip between the two programs per call.
-ch08_written := every
+# Its graded tests of many calls, on their one schedule, are written down the
+# same way: run in the subject, replayed by the judge (docs/grading.md).
+ch08_written := test_rwl_stress_readers_and_writers
 ch08_api     := rwl.h

@@ -417,8 +417,6 @@ static bool listed(const char *test)
 {
     if (kit_transcript_written == NULL)
         return false;
-    if (strcmp(kit_transcript_written, "every") == 0)
-        return true; /* every graded test on a schedule (chNN_written := every) */
     size_t n = strlen(test);
     for (const char *at = kit_transcript_written; (at = strstr(at, test)) != NULL; at += n)
         if ((at == kit_transcript_written || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0'))
