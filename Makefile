@@ -362,7 +362,7 @@ endef
 is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
 JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
               grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c grader/judge/kit_judge_scenario.c \
-              grader/judge/kit_judge_replay.c
+              grader/judge/kit_judge_replay.c grader/judge/kit_judge_contexts.c
 SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
               grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c grader/subject/kit_transcript.c \
               grader/subject/kit_transcript_sync.c
@@ -414,10 +414,21 @@ transcribed = $(if $(filter yes,$(ch$(2)_transcripts)),$(filter %_explore,$(3)))
 # private to that copy (ld -r, then every symbol local but its main), so
 # that the harness's own pthread calls are recorded as the judge sends them.
 written = $(if $(filter yes,$(ch$(2)_transcripts)),$(if $(strip $(ch$(2)_written)),$(filter-out %_explore,$(3))))
-WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/kit_time.c
+WRITTEN_HARNESS := grader/harness/kit_test.c lib/program/kit_gate.c lib/runtime/kit_time.c \
+                   grader/subject/kit_transcript_gate.c
+# The copy's gates stand behind kit_transcript_gate.c, as the wrappers stand
+# in one process (--wrap cannot reach a private copy).
+WRITTEN_GATE_RENAMES := $(foreach f,gate_wait gate_await_arrivals gate_destroy latch_wait latch_destroy,-Dkit_$(f)=kit_transcript_$(f))
+# (A change of the renames or of a chapter's list rebuilds the copies, as
+# FLAGS_STAMP does for flags.)
+WRITTEN_SET = $(WRITTEN_RENAMES) $(WRITTEN_GATE_RENAMES) $(foreach c,$(CHAPTER_DIRS),$(c):$(ch$(call number,$(c))_written))
+WRITTEN_STAMP = $(COMMON)/judged/.written
+$(WRITTEN_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(WRITTEN_SET)' | cmp -s - $@ 2>/dev/null || echo '$(WRITTEN_SET)' > $@
 WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
                    -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
-                   -D__wrap_print_error=kit_transcript_print_error
+                   -D__wrap_print_error=kit_transcript_print_error -D_exit=kit_transcript_exit
 COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)$(if $(call written,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).written.o $(COMMON)/judged/$(1)/record.o)
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
@@ -428,9 +439,9 @@ $(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(COMMON)/judged/$(1)/proxie
 $(COMMON)/judged/$(1)/$(3).copy.o: tests/$(1)/$(3).c $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(call say,CC,$$@)$$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h -Dmain=kit_transcript_copy_main -Dkit_explore_run=kit_transcript_explore_run -c $$< -o $$@
-$(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP)
+$(COMMON)/judged/$(1)/$(3).written.o: tests/$(1)/$(3).c $(WRITTEN_HARNESS) grader/subject/kit_transcript_written.h $(COMMON)/judged/$(1)/names.h $(FLAGS_STAMP) $(WRITTEN_STAMP)
 	@mkdir -p $$(@D)/$(3).written
-	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
+	$$(call say,CC,$$@)for f in $$(filter %.c,$$^); do $$(CC) $$(KIT_CFLAGS) $$(TEST_CFLAGS) $$(INCLUDES) $$(HARNESS_INCLUDES) $$(CMOCKA_CFLAGS) -include $(COMMON)/judged/$(1)/names.h $$(WRITTEN_RENAMES) $$$$(test $$$$f = lib/program/kit_gate.c && echo '$$(WRITTEN_GATE_RENAMES)') -Dmain=kit_transcript_copy_main -DKIT_TRANSCRIPT_WRITTEN='"$(strip $(ch$(2)_written))"' $$$$(test $$$$f = $$< && echo -include grader/subject/kit_transcript_written.h || echo -Dkit_test_main=kit_transcript_copy_test_main -DKIT_TRANSCRIPT_COPY) -c $$$$f -o $$(@D)/$(3).written/$$$$(basename $$$$f .c).o || exit 1; done; \
 	  ld -r -o $$@.all $$(@D)/$(3).written/*.o && objcopy --keep-global-symbol=kit_transcript_copy_main \
 	  --keep-global-symbol=kit_transcript_written --keep-global-symbol=kit_transcript_copy_fail $$@.all $$@ && rm -f $$@.all
 $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$(1),$(2),$(3)) $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUBJECT_SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
@@ -558,7 +569,7 @@ chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(ca
                $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
               $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(KIT_TEST_CODE) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
-              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC)
+              $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC) grader/subject/kit_transcript_gate.c
 IMPL_SRCS = $(wildcard $(foreach d,solutions exercises,$(foreach c,$(CHAPTER_DIRS),$(addprefix $(d)/$(c)/,$(ch$(call number,$(c))_impl)))))
 # One entry: $(1) the file, $(2) its flags.
 compile_entry = printf '  {"directory": "%s", "file": "%s", "command": "%s"},\n' '$(CURDIR)' '$(1)' '$(CC) $(strip $(filter-out -MMD -MP,$(2))) -c $(1)';

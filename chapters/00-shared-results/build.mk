@@ -9,12 +9,12 @@ ch00_smoke   := --items 20000 --quiet # a short run for `make test`
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch00_defines := results_*
-# Its tests can be judged (docs/grading.md, "The judge and the subject"): the
+# Its tests are judged (docs/grading.md, "The judge and the subject"): the
 # verdict given by a program that links none of the submission's code, which
 # runs in a process of its own and answers the calls of results.h listed in
-# judged.tsv. Not yet by default: graded that way, the chapter takes more than
-# 30% longer than in one process. `make grade CH=00 ch00_judged=yes` grades it judged.
-ch00_judged  :=
+# judged.tsv - at most 30% longer than in one process, on the same schedules,
+# with the same first messages. `make grade CH=00 ch00_judged=` grades it in one process.
+ch00_judged  := yes
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch00_transcripts := yes

@@ -12,12 +12,12 @@ ch08_defines := rwl_*
 # Calls the chapter refuses even where imports.allow allows them: its lesson
 # is the readers-writer lock itself, built from a mutex and condition variables.
 ch08_forbids := pthread_rwlock_* pthread_rwlockattr_*
-# Its tests can be judged (docs/grading.md, "The judge and the subject"): the
+# Its tests are judged (docs/grading.md, "The judge and the subject"): the
 # verdict given by a program that links none of the submission's code, which
 # runs in a process of its own and answers the calls of rwl.h listed in
-# judged.tsv. Not yet by default: graded that way, the chapter takes more than
-# 30% longer than in one process. `make grade CH=08 ch08_judged=yes` grades it judged.
-ch08_judged  :=
+# judged.tsv - at most 30% longer than in one process, on the same schedules,
+# with the same first messages. `make grade CH=08 ch08_judged=` grades it in one process.
+ch08_judged  := yes
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md).
 ch08_transcripts := yes

@@ -456,6 +456,9 @@ void __wrap__fail(const char *const file, const int line)
  * a schedule the text is kept, by the thread of the schedule that failed
  * (kit_sched_error_text), for the schedule's report to name what failed. */
 void __wrap_print_error(const char *const format, ...);
+/* The judge's (kit_judge_explore.c), replaying a written-down test: the
+ * subject's copy printed the words of the same failed check already. */
+bool kit_check_words_printed(void) __attribute__((weak));
 
 void __wrap_print_error(const char *const format, ...)
 {
@@ -474,6 +477,8 @@ void __wrap_print_error(const char *const format, ...)
             kept[used++] = '\n';
         snprintf(kept + used, size - used, "%.*s", (int)strcspn(words, "\n"), words);
     }
+    if (kit_check_words_printed != NULL && kit_check_words_printed())
+        return;
     va_start(args, format);
     vfprintf(stderr, format, args); /* whole: cmocka's own print cuts a message at 1024 bytes */
     va_end(args);

@@ -60,6 +60,7 @@ static bool taken[KIT_WIRE_CHANNELS];         /* guarded by channels_lock */
  * take channels and hand out handles at once, off a schedule. */
 static pthread_mutex_t channels_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool gone; /* the subject's end was reported */
+static bool raced; /* it ended saying its test met a data race (KIT_WIRE_EXIT_RACED) */
 
 static _Thread_local int my_channel = -1;
 static _Thread_local bool my_schedule;
@@ -79,6 +80,28 @@ void judge_set_thread(int channel, bool on_schedule)
 {
     my_channel = channel;
     my_schedule = on_schedule;
+}
+
+void judge_thread_state_save(struct judge_thread_state *state)
+{
+    *state = (struct judge_thread_state){ my_channel, my_schedule, my_touch, my_clocked, { my_clock[0], my_clock[1] },
+                                          my_message };
+}
+
+void judge_thread_state_load(const struct judge_thread_state *state)
+{
+    my_channel = state->channel;
+    my_schedule = state->schedule;
+    my_touch = state->touch;
+    my_clocked = state->clocked;
+    my_clock[0] = state->clock[0];
+    my_clock[1] = state->clock[1];
+    my_message = state->message;
+}
+
+void judge_thread_state_fresh(struct judge_thread_state *state, int channel)
+{
+    *state = (struct judge_thread_state){ .channel = channel, .message = state->message };
 }
 
 void judge_touch(void)
@@ -104,6 +127,11 @@ bool kit_judge_on_schedule(void)
 bool kit_judge_subject_gone(void)
 {
     return gone;
+}
+
+bool kit_judge_subject_raced(void)
+{
+    return raced;
 }
 
 int judge_take_channel(void)
@@ -246,17 +274,27 @@ void judge_start_subject(const char *test, bool scheduled, uint64_t seed)
  * subject ended - a crash as a crash (the judge dies of the same signal),
  * a stop of the harness's (a deadlock it reported, a failed hang check) with
  * its status. What it printed is in the log above. */
+static int reap_subject(void)
+{
+    gone = true;
+    int status = 0;
+    kill(subject, SIGKILL); /* (an end already under way keeps its status) */
+    while (waitpid(subject, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == KIT_WIRE_EXIT_RACED) {
+        raced = true; /* (a stop's report, above) */
+        status = W_EXITCODE(1, 0); /* reported as a stop of one process's: status 1 */
+    }
+    return status;
+}
+
 static _Noreturn void subject_ended(void)
 {
     static atomic_flag ending = ATOMIC_FLAG_INIT;
     if (atomic_flag_test_and_set(&ending))
         for (;;)
             pause(); /* another thread of the test reports it, and ends the process */
-    gone = true;
-    int status = 0;
-    kill(subject, SIGKILL); /* (an end already under way keeps its status) */
-    while (waitpid(subject, &status, 0) < 0 && errno == EINTR)
-        ;
+    int status = reap_subject();
     fflush(stdout);
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
         fprintf(stderr, "[ integrity ] the code under test's process made a system call no test needs (its filter "

@@ -53,6 +53,8 @@ _Noreturn void kit_judge_violation(const char *format, ...) __attribute__((forma
 bool kit_judge_on_schedule(void);
 /** Whether the subject is gone (its end was reported): hooks answer with defaults. */
 bool kit_judge_subject_gone(void);
+/** The subject ended saying its stopped test met a data race. */
+bool kit_judge_subject_raced(void);
 /** Send one message that needs no reply (the test's end, a thread's exit). */
 void kit_judge_post(kit_wire_t *m);
 /** Wait on this thread's channel for a message of @p kind (handling what the
@@ -84,6 +86,35 @@ extern bool judge_in_body;
 /** Receive the next message on @p channel into @p m; the subject's end or a
  *  malformed packet ends the test here. */
 void judge_recv(int channel, kit_wire_t *m);
+
+/** What the judge keeps per thread of the test (kit_judge.c). */
+struct judge_thread_state {
+    int channel;
+    bool schedule, touch, clocked;
+    uint64_t clock[2];
+    kit_wire_t *message;
+};
+/** The calling thread's, saved into @p state. */
+void judge_thread_state_save(struct judge_thread_state *state);
+/** The calling thread's, from @p state. */
+void judge_thread_state_load(const struct judge_thread_state *state);
+/** A new thread's on @p channel (a message buffer of @p state's kept). */
+void judge_thread_state_fresh(struct judge_thread_state *state, int channel);
+
+/* ---- the replay's threads as contexts on one OS thread (kit_judge_contexts.c) ---- */
+/** Whether contexts may be used (not under a sanitizer or valgrind, nor KIT_JUDGE_THREADS). */
+bool judge_contexts_usable(void);
+/** Whether the test's threads run as contexts now (between begin and end). */
+bool judge_in_context(void);
+/** The calling main thread becomes channel 0's context; the threads the
+ *  test starts from now on are contexts (judge_context_start). */
+void judge_contexts_begin(void);
+void judge_contexts_end(void);
+/** Make @p channel's context, to run @p main(@p arg) once switched to; false: no memory. */
+bool judge_context_start(int channel, void (*main)(void *), void *arg);
+/** Let @p channel's context run; this one goes on once switched to again.
+ *  A channel with no context running is a protocol violation. */
+void judge_context_yield(int channel);
 
 /* ---- an exploration's transcripts, replayed (kit_judge_replay.c) ---------------- */
 /** Set while the test's threads on a schedule take their answers from a transcript. */

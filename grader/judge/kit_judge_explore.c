@@ -37,12 +37,22 @@ void kit_sched_failure_begins(void) {}
 /* A graded test the subject ran on its schedule from its copy and wrote
  * down: this copy runs once, every answer taken from the transcript, its
  * checks deciding; then the schedule's end. */
+static bool replaying_written; /* the test's main thread alone sets it: before and after its threads */
+
+bool kit_check_words_printed(void);
+bool kit_check_words_printed(void)
+{
+    return replaying_written; /* (the subject's copy printed them, at the same check) */
+}
+
 static const kit_wire_t *run_written(void (*fn)(void **state), void **state, const kit_wire_t *first)
 {
     judge_replay_begin(first);
     judge_set_thread(0, true);
     kit_judge_wait(WIRE_GO);
+    replaying_written = true;
     fn(state);
+    replaying_written = false;
     const kit_wire_t *end = judge_replay_finish();
     judge_set_thread(0, false);
     judge_replay_end();

@@ -92,9 +92,10 @@ void kit_sched_replay_scenario(const char *number)
     ask(HOOK_REPLAY_SCENARIO, number != NULL, 0, number, NULL, 0, 0);
 }
 
-/* Once the subject is gone nothing more is known of its races: none is
- * claimed (the race-free line asks for half the chapter's judged points too). */
-bool kit_sched_saw_race(void) { return ask(HOOK_SAW_RACE, 0, 0, NULL, NULL, 0, 0) != 0; }
+/* Once the subject is gone, its race is what its exit status said (a test
+ * that stopped in it printed its race there); else none is claimed (the
+ * race-free line asks for half the chapter's judged points too). */
+bool kit_sched_saw_race(void) { return ask(HOOK_SAW_RACE, 0, 0, NULL, NULL, 0, kit_judge_subject_raced()) != 0; }
 void kit_sched_print_race(void) { ask(HOOK_PRINT_RACE, 0, 0, NULL, NULL, 0, 0); }
 void kit_sched_print_wakeups(void) { ask(HOOK_PRINT_WAKEUPS, 0, 0, NULL, NULL, 0, 0); }
 
@@ -168,13 +169,16 @@ void sched_make_args(char *out, size_t size)
 
 /* ---- failures, stacks and crashes of the judge ---------------------------------------- */
 
-static _Thread_local char error_text[1024];
+/* A failed check's words, kept by the thread of the schedule that failed:
+ * one a channel (the replay's threads may share one OS thread). */
+static char error_text[KIT_WIRE_CHANNELS][1024];
 static bool stacks_dumped;
 
 char *kit_sched_error_text(size_t *size)
 {
-    *size = sizeof error_text;
-    return kit_judge_on_schedule() ? error_text : NULL;
+    *size = sizeof error_text[0];
+    int channel = judge_channel();
+    return kit_judge_on_schedule() && channel >= 0 ? error_text[channel] : NULL;
 }
 
 bool kit_stacks_dumped(void) { return stacks_dumped; }

@@ -71,6 +71,8 @@ static void make_turns(void)
  * (one of them reads the next batch) or the transcript ended. */
 static void announce(void)
 {
+    if (judge_in_context())
+        return; /* (its context runs when the running one waits) */
     if (have_next && end_message == NULL) {
         __real_pthread_cond_signal(&turn[next.channel]);
         return;
@@ -116,11 +118,31 @@ void judge_replay_begin(const kit_wire_t *first)
     have_next = false;
     end_message = NULL;
     judge_replaying = true;
+    if (judge_contexts_usable())
+        judge_contexts_begin();
 }
 
 void judge_replay_end(void)
 {
     judge_replaying = false;
+    if (judge_in_context())
+        judge_contexts_end();
+}
+
+/* Wait until the transcript's state changes (called with replay_lock held,
+ * by the thread of @p channel, whose entry is not next). On contexts the
+ * thread whose entry is next runs meanwhile - the main thread once none is
+ * known or the transcript ended: it reads the next batch, or meets the end. */
+static void wait_for_turn(int channel)
+{
+    if (!judge_in_context()) {
+        __real_pthread_cond_wait(&turn[channel], &replay_lock);
+        return;
+    }
+    int to = have_next && end_message == NULL ? (int)next.channel : 0;
+    __real_pthread_mutex_unlock(&replay_lock);
+    judge_context_yield(to);
+    __real_pthread_mutex_lock(&replay_lock);
 }
 
 /* A batch, or the end, from channel 0 (called with replay_lock held; let go while reading). */
@@ -167,7 +189,7 @@ static bool advance(int channel)
             read_next();
             announce(); /* (its thread may be another, waiting) */
         } else if (fetching) /* while: another thread reads the next batch; it wakes the next entry's thread */
-            __real_pthread_cond_wait(&turn[channel], &replay_lock);
+            wait_for_turn(channel);
         else
             fetch();
     }
@@ -203,7 +225,7 @@ static const kit_wire_t *ended_under(int channel)
     }
     if (channel != 0)
         for (;;) /* for ever: no entry is this thread's any more; the test ends with its main thread */
-            __real_pthread_cond_wait(&turn[channel], &replay_lock);
+            wait_for_turn(channel);
     __real_pthread_mutex_unlock(&replay_lock);
     return end_message;
 }
@@ -218,7 +240,7 @@ static bool my_turn(int channel)
         if (next.channel == (uint32_t)channel)
             return true;
         /* while: another thread's entry; whoever reads the one after it wakes that one's thread */
-        __real_pthread_cond_wait(&turn[channel], &replay_lock);
+        wait_for_turn(channel);
     }
 }
 
@@ -233,6 +255,8 @@ static void taken(void)
     bool one = have_next && end_message == NULL;
     int channel = (int)next.channel;
     __real_pthread_mutex_unlock(&replay_lock);
+    if (judge_in_context())
+        return; /* (its context runs when this one waits) */
     if (one)
         __real_pthread_cond_signal(&turn[channel]);
     else

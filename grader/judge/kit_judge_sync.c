@@ -187,9 +187,40 @@ static void *worker_main(void *raw)
     return NULL;
 }
 
-/* Start @p job on its channel: a parked worker on a schedule, else a thread of its own. */
+/* A job on a replayed schedule, run as its channel's context: as a worker runs it. */
+static void context_job(void *raw)
+{
+    struct slot *slot = raw;
+    struct start job = slot->job;
+    slot_done(job.channel, true, false, run_job(job));
+}
+
+/* Start @p job as its channel's context (kit_judge_contexts.c): its thread
+ * is named by its slot, which no real thread's name can be. */
+static int start_context(pthread_t *thread, struct start job)
+{
+    struct slot *slot = &slots[job.channel];
+    __real_pthread_mutex_lock(&slots_lock);
+    slot->live = true;
+    slot->ended = slot->detached = false;
+    slot->pooled = true;
+    slot->job = job;
+    slot->thread = (pthread_t)(uintptr_t)slot;
+    *thread = slot->thread;
+    alive++;
+    __real_pthread_mutex_unlock(&slots_lock);
+    if (judge_context_start(job.channel, context_job, slot))
+        return 0;
+    slot_done(job.channel, true, true, NULL);
+    return EAGAIN;
+}
+
+/* Start @p job on its channel: a parked worker on a schedule (a context on
+ * a replayed one), else a thread of its own. */
 static int start_job(pthread_t *thread, const pthread_attr_t *attr, struct start job)
 {
+    if (job.on_schedule && judge_in_context())
+        return start_context(thread, job);
     struct slot *slot = &slots[job.channel];
     __real_pthread_mutex_lock(&slots_lock);
     int err = 0;
@@ -249,8 +280,15 @@ static void *pooled_result(int channel)
 {
     struct slot *slot = &slots[channel];
     __real_pthread_mutex_lock(&slots_lock);
-    while (!slot->ended) /* while: a broadcast for a job, not for this end */
-        __real_pthread_cond_wait(&slot->changed, &slots_lock);
+    while (!slot->ended) { /* while: a broadcast for a job, not for this end */
+        if (!judge_in_context()) {
+            __real_pthread_cond_wait(&slot->changed, &slots_lock);
+            continue;
+        }
+        __real_pthread_mutex_unlock(&slots_lock);
+        judge_context_yield(channel); /* it ran up to its end's message: it ends now */
+        __real_pthread_mutex_lock(&slots_lock);
+    }
     void *result = slot->result;
     __real_pthread_mutex_unlock(&slots_lock);
     return result;
@@ -297,20 +335,36 @@ int kit_threads_alive(void)
 
 /* ---- mutexes and conditions ------------------------------------------------------------ */
 
+/* The judge's own mutex, once the subject granted the test's. On contexts
+ * its holder would be this OS thread: it must be free, or the subject let
+ * two threads in at once. */
+static void take_own(pthread_mutex_t *mutex)
+{
+    if (!judge_in_context())
+        __real_pthread_mutex_lock(mutex);
+    else if (__real_pthread_mutex_trylock(mutex) != 0)
+        kit_judge_violation("a mutex of the test granted to one of its threads while another held it");
+}
+
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex);
 int __wrap_pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-    if (kit_judge_on_schedule())
-        checked(sync_call(SYNC_MUTEX_LOCK, address(mutex), 0, 0, 0, 0), 0);
-    return __real_pthread_mutex_lock(mutex);
+    if (!kit_judge_on_schedule())
+        return __real_pthread_mutex_lock(mutex);
+    checked(sync_call(SYNC_MUTEX_LOCK, address(mutex), 0, 0, 0, 0), 0);
+    take_own(mutex);
+    return 0;
 }
 
 int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex);
 int __wrap_pthread_mutex_trylock(pthread_mutex_t *mutex)
 {
-    if (kit_judge_on_schedule() && checked(sync_call(SYNC_MUTEX_TRYLOCK, address(mutex), 0, 0, 0, 0), EBUSY) != 0)
+    if (!kit_judge_on_schedule())
+        return __real_pthread_mutex_trylock(mutex);
+    if (checked(sync_call(SYNC_MUTEX_TRYLOCK, address(mutex), 0, 0, 0, 0), EBUSY) != 0)
         return EBUSY;
-    return kit_judge_on_schedule() ? __real_pthread_mutex_lock(mutex) : __real_pthread_mutex_trylock(mutex);
+    take_own(mutex);
+    return 0;
 }
 
 int __wrap_pthread_mutex_unlock(pthread_mutex_t *mutex);
@@ -376,7 +430,7 @@ static int scheduled_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_
     __real_pthread_mutex_unlock(mutex);
     uint64_t code = sync_call_at(site, SYNC_COND_WAIT, address(cond), address(mutex), at != NULL, at ? (uint64_t)clock : 0,
                               at ? (uint64_t)at->tv_sec * 1000000000ULL + (uint64_t)at->tv_nsec : 0);
-    __real_pthread_mutex_lock(mutex);
+    take_own(mutex);
     return checked(code, ETIMEDOUT);
 }
 

@@ -25,6 +25,10 @@ enum { KIT_WIRE_ARGS = 10, KIT_WIRE_BLOB = 65536 };
  * KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
 enum { KIT_WIRE_CHANNELS = 48, KIT_WIRE_FD = 40 };
 
+/* The subject's exit status when a test stopped in it (a failed schedule,
+ * a misuse) after meeting a data race: the judge can no longer ask it. */
+enum { KIT_WIRE_EXIT_RACED = 42 };
+
 /** What a message is. Judge to subject first, then subject to judge. */
 enum kit_wire_kind {
     WIRE_START = 1,   /* ch 0: run the test arg[0]=scheduled, arg[1]=seed; blob: its name */

@@ -328,8 +328,17 @@ void kit_verdict_end(bool passed)
     (void)passed; /* the subject has no token: the judge gives the verdict */
 }
 
+/* A test stopped here (a failed schedule, a misuse, a hang check), and the
+ * subject ends next: its race, if it met one, is reported now, as one
+ * process reports it, and said by the exit status - the judge can no longer ask. */
 void kit_verdict_stopped(void)
 {
+    kit_sched_print_race();
+    if (!kit_sched_saw_race())
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    _exit(KIT_WIRE_EXIT_RACED);
 }
 
 const char *kit_last_error_text(void)

@@ -43,6 +43,11 @@ void kit_transcript_begin_body(void);
 /** A thread of the copy ends: its message buffers go. */
 void kit_transcript_thread_done(void);
 
+/** The calling thread enters (@p delta 1) or leaves (-1) a wait of the
+ *  harness's gates and latches (kit_wrap.c): for the copy's own gates,
+ *  which the wrappers cannot reach (kit_transcript_gate.c). */
+void kit_harness_waits(int delta);
+
 /** The subject's answer to an exploration (kit_serve.c). */
 void kit_serve_result(bool passed, const kit_explore_result_t *result);
 
