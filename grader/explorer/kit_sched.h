@@ -370,7 +370,9 @@ void kit_sched_call_site(void *where);
 /* A judged test's recorder of an API call (grader/judge/kit-proxies, record):
  * the test's line that made it, for the next call of the code under test on
  * this thread to be placed at (a report's "called from"), instead of the
- * subject's server that passes it on. */
+ * subject's server that passes it on. NULL: the call has no place this
+ * process can name (the server's calls: the test's line is in the judge),
+ * and a report names no caller for it. */
 void kit_sched_api_site(void *where);
 /* kit_sched_call_site()'s place, taken (it holds for one operation), or @p where if none. */
 void *kit_sched_site_or(void *where);

@@ -455,18 +455,20 @@ static _Thread_local bool call_returned;       /* whether call_last holds one */
 #define CALL_SITES 8
 static _Thread_local void *call_sites[CALL_SITES]; /* where each open call was made from, outermost first */
 
-static _Thread_local void *api_site; /* kit_sched_api_site's place, until the next outermost call takes it */
+static _Thread_local void *api_site;   /* kit_sched_api_site's place (NULL: none to name) */
+static _Thread_local bool api_site_set; /* ... until the next outermost call takes it */
 
 void kit_sched_api_site(void *where)
 {
     api_site = where;
+    api_site_set = true;
 }
 
 void sched_call_entered(void *site, void *function)
 {
-    if (call_depth == 0 && api_site != NULL) {
+    if (call_depth == 0 && api_site_set) {
         site = api_site;
-        api_site = NULL;
+        api_site_set = false;
     }
     if (call_depth < CALL_SITES)
         call_sites[call_depth] = site;
