@@ -374,6 +374,11 @@ void kit_sched_call_site(void *where);
  * process can name (the server's calls: the test's line is in the judge),
  * and a report names no caller for it. */
 void kit_sched_api_site(void *where);
+/* A subject process (grader/subject/kit_serve.c): a failing schedule of a
+ * search is reported as it first ran, not run once more to follow its
+ * threads' lines - a run more would be a schedule the judge did not ask for
+ * (its body runs in the judge), or one more in a transcript. */
+void kit_sched_report_first_runs(void);
 /* kit_sched_call_site()'s place, taken (it holds for one operation), or @p where if none. */
 void *kit_sched_site_or(void *where);
 

@@ -575,10 +575,17 @@ static struct {
  * the same way; if it did not, the first run's words and token are kept,
  * without its steps (false). The run again is not counted: the search's
  * figures are the same. */
+static bool first_runs_only; /* kit_sched_report_first_runs() */
+
+void kit_sched_report_first_runs(void)
+{
+    first_runs_only = true;
+}
+
 static bool run_again_for_report(struct body_call *call, int racy_before)
 {
-    if (sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
-        return true; /* gave up: no report; followed already (a replay) */
+    if (first_runs_only || sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
+        return true; /* reported as it ran; gave up: no report; followed already (a replay) */
     snprintf(first_run.message, sizeof first_run.message, "%s", sched.message);
     first_run.ndecisions = sched.ndecisions;
     for (long i = 0; i < sched.ndecisions; i++)

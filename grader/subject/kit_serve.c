@@ -306,6 +306,7 @@ int main(int argc, char **argv)
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* the runner's gdb, on a hang */
     kit_thread_set_name("main");
     kit_catch_crashes();
+    kit_sched_report_first_runs();
     kit_wire_t *start = next_request(0);
     if (start->kind != WIRE_START || start->nargs != 2)
         return 3;
