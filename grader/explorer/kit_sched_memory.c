@@ -960,6 +960,18 @@ static void access_words(kit_text_t *t, const char *what, const struct sched_thr
     describe_chain(t, pc, callers, ncallers);
 }
 
+/* The bytes a freed block was allocated with, where this schedule allocated
+ * it (its guard bytes are not the code's); else all the allocator gave. */
+static long asked_size(const struct freed_block *b)
+{
+    for (unsigned i = 0; i < GUARDED_KEPT && i < nguarded; i++) {
+        const struct guarded_block *g = &guarded_blocks[(nguarded - 1 - i) % GUARDED_KEPT];
+        if (g->generation == detector.generation && g->start == b->start)
+            return (long)(g->end - g->start);
+    }
+    return (long)(b->end - b->start);
+}
+
 static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
 {
     static char text[2048];
@@ -967,7 +979,7 @@ static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool w
     const struct freed_block *b = freed_block_at(addr);
     access_words(&t, "USE AFTER FREE", me, write, pc);
     if (b != NULL)
-        kit_text_put(&t, ", %ld bytes into a block of %ld,", (long)(addr - b->start), (long)(b->end - b->start));
+        kit_text_put(&t, ", %ld bytes into a block of %ld,", (long)(addr - b->start), asked_size(b));
     kit_text_put(&t, " that was freed before it, on this schedule, by ");
     describe_free(&t, b);
     kit_text_put(&t, ". An object may be freed only once no thread can reach it any more: destroy must not free "
