@@ -172,7 +172,7 @@ static void take_calls(struct run *r, const kit_wire_history_t *h, const kit_wir
 static bool skips_fit(struct run *r)
 {
     unsigned char model[SCENARIO_STATE_MAX];
-    memcpy(model, r->initial, sizeof model);
+    memcpy(model, r->initial, r->sc->spec->state_size);
     for (int i = 0; i < r->sc->first_post; i++) {
         if (r->calls[i].thread != 0)
             continue;
