@@ -566,8 +566,9 @@ void kit_judge_pointer_out(const void *pointer)
 /* ---- stand-ins ---------------------------------------------------------------------------
  * A pointer the subject gives back that the judge never handed out is a
  * wrong answer of the code under test's - a slot no put wrote, memory never
- * set, a body freed and taken again - and only that: the test sees it and
- * fails as it fails in one process ("another body than the one put"). It
+ * set - and only that: the test sees it and fails as it fails in one
+ * process ("another body than the one put"); one handed out, even one
+ * given back before, reaches the test as it is, for its checks. It
  * never holds the subject's value itself (an address in the judge's memory
  * of the subject's choosing), but a byte of the judge's own that stands for
  * it: the same byte for the same value, never one the judge handed out. */
