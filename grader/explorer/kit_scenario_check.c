@@ -635,7 +635,7 @@ bool scenario_skips(const struct run *r, int call, const unsigned char *model)
 
 void scenario_model(const struct scenario *sc, unsigned char *state)
 {
-    memset(state, 0, STATE_MAX);
+    memset(state, 0, sc->spec->state_size); /* (the bytes past it are never read) */
     if (sc->spec->model != NULL)
         sc->spec->model(sc->param, state);
 }

@@ -563,16 +563,86 @@ void kit_judge_pointer_out(const void *pointer)
         kit_judge_violation("no memory left to remember the pointers handed out");
 }
 
-void kit_judge_pointer_in(const void *pointer, const char *call)
+/* ---- stand-ins ---------------------------------------------------------------------------
+ * A pointer the subject gives back that the judge never handed out is a
+ * wrong answer of the code under test's - a slot no put wrote, memory never
+ * set - and only that: the test sees it and fails as it fails in one
+ * process ("another body than the one put"); one handed out, even one
+ * given back before, reaches the test as it is, for its checks. It
+ * never holds the subject's value itself (an address in the judge's memory
+ * of the subject's choosing), but a byte of the judge's own that stands for
+ * it: the same byte for the same value, never one the judge handed out. */
+
+enum { STAND_INS_MAX = 1 << 20 };
+struct stand_in {
+    uint64_t value; /* the subject's pointer; 0 marks a free place */
+    char *byte;     /* what the test holds for it */
+};
+static struct stand_in *stand_ins; /* open addressing; guarded by channels_lock */
+static size_t stand_ins_room, stand_ins_count;
+struct chunk {
+    struct chunk *next; /* the chunk made before (each lives as long as the test: its bytes are held) */
+    char bytes[4096];   /* the bytes stand-ins are carved from */
+};
+static struct chunk *chunk; /* the newest; guarded by channels_lock */
+static size_t chunk_used;   /* ... how many of its bytes are taken */
+static char last_stand_in; /* for every value past STAND_INS_MAX, or when memory runs out */
+
+static struct stand_in *stand_in_place(struct stand_in *table, size_t room, uint64_t value)
+{
+    size_t i = (size_t)(value * 0x9e3779b97f4a7c15ULL) & (room - 1);
+    while (table[i].value != 0 && table[i].value != value)
+        i = (i + 1) & (room - 1);
+    return &table[i];
+}
+
+/* Twice the room, every stand-in placed again (called with channels_lock held). */
+static bool stand_ins_grow(void)
+{
+    size_t room = stand_ins_room ? 2 * stand_ins_room : 256;
+    struct stand_in *table = calloc(room, sizeof *table);
+    if (table == NULL)
+        return false;
+    for (size_t i = 0; i < stand_ins_room; i++)
+        if (stand_ins[i].value != 0)
+            *stand_in_place(table, room, stand_ins[i].value) = stand_ins[i];
+    free(stand_ins);
+    stand_ins = table;
+    stand_ins_room = room;
+    return true;
+}
+
+/* The byte that stands for @p value (called with channels_lock held). */
+static char *stand_in_for(uint64_t value)
+{
+    struct stand_in *place = stand_ins_room > 0 ? stand_in_place(stand_ins, stand_ins_room, value) : NULL;
+    if (place != NULL && place->value == value)
+        return place->byte;
+    if (stand_ins_count >= STAND_INS_MAX || (2 * (stand_ins_count + 1) > stand_ins_room && !stand_ins_grow()))
+        return &last_stand_in;
+    if (chunk == NULL || chunk_used == sizeof chunk->bytes) {
+        struct chunk *fresh = malloc(sizeof *fresh);
+        if (fresh == NULL)
+            return &last_stand_in;
+        fresh->next = chunk;
+        chunk = fresh;
+        chunk_used = 0;
+    }
+    place = stand_in_place(stand_ins, stand_ins_room, value);
+    *place = (struct stand_in){ value, &chunk->bytes[chunk_used++] };
+    stand_ins_count++;
+    return place->byte;
+}
+
+void *kit_judge_pointer_in(const void *pointer)
 {
     uint64_t value = (uint64_t)(uintptr_t)pointer;
     if (value == 0)
-        return;
+        return NULL;
     __real_pthread_mutex_lock(&channels_lock);
-    bool known = sent_has(value);
+    void *seen = sent_has(value) ? (void *)(uintptr_t)value : stand_in_for(value);
     __real_pthread_mutex_unlock(&channels_lock);
-    if (!known)
-        kit_judge_violation("%s gave back a pointer the test never handed it", call);
+    return seen;
 }
 
 /* An out-value the test left unset goes to the subject as it is, for the

@@ -44,8 +44,11 @@ void *kit_judge_handle_in(uint64_t value);
 void kit_judge_defined(const void *bytes, size_t size);
 /** Remember a pointer the test hands the code under test (never read there). */
 void kit_judge_pointer_out(const void *pointer);
-/** A pointer the subject gave back: NULL, or one handed out; else a violation. */
-void kit_judge_pointer_in(const void *pointer, const char *call);
+/** What the test holds for a pointer the subject gave back: NULL, or one
+ *  handed out, as it is; any other (a wrong answer of the code under
+ *  test's, not a forgery) a byte of the judge's own that stands for it,
+ *  the same for the same value. */
+void *kit_judge_pointer_in(const void *pointer);
 /** Fail the test for a message the subject should never have sent, and
  *  flag it: "[ integrity ]" in the log. */
 _Noreturn void kit_judge_violation(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -316,9 +316,9 @@ void kit_judge_pointer_out(const void *pointer)
     (void)pointer;
 }
 
-void kit_judge_pointer_in(const void *pointer, const char *call)
+void *kit_judge_pointer_in(const void *pointer)
 {
-    (void)pointer, (void)call;
+    return (void *)(uintptr_t)pointer; /* (the subject's copy holds what the code under test gave back) */
 }
 
 void kit_judge_violation(const char *format, ...)
