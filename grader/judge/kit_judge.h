@@ -98,6 +98,10 @@ uint64_t kit_judge_opaque_out(const void *pointer);
 /** A struct's pointer field the subject gave back: the test's own pointer,
  *  or a stand-in of the judge's for a value of the code under test's. */
 void *kit_judge_opaque_in(uint64_t word);
+/** An item a call gave back (out_pointer): one the test handed out, or
+ *  NULL; any other fails the test in words, as an honest bug can give one
+ *  back (a slot read that no put wrote). */
+void kit_judge_item_in(uint64_t word, const char *call);
 /** A struct the test handed by pointer to the call in progress on this
  *  thread: pushed before it goes, popped once its reply came. */
 void kit_judge_ref_push(const void *ref);

@@ -4,6 +4,11 @@
  *        each side woken by the other, close and destroy against sleepers,
  *        and deadlines that stolen wake-ups must not stretch - on virtual
  *        time, with fixed seeds.
+ *
+ * Judged (ch02_judged=yes), these bodies run in the judge call by call, not
+ * written down in the subject as chapters 00 and 08's are: a written-down
+ * schedule does not carry a call of the test's functions back (a policy's
+ * reject, on_discard, run) yet, and chapter 02's tests hand the queue some.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
