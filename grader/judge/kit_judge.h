@@ -103,11 +103,13 @@ void *kit_judge_opaque_in(uint64_t word);
  *  back (a slot read that no put wrote). */
 void kit_judge_item_in(uint64_t word, const char *call);
 /** A struct the test handed by pointer to the call in progress on this
- *  thread: pushed before it goes, popped once its reply came. */
-void kit_judge_ref_push(const void *ref);
+ *  thread: pushed as the call is made (the word that names it on the
+ *  channel: its place among those of the calls in progress, never its
+ *  address), popped once its reply came. */
+uint64_t kit_judge_ref_push(const void *ref);
 void kit_judge_ref_pop(void);
 /** A struct pointer a callback was handed, from its two words (0: NULL;
- *  1: the test's own, one of the calls in progress on this thread; 2: one
+ *  1: the test's own, the @p value-th of the calls in progress on this thread; 2: one
  *  the code under test made up): the test's pointer, or the test fails. */
 const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what);
 /** Run the WIRE_CALLBACK @p m on this thread and answer it. */

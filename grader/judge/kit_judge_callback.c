@@ -179,11 +179,11 @@ enum { REFS = 8 };
 static _Thread_local const void *refs[REFS];
 static _Thread_local int nrefs;
 
-void kit_judge_ref_push(const void *ref)
+uint64_t kit_judge_ref_push(const void *ref)
 {
     if (nrefs < REFS)
         refs[nrefs] = ref;
-    nrefs++;
+    return (uint64_t)nrefs++;
 }
 
 void kit_judge_ref_pop(void)
@@ -196,9 +196,8 @@ const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what)
 {
     if (state == 0)
         return NULL;
-    for (int i = 0; state == 1 && i < nrefs && i < REFS; i++)
-        if ((uint64_t)(uintptr_t)refs[i] == value)
-            return refs[i];
+    if (state == 1 && value < (uint64_t)nrefs && value < REFS)
+        return refs[value];
     if (state == 1)
         kit_judge_violation("a callback named a struct of the test's that no call in progress was handed");
     kit_fail_at(__FILE__, __LINE__, "the code under test called the test's %s with a struct of its own making, not the one the test "
