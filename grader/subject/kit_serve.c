@@ -198,7 +198,7 @@ uint64_t kit_serve_callback(kit_wire_t *m)
 }
 
 /* The structs a call in progress on this thread was handed (the generated
- * code's copies), and the test's pointer each stands for. */
+ * code's copies), and the word the judge named each by. */
 enum { REFS = 8 };
 static _Thread_local const void *ref_copy[REFS];
 static _Thread_local uint64_t ref_judge[REFS];

@@ -31,7 +31,7 @@ extern char kit_serve_unset;
 kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id);
 /** Send it, serve the calls the test's function makes, and return what it returned. */
 uint64_t kit_serve_callback(kit_wire_t *m);
-/** A struct the call being served was handed (@p copy, the test's @p judge pointer), around the call. */
+/** A struct the call being served was handed (@p copy, named @p judge by the judge), around the call. */
 void kit_serve_ref_push(const void *copy, uint64_t judge);
 void kit_serve_ref_pop(void);
 /** Two words naming @p ref for the judge: NULL, a struct a call in progress was handed, or another. */
