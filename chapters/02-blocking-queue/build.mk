@@ -4,6 +4,7 @@ ch02_uses    :=
 ch02_main    := main.c
 ch02_program := ch02-blocking-queue
 ch02_tests   := test_bq test_bq_explore
+ch02_test_support := bq_scenarios.c   # the generated scenarios' spec: linked by both sides of a judged test
 ch02_smoke   := --producers 3 --items 4 --produce-ms 1 --consume-ms 2 --quiet
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
@@ -11,3 +12,14 @@ ch02_defines := bq_*
 # Calls the chapter refuses even where imports.allow allows them: its lesson
 # is the two-condvar queue, not the bounded buffer of counting semaphores.
 ch02_forbids := sem_*
+# Its tests can be judged (docs/grading.md, "The judge and the subject"): the
+# verdict given by a program that links none of the submission's code, which
+# runs in a process of its own and answers the calls of bq.h listed in
+# judged.tsv; the policies' functions of the test's go there as ids, and run
+# in the judge when the code under test calls them. Not yet by default.
+# `make grade CH=02 ch02_judged=yes` grades it judged.
+ch02_judged  :=
+# Its explorations run their bodies in the judge, call by call (no
+# transcripts: a written-down schedule does not carry a call of the test's
+# functions back yet).
+ch02_api     := bq.h

@@ -68,6 +68,58 @@ const kit_wire_t *kit_judge_wait_either(uint32_t kind, uint32_t or_kind);
 /** kit_judge_wait() for any of three kinds. */
 const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t or_else);
 
+/* ---- functions of the test's handed to the code under test (kit_judge_callback.c) ---- */
+/** A callback type of the chapter's table, as the generated proxies run it. */
+typedef struct {
+    const char *name;  /**< the type's name and what it stands for, for a failure's words */
+    /** Run the test's function a WIRE_CALLBACK named, from its words (copied). */
+    uint64_t (*run)(const uint64_t *arg, uint32_t nargs);
+    /** The judge's forwarder in @p slot: a function of this type the test
+     *  holds for one of the code under test's, which calls it there. */
+    uint64_t (*forwarder)(int slot);
+} kit_judge_callback_type_t;
+extern const kit_judge_callback_type_t kit_judge_callback_types[];
+extern const int kit_judge_ncallback_types;
+/** The word that names the function @p fn of callback type @p type on the
+ *  channel: an id for a test's function, the subject's word for one of its own. */
+uint64_t kit_judge_function_out(int type, uint64_t fn);
+/** The function a reply's word names: a test's function by its id, or a
+ *  stand-in of the judge's for one of the code under test's; a violation
+ *  for an id the judge never handed out. */
+uint64_t kit_judge_function_in(int type, uint64_t word, const char *call);
+/** The subject's word for the function of the code under test's behind forwarder @p slot of @p type. */
+uint64_t kit_judge_their_word(int type, int slot);
+/** The test's function a WIRE_CALLBACK's id names (of @p type): a violation unless the judge handed it out. */
+uint64_t kit_judge_callback_function(int type, uint64_t word);
+/** An item a callback was handed: one the test gave the code under test, or
+ *  NULL; any other fails the test, in words (an honest bug can do it). */
+void *kit_judge_callback_pointer(uint64_t word, const char *what);
+/** A struct's pointer field, as the channel says it: one the test handed
+ *  out (remembered), or the word of one the code under test put in a struct
+ *  it gave back (its stand-in here). */
+uint64_t kit_judge_opaque_out(const void *pointer);
+/** A struct's pointer field the subject gave back: the test's own pointer,
+ *  or a stand-in of the judge's for a value of the code under test's. */
+void *kit_judge_opaque_in(uint64_t word);
+/** An item a call gave back (out_pointer): one the test handed out, or
+ *  NULL; any other fails the test in words, as an honest bug can give one
+ *  back (a slot read that no put wrote). */
+void kit_judge_item_in(uint64_t word, const char *call);
+/** A struct the test handed by pointer to the call in progress on this
+ *  thread: pushed as the call is made (the word that names it on the
+ *  channel: its place among those of the calls in progress, never its
+ *  address), popped once its reply came. */
+uint64_t kit_judge_ref_push(const void *ref);
+void kit_judge_ref_pop(void);
+/** A struct pointer a callback was handed, from its two words (0: NULL;
+ *  1: the test's own, the @p value-th of the calls in progress on this thread; 2: one
+ *  the code under test made up): the test's pointer, or the test fails. */
+const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what);
+/** Run the WIRE_CALLBACK @p m on this thread and answer it. */
+void judge_run_callback(const kit_wire_t *m);
+/** Whether the test handed the code under test the pointer @p value (kit_judge.c). */
+bool judge_pointer_sent(uint64_t value);
+
 /* ---- between the judge's own files ---------------------------------------------- */
 /** This thread's channel, -1 if it has none yet. */
 int judge_channel(void);

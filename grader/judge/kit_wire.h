@@ -39,6 +39,7 @@ enum kit_wire_kind {
     WIRE_BODY_DONE,   /* the body of an exploration returned */
     WIRE_EXIT,        /* a thread of the test returned: its stand-in ends */
     WIRE_END,         /* ch 0: the test is over */
+    WIRE_CALLBACK_DONE, /* the test's function a WIRE_CALLBACK named returned: arg[0] what it returned */
     WIRE_REPLY = 32,  /* args: the return value, then out-values; blob: out-buffers */
     WIRE_GO,          /* a stand-in runs: the judge's thread starts (or the test body does) */
     WIRE_BODY,        /* ch 0: run the exploration's body once (arg[0]: the schedule) */
@@ -52,7 +53,18 @@ enum kit_wire_kind {
     WIRE_TRANSCRIPT_BATCH, /* ch 0, exploring: the next entries of the schedules' transcripts (below) */
     WIRE_TRANSCRIPT_REPEAT, /* a transcript's entry, in place of a schedule's WIRE_BODY and all after it: the
                                schedule's entries are, byte for byte, those of one sent whole before */
+    WIRE_CALLBACK,    /* in place of a call's reply: the code under test called a function the test handed it;
+                         op: its type (the table's callback rows); arg[0]: its id; then its arguments. The
+                         judge runs it on the calling thread's test thread, serves the calls it makes, and
+                         answers WIRE_CALLBACK_DONE */
 };
+
+/* A function of the test's, as the channel names it: KIT_WIRE_CALLBACK | its
+ * id (below KIT_WIRE_CALLBACKS), never its address. A word without the bit
+ * is a function of the code under test's (a built-in policy's), which the
+ * judge only keeps and gives back. */
+#define KIT_WIRE_CALLBACK (1ULL << 63)
+enum { KIT_WIRE_CALLBACKS = 32 };
 
 /** One schedule's history of a generated scenario (WIRE_HISTORY_BATCH):
  *  event numbers count invocations and responses in the schedule's order. */

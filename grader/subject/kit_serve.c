@@ -43,9 +43,21 @@ int __real_pthread_detach(pthread_t thread);
 
 char kit_serve_unset;
 
-/* One message buffer per channel: the stand-in of a channel is its only user. */
+/* One message buffer per channel: the stand-in of a channel is its only user.
+ * A call that calls a function of the test's back serves the calls that
+ * function makes while its own reply is half made: those replies, and the
+ * callback's message, go in the next depth's buffer (nested[channel][depth - 1]). */
+enum { NESTED = 3 };
 static kit_wire_t requests[KIT_WIRE_CHANNELS], replies[KIT_WIRE_CHANNELS];
+static kit_wire_t nested[KIT_WIRE_CHANNELS][NESTED];
 static pthread_t standins[KIT_WIRE_CHANNELS];
+static _Thread_local int serving = -1; /* the channel this thread is the stand-in of */
+static _Thread_local int depth;        /* callbacks of the test's under way on it */
+
+static kit_wire_t *reply_buffer(int channel)
+{
+    return depth == 0 ? &replies[channel] : &nested[channel][depth - 1];
+}
 
 static _Noreturn void judge_gone(void)
 {
@@ -121,11 +133,12 @@ bool kit_serve_scenario(const kit_wire_t *q, kit_wire_t *reply);
 /* Serve @p channel until a message of @p until (or the judge's end). */
 static void serve(int channel, uint32_t until)
 {
+    serving = channel;
     for (;;) {
         const kit_wire_t *q = next_request(channel);
         if (q->kind == until)
             return;
-        kit_wire_t *r = &replies[channel];
+        kit_wire_t *r = reply_buffer(channel);
         kit_wire_begin(r, WIRE_REPLY, q->op);
         bool ok = false;
         if (q->kind == WIRE_CALL)
@@ -146,6 +159,76 @@ static void serve(int channel, uint32_t until)
         }
         post(channel, r);
     }
+}
+
+/* ---- functions of the test's, called back (the generated stand-ins' side) ---------------- */
+
+kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id)
+{
+    if (serving < 0) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test called a function the test handed it on a thread of "
+                        "its own: a test's function runs only on the thread that called into the code under test "
+                        "(the chapter's header says which thread calls it)\n");
+        fflush(stderr);
+        _exit(1);
+    }
+    if (depth >= NESTED) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test called the test's functions back %d deep (each from "
+                        "the one before): more than the judge serves\n", depth + 1);
+        fflush(stderr);
+        _exit(1);
+    }
+    kit_wire_t *m = &nested[serving][depth];
+    kit_wire_begin(m, WIRE_CALLBACK, type);
+    kit_wire_word(m, id);
+    return m;
+}
+
+uint64_t kit_serve_callback(kit_wire_t *m)
+{
+    int channel = serving;
+    post(channel, m);
+    depth++;
+    serve(channel, WIRE_CALLBACK_DONE); /* the calls the test's function makes, meanwhile */
+    depth--;
+    serving = channel;
+    if (requests[channel].nargs != 1)
+        _exit(3);
+    return requests[channel].arg[0];
+}
+
+/* The structs a call in progress on this thread was handed (the generated
+ * code's copies), and the word the judge named each by. */
+enum { REFS = 8 };
+static _Thread_local const void *ref_copy[REFS];
+static _Thread_local uint64_t ref_judge[REFS];
+static _Thread_local int nrefs;
+
+void kit_serve_ref_push(const void *copy, uint64_t judge)
+{
+    if (nrefs < REFS) {
+        ref_copy[nrefs] = copy;
+        ref_judge[nrefs] = judge;
+    }
+    nrefs++;
+}
+
+void kit_serve_ref_pop(void)
+{
+    if (nrefs > 0)
+        nrefs--;
+}
+
+void kit_serve_ref_out(kit_wire_t *m, const void *ref)
+{
+    uint64_t state = ref == NULL ? 0 : 2, judge = 0;
+    for (int i = 0; ref != NULL && i < nrefs && i < REFS; i++)
+        if (ref_copy[i] == ref) {
+            state = 1;
+            judge = ref_judge[i];
+        }
+    kit_wire_word(m, state);
+    kit_wire_word(m, judge);
 }
 
 /* ---- the test's threads ------------------------------------------------------------------- */

@@ -25,6 +25,18 @@ extern const int kit_serve_nops;
  *  call, to see whether the call set it. */
 extern char kit_serve_unset;
 
+/** A function of the test's (@p id, of the table's callback @p type), called
+ *  by the code under test on this thread: its message, to add the arguments
+ *  to. A thread that is no test thread's stand-in ends the subject, in words. */
+kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id);
+/** Send it, serve the calls the test's function makes, and return what it returned. */
+uint64_t kit_serve_callback(kit_wire_t *m);
+/** A struct the call being served was handed (@p copy, named @p judge by the judge), around the call. */
+void kit_serve_ref_push(const void *copy, uint64_t judge);
+void kit_serve_ref_pop(void);
+/** Two words naming @p ref for the judge: NULL, a struct a call in progress was handed, or another. */
+void kit_serve_ref_out(kit_wire_t *m, const void *ref);
+
 /** Install the subject's system-call filter (kit_seccomp.c): 0, or an errno value. */
 int kit_seccomp_install(int first_channel, int channels);
 
