@@ -20,8 +20,7 @@ enum { APPENDERS = 4 };
  * race makes the racing places switch points and the search collides them.
  * Under ThreadSanitizer and valgrind (KIT_SLOW) the point is races, memory
  * errors and leaks, which the array's doublings and a few thousand appends
- * show as well: 2,000 there (valgrind runs one thread at a time, and 50,000
- * took it 50 s a test on a busy machine). */
+ * show as well: 2,000 there (valgrind runs one thread at a time). */
 static long per_appender(void)
 {
     if (kit_sched_active())
