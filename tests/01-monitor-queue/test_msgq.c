@@ -211,6 +211,9 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     static kit_worker_t taker;
     kit_worker_start(&taker, "taker", take_one, &take_call);
     kit_worker_must_block(&taker, 200, "msgq_take on an empty queue woken spuriously");
+    /* Asleep, not only not yet returned: on a busy machine 200 ms may pass
+     * before the taker reaches its wait, and the count below needs it to. */
+    kit_await_waiting_threads(1, "msgq_take on an empty queue, woken spuriously once");
     put_id(q, 1);
     kit_worker_must_finish(&taker, "msgq_take after a put");
     assert_int_equal_or_say(take_call.id, 1, "the waiting msgq_take got another message than the one put");
@@ -221,6 +224,7 @@ static void test_msgq_spurious_wakeups_do_not_release_waiters(void **state)
     static kit_worker_t putter;
     kit_worker_start(&putter, "putter", put_one, &put_call);
     kit_worker_must_block(&putter, 200, "msgq_put on a full queue woken spuriously");
+    kit_await_waiting_threads(1, "msgq_put on a full queue, woken spuriously once");
     kit_spurious_wakeups(false);
     assert_true_or_say(kit_spurious_count() >= 2,
         "fewer than two waits were woken spuriously: msgq_take and msgq_put must wait on the condition variable");

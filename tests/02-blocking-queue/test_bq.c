@@ -434,6 +434,9 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     static kit_worker_t taker;
     kit_worker_start(&taker, "taker", call_on_worker, &take_call);
     kit_worker_must_block(&taker, 200, "bq_take on an empty queue woken spuriously");
+    /* Asleep, not only not yet returned: on a busy machine 200 ms may pass
+     * before the taker reaches its wait, and the count below needs it to. */
+    kit_await_waiting_threads(1, "bq_take on an empty queue, woken spuriously once");
     put_all(q, 1, 1);
     kit_worker_must_finish(&taker, "bq_take after a put");
     assert_code_or_say(take_call.err, 0, "the bq_take that waited for an item");
@@ -445,6 +448,7 @@ static void test_bq_spurious_wakeups_do_not_release_waiters(void **state)
     static kit_worker_t putter;
     kit_worker_start(&putter, "putter", call_on_worker, &put_call);
     kit_worker_must_block(&putter, 200, "bq_put on a full queue woken spuriously");
+    kit_await_waiting_threads(1, "bq_put on a full queue, woken spuriously once");
     kit_spurious_wakeups(false);
     assert_true_or_say(kit_spurious_count() >= 2,
         "fewer than two waits were woken spuriously: bq_take and bq_put must wait on a condition variable");

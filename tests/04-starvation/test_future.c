@@ -412,6 +412,9 @@ static void test_future_get_spurious_wakeups_do_not_release_waiters(void **state
     start_getter(&timed_getter, &timed, f, KIT_HANG_MS);
     kit_worker_must_block(&plain_getter, 200, "future_get woken spuriously");
     kit_worker_must_block(&timed_getter, 0, "future_get_timed woken spuriously");
+    /* Both asleep, not only not yet returned: on a busy machine 200 ms may
+     * pass before a getter reaches its wait, and the count below needs it to. */
+    kit_await_waiting_threads(2, "future_get and future_get_timed, each woken spuriously once");
     kit_spurious_wakeups(false);
     assert_true_or_say(kit_spurious_count() >= woken_before + 2,
         "fewer than two waits were woken spuriously: future_get and future_get_timed must wait on a condvar");
