@@ -982,13 +982,15 @@ static const struct sched_undo_ask undo_ask = { asleep_in_wait, same_line };
  * msgq_put returned it ran msgq.c:94 and let the mutex go at msgq.c:96 in
  * msgq_put" - a change the sleeper's wait reads that its thread left in
  * place on the way out, though every other thread undid the same change.
- * False (nothing written) if there is none, or it is the latest change. */
+ * False (nothing written) if there is none, or it is the latest change and
+ * a time-out's path followed it (explain_changed_before names that). */
 static bool explain_never_undone(kit_text_t *x, const struct sched_thread *t, long since)
 {
     struct sched_change latest, change;
     void *undo, *path[AFTER_PLACES];
     if (!latest_change(t, -1, &latest) || latest.step > since ||
-        !sched_changes_never_undone(t->id, &undo_ask, &change, &undo) || same_line(change.where, latest.where) ||
+        !sched_changes_never_undone(t->id, &undo_ask, &change, &undo) ||
+        (same_line(change.where, latest.where) && sched_changes_timeout_after(change.thread, change.step, path, 2) > 0) ||
         !students_code(change.where) || !students_code(undo))
         return false;
     char code[100], there[200];
