@@ -97,6 +97,7 @@ static struct after_write {
     void *write;  /* the write's place; NULL: none (kept: not finished) */
     long first;   /* the step of the first write since the thread last let a mutex go */
     long last;    /* ... and of the latest */
+    bool by_wait; /* kept: it let the mutex go by waiting (not an unlock) */
     void *places[PATH + 1]; /* the lines after it, each place once; then where it let go */
     int nplaces;
 } running_after[SCHED_MAX_THREADS];
@@ -346,6 +347,7 @@ void sched_changes_let_go(int thread, int mutex, void *where, int cond)
     struct after_write *a = &running_after[thread];
     if (sched_notes.paths && a->write != NULL) { /* the path after its latest write ends here */
         a->places[a->nplaces++] = where;
+        a->by_wait = cond >= 0;
         kept_after[thread][nkept[thread]++ % KEPT] = *a;
         a->write = NULL;
     }
@@ -476,17 +478,24 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
     return n;
 }
 
+/* The kept path after @p thread's writes that holds its write at @p step, or NULL. */
+static const struct after_write *stretch_of(int thread, long step)
+{
+    const struct after_write *a = NULL;
+    unsigned kept = nkept[thread];
+    for (unsigned k = kept > KEPT ? kept - KEPT : 0; k < kept; k++) {
+        const struct after_write *stretch = &kept_after[thread][k % KEPT];
+        if (step >= stretch->first && step <= stretch->last)
+            a = stretch;
+    }
+    return a;
+}
+
 int sched_changes_after(const struct sched_change *change, void **places, int most)
 {
     if (change->thread < 0 || change->thread >= SCHED_MAX_THREADS)
         return 0;
-    const struct after_write *a = NULL;
-    unsigned kept = nkept[change->thread];
-    for (unsigned k = kept > KEPT ? kept - KEPT : 0; k < kept; k++) {
-        const struct after_write *stretch = &kept_after[change->thread][k % KEPT];
-        if (change->step >= stretch->first && change->step <= stretch->last)
-            a = stretch;
-    }
+    const struct after_write *a = stretch_of(change->thread, change->step);
     if (a == NULL)
         return 0; /* that write was not in one of its thread's last stretches of writes before a let-go */
     int n = a->nplaces < most ? a->nplaces : most;
@@ -539,8 +548,11 @@ static long first_by_same(long i, long oldest)
  * before (its latest write of all): the undo of that write is still to come. */
 static bool still_waiting_after(long i, bool (*asleep)(int thread))
 {
-    int thread = sched_notes.writes[i % WRITES].thread;
-    return asleep(thread) && sched_notes.last_write[thread] == i;
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    if (!asleep(note->thread) || sched_notes.last_write[note->thread] != i)
+        return false;
+    const struct after_write *a = stretch_of(note->thread, note->step);
+    return a == NULL || a->by_wait; /* not when it unlocked after it, and sleeps in another wait */
 }
 
 /* Whether every write at place @p where to @p addr from @p oldest on is

@@ -20,8 +20,7 @@ struct counter {
     long value;
     bool ready;
     bool helper_joined;
-    long takers; /* in counter_take_one_counted_within or counter_take_one_counted_unless_shut */
-    bool shut;   /* counter_shut: takers give up */
+    long takers; bool shut; /* counted while they wait to take; shut: they give up (counter_shut) */
 };
 
 counter_t *counter_create(void)
