@@ -15,6 +15,9 @@
  * running on another worker of P (work only P's workers can finish), is
  * counted as a blocked worker of P; when every other worker of P is
  * already blocked that way and P cannot grow, it returns EDEADLK at once.
+ * The wait is counted for as long as it lasts and no longer: when it ends -
+ * the future finished, or a timed get gave up - the worker is un-counted
+ * once, not twice, so P's count of blocked workers is always the truth.
  * A wait for a task of another pool, or from a thread that is no worker of
  * P, is never refused.
  *
@@ -154,7 +157,13 @@ void future_fail(int error);
  */
 int tpool_block_begin(tpool_t *p);
 
-/** @brief The wait announced by tpool_block_begin() is over. NULL is a no-op. */
+/**
+ * @brief The wait announced by tpool_block_begin() is over. NULL is a no-op.
+ *
+ * Called once for each tpool_block_begin() that returned 0, by whichever
+ * thread ends that wait: a second call for the same wait would count fewer
+ * blocked workers than there are.
+ */
 void tpool_block_end(tpool_t *p);
 
 /** @} */

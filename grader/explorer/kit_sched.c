@@ -503,6 +503,8 @@ static void let_go(struct sched_thread *t, enum sched_how how)
             sched_changes_took_wakeup(t->id, t->obj, t->obj2, t->where); /* the wake-up is its to use or pass on */
         else if (how == TIMEOUT && !t->harness)
             sched_changes_timed_out(t->id, t->obj, t->obj2, t->where); /* where the time-out path leads */
+        if (!t->harness)
+            sched_changes_woke(t->id, t->obj2, t->where); /* the way out of the wait, in a report */
         if (how == SPURIOUS)
             sched.spurious_left--;
         t->left_wait = how;

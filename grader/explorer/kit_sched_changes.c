@@ -25,6 +25,15 @@
  * are reported anyway (a replay, a test's one schedule). A schedule that
  * passes pays one test of that flag for each access and block.
  *
+ * And a change its thread never undid (sched_changes_never_undone): a count
+ * raised at one line and lowered at another by every thread that raised it
+ * - but one, whose path out left it raised. Looking at the writes alone,
+ * not their values: a place whose every write is followed by its thread's
+ * next write of that memory at one other line has an undo, and a write
+ * there that its thread did not follow with that line was never undone.
+ * The paths out of each thread's waits and after its writes, until it let
+ * the mutex go, name the lines that path ran.
+ *
  * Only the code under test's loads and stores reach here (the explorer's
  * memory hook, kit_sched_memory.c); the tests' own are not seen.
  */
@@ -88,9 +97,26 @@ static struct after_write {
     void *write;  /* the write's place; NULL: none (kept: not finished) */
     long first;   /* the step of the first write since the thread last let a mutex go */
     long last;    /* ... and of the latest */
+    bool by_wait; /* kept: it let the mutex go by waiting (not an unlock) */
     void *places[PATH + 1]; /* the lines after it, each place once; then where it let go */
     int nplaces;
-} running_after[SCHED_MAX_THREADS], kept_after[SCHED_MAX_THREADS];
+} running_after[SCHED_MAX_THREADS];
+/* Per thread: its last KEPT finished paths after a write, kept_after[t][n % KEPT] the n-th. */
+enum { KEPT = 16 };
+static struct after_write kept_after[SCHED_MAX_THREADS][KEPT];
+static unsigned nkept[SCHED_MAX_THREADS];
+
+/* Per thread: the lines it ran after its latest wait returned (woken,
+ * timed out or spurious), until it let that wait's mutex go (running), and
+ * the last such path that ended in an unlock, not a wait again (kept):
+ * where a way out of a wait left a change of its thread's in place. */
+static struct after_wait {
+    bool open;
+    int mutex;
+    long step;                /* steps recorded when the wait returned */
+    void *places[PATH + 2];   /* the wait, the lines after it, where it let go */
+    int nplaces;
+} running_wait[SCHED_MAX_THREADS], kept_wait[SCHED_MAX_THREADS];
 
 void sched_changes_begin(void)
 {
@@ -113,7 +139,10 @@ void sched_changes_thread_begins(int thread)
     nwait[thread] = 0;
     sched_notes.last_write[thread] = -1;
     taken[thread] = (struct taken){ .open = false };
-    running_after[thread].write = kept_after[thread].write = NULL;
+    running_after[thread].write = NULL;
+    nkept[thread] = 0;
+    running_wait[thread].open = false;
+    kept_wait[thread].nplaces = 0;
 }
 
 /* A place thread ran after its latest write: each once, the first PATH. */
@@ -129,6 +158,19 @@ static void note_after_write(int thread, void *where)
         a->places[a->nplaces++] = where;
 }
 
+/* A place thread ran after its latest wait returned: each once, the first PATH. */
+static void note_after_wait(int thread, void *where)
+{
+    struct after_wait *w = &running_wait[thread];
+    if (!w->open)
+        return;
+    for (int i = 1; i < w->nplaces; i++)
+        if (w->places[i] == where)
+            return;
+    if (w->nplaces < PATH + 1)
+        w->places[w->nplaces++] = where;
+}
+
 static bool overlap(const struct sched_span *a, const struct sched_span *b)
 {
     return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
@@ -138,8 +180,10 @@ static bool overlap(const struct sched_span *a, const struct sched_span *b)
  * latest write, and on its timed wait's path. */
 static void note_place(int thread, void *where)
 {
-    if (sched_notes.paths)
+    if (sched_notes.paths) {
         note_after_write(thread, where);
+        note_after_wait(thread, where);
+    }
     struct taken *t = &taken[thread];
     if (!t->open)
         return;
@@ -258,6 +302,27 @@ int sched_changes_timeout_after(int thread, long step, void **places, int most)
     return n;
 }
 
+void sched_changes_woke(int thread, int mutex, void *where)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS || !sched_notes.paths)
+        return;
+    running_wait[thread] = (struct after_wait){ .open = true, .mutex = mutex, .step = sched.nsteps,
+                                                .places = { where }, .nplaces = 1 };
+}
+
+int sched_changes_wait_after(int thread, long step, void **places, int most)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    const struct after_wait *w = &kept_wait[thread];
+    if (w->nplaces < 2 || w->step <= step)
+        return 0;
+    int n = w->nplaces < most ? w->nplaces : most;
+    memcpy(places, w->places, (size_t)n * sizeof *places);
+    places[n - 1] = w->places[w->nplaces - 1]; /* where it let go, always */
+    return n;
+}
+
 void sched_changes_block(void *where)
 {
     int thread = sched_running_thread(); /* (first: a thread off the schedule reads nothing of it) */
@@ -282,8 +347,16 @@ void sched_changes_let_go(int thread, int mutex, void *where, int cond)
     struct after_write *a = &running_after[thread];
     if (sched_notes.paths && a->write != NULL) { /* the path after its latest write ends here */
         a->places[a->nplaces++] = where;
-        kept_after[thread] = *a;
+        a->by_wait = cond >= 0;
+        kept_after[thread][nkept[thread]++ % KEPT] = *a;
         a->write = NULL;
+    }
+    struct after_wait *w = &running_wait[thread];
+    if (sched_notes.paths && w->open && w->mutex == mutex) { /* out of its wait's section: kept if it left */
+        w->places[w->nplaces++] = where;
+        w->open = false;
+        if (cond < 0)
+            kept_wait[thread] = *w;
     }
     if (sched_notes.open == 0)
         return;
@@ -405,13 +478,26 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
     return n;
 }
 
+/* The kept path after @p thread's writes that holds its write at @p step, or NULL. */
+static const struct after_write *stretch_of(int thread, long step)
+{
+    const struct after_write *a = NULL;
+    unsigned kept = nkept[thread];
+    for (unsigned k = kept > KEPT ? kept - KEPT : 0; k < kept; k++) {
+        const struct after_write *stretch = &kept_after[thread][k % KEPT];
+        if (step >= stretch->first && step <= stretch->last)
+            a = stretch;
+    }
+    return a;
+}
+
 int sched_changes_after(const struct sched_change *change, void **places, int most)
 {
     if (change->thread < 0 || change->thread >= SCHED_MAX_THREADS)
         return 0;
-    const struct after_write *a = &kept_after[change->thread];
-    if (a->write == NULL || change->step < a->first || change->step > a->last)
-        return 0; /* that write was not in its thread's last stretch of writes before a let-go */
+    const struct after_write *a = stretch_of(change->thread, change->step);
+    if (a == NULL)
+        return 0; /* that write was not in one of its thread's last stretches of writes before a let-go */
     int n = a->nplaces < most ? a->nplaces : most;
     memcpy(places, a->places, (size_t)n * sizeof *places);
     if (n > 0)
@@ -432,4 +518,124 @@ bool sched_changes_last_in(int thread, long from, long to, struct sched_change *
         }
     }
     return false;
+}
+
+/* The next write of note @p i's thread to the same memory after it, or -1. */
+static long next_by_same(long i)
+{
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    for (long j = i + 1; j < sched_notes.nwrites; j++) {
+        const struct sched_write_note *later = &sched_notes.writes[j % WRITES];
+        if (later->thread == note->thread && later->span.addr == note->span.addr)
+            return j;
+    }
+    return -1;
+}
+
+/* The first write of note @p i's thread to the same memory, from @p oldest on. */
+static long first_by_same(long i, long oldest)
+{
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    for (long j = oldest; j < i; j++) {
+        const struct sched_write_note *earlier = &sched_notes.writes[j % WRITES];
+        if (earlier->thread == note->thread && earlier->span.addr == note->span.addr)
+            return j;
+    }
+    return i;
+}
+
+/* Whether a thread is asleep in the wait its write at note @p i came just
+ * before (its latest write of all): the undo of that write is still to come. */
+static bool still_waiting_after(long i, bool (*asleep)(int thread))
+{
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    if (!asleep(note->thread) || sched_notes.last_write[note->thread] != i)
+        return false;
+    const struct after_write *a = stretch_of(note->thread, note->step);
+    return a == NULL || a->by_wait; /* not when it unlocked after it, and sleeps in another wait */
+}
+
+/* Whether every write at place @p where to @p addr from @p oldest on is
+ * followed by its thread's write of the same memory at one other place
+ * (*undo), but for note @p skip and the writes of threads still waiting: a
+ * change with an undo, such as a count of sleepers raised and lowered. */
+static bool always_undone(void *where, uintptr_t addr, long oldest, long skip, const struct sched_undo_ask *ask,
+                          void **undo)
+{
+    *undo = NULL;
+    for (long i = oldest; i < sched_notes.nwrites; i++) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+        if (i == skip || !ask->same(note->where, where) || note->span.addr != addr)
+            continue;
+        long next = next_by_same(i);
+        if (next < 0 && still_waiting_after(i, ask->asleep))
+            continue;
+        void *then = next >= 0 ? sched_notes.writes[next % WRITES].where : NULL;
+        if (then == NULL || ask->same(then, where) || (*undo != NULL && !ask->same(then, *undo)))
+            return false;
+        *undo = then;
+    }
+    return *undo != NULL;
+}
+
+/* The writes looked at for a change never undone: the schedule's last ones. */
+enum { UNDONE_LOOKED_AT = 1024, PAIRS = 16 };
+
+bool sched_changes_never_undone(int sleeper, const struct sched_undo_ask *ask, struct sched_change *out, void **undo)
+{
+    if (sleeper < 0 || sleeper >= SCHED_MAX_THREADS)
+        return false;
+    long oldest = sched_notes.nwrites > UNDONE_LOOKED_AT ? sched_notes.nwrites - UNDONE_LOOKED_AT : 0;
+    struct seen { void *where; uintptr_t addr; } seen[PAIRS]; /* places and memory found to have no one undo */
+    int nseen = 0;
+    for (long i = sched_notes.nwrites - 1; i >= oldest; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+        bool known = false;
+        for (int k = 0; k < nseen; k++)
+            known = known || (ask->same(seen[k].where, note->where) && seen[k].addr == note->span.addr);
+        if (known || (as_of && note->step > as_of->step) || !read_before_waiting(sleeper, &note->span))
+            continue; /* not what it waits for, or a place whose writes have no one undo */
+        if (!always_undone(note->where, note->span.addr, oldest, i, ask, undo)) {
+            if (nseen < PAIRS)
+                seen[nseen++] = (struct seen){ note->where, note->span.addr };
+            continue;
+        }
+        long next = next_by_same(i);
+        if (next >= 0 ? ask->same(sched_notes.writes[next % WRITES].where, *undo) : still_waiting_after(i, ask->asleep))
+            continue; /* undone (or still may be) */
+        if (!ask->same(sched_notes.writes[first_by_same(i, oldest) % WRITES].where, note->where))
+            continue; /* the undo itself: its thread's first change of that memory was elsewhere */
+        *out = (struct sched_change){ note->where, note->thread, note->step };
+        return true;
+    }
+    return false;
+}
+
+int sched_changes_undo_places(int sleeper, void **places, int most)
+{
+    if (sleeper < 0 || sleeper >= SCHED_MAX_THREADS)
+        return 0;
+    long oldest = sched_notes.nwrites > UNDONE_LOOKED_AT ? sched_notes.nwrites - UNDONE_LOOKED_AT : 0;
+    int n = 0;
+    bool wrote[SCHED_MAX_THREADS] = { false };
+    for (long i = sched_notes.nwrites - 1; i >= oldest && n < most; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+        if (!read_before_waiting(sleeper, &note->span) || note->thread < 0 || note->thread >= SCHED_MAX_THREADS)
+            continue;
+        bool listed = false;
+        for (int k = 0; k < n; k++)
+            listed = listed || places[k] == note->where;
+        if (!listed)
+            places[n++] = note->where;
+        wrote[note->thread] = true;
+    }
+    for (int t = 0; t < SCHED_MAX_THREADS; t++) { /* the ways out of their waits and after their writes */
+        const struct after_wait *w = &kept_wait[t];
+        for (int k = 0; wrote[t] && k < w->nplaces && n < most; k++)
+            places[n++] = w->places[k];
+        for (unsigned k = 0; wrote[t] && k < KEPT && k < nkept[t]; k++)
+            for (int j = 0; j < kept_after[t][k].nplaces && n < most; j++)
+                places[n++] = kept_after[t][k].places[j];
+    }
+    return n;
 }

@@ -509,6 +509,27 @@ void sched_changes_timed_out(int thread, int cond, int mutex, void *where);
  * step @p step (no wake-up taken) and let the mutex go: the wait, the lines
  * after it, where it let go (at most @p most); 0 if there is none. */
 int sched_changes_timeout_after(int thread, long step, void **places, int most);
+/* A wait of @p thread with @p mutex at @p where returned (woken, timed out
+ * or spurious): while the paths are followed, the lines it runs are, until
+ * it lets the mutex go. */
+void sched_changes_woke(int thread, int mutex, void *where);
+/* The path of @p thread's latest wait that returned after step @p step and
+ * whose thread then unlocked its mutex: the wait, the lines after it, where
+ * it let go (at most @p most); 0 if there is none. */
+int sched_changes_wait_after(int thread, long step, void **places, int most);
+/* A change of what @p sleeper's wait read that its thread never undid: that
+ * thread's last write of the memory, at a place whose every other write was
+ * followed by its thread's write of the same memory at one other place
+ * (*undo) - a count raised and never lowered. Threads @p asleep still may. */
+struct sched_undo_ask {
+    bool (*asleep)(int thread);      /* a thread asleep in a wait now, its undo still to come */
+    bool (*same)(void *a, void *b);  /* two places of one line (an inlined helper has a place per caller) */
+};
+bool sched_changes_never_undone(int sleeper, const struct sched_undo_ask *ask, struct sched_change *out, void **undo);
+/* The places sched_changes_never_undone may name for @p sleeper (to be
+ * resolved first): the writes of what its wait read, and their threads'
+ * paths out of a wait and after a write. */
+int sched_changes_undo_places(int sleeper, void **places, int most);
 /* A block of the code under test begins at @p where, on the running thread,
  * while the paths are followed: a line of the paths (sched_changes_on_path). */
 void sched_changes_block(void *where);

@@ -960,6 +960,67 @@ static void name_timeout_after(kit_text_t *x, const struct sched_change *change)
     kit_text_put(x, "let the mutex go at %s in %s", let_go->text, let_go->function);
 }
 
+/* Whether thread @p id sleeps in a condition wait now (its undo may come). */
+static bool asleep_in_wait(int id)
+{
+    return id >= 0 && id < sched.nthreads && sched.threads[id] != NULL && sched.threads[id]->state == WAITING;
+}
+
+/* Whether two places are one line of code (an inlined helper, or a line the
+ * compiler copied, has a place for each copy). */
+static bool same_line(void *a, void *b)
+{
+    const struct place *x = place_of(a), *y = place_of(b);
+    return a == b || (x && y && strcmp(x->text, "?") != 0 && strcmp(x->text, y->text) == 0);
+}
+
+static const struct sched_undo_ask undo_ask = { asleep_in_wait, same_line };
+
+/* ", and before it slept putter changed what it waits for: `q->sleepers++;`
+ * at msgq.c:70 ..., and never undid it (the others' same change was undone
+ * at msgq.c:75 in leave_wait_locked): after its wait at msgq.c:91 in
+ * msgq_put returned it ran msgq.c:94 and let the mutex go at msgq.c:96 in
+ * msgq_put" - a change the sleeper's wait reads that its thread left in
+ * place on the way out, though every other thread undid the same change.
+ * False (nothing written) if there is none, or it is the latest change and
+ * a time-out's path followed it (explain_changed_before names that). */
+static bool explain_never_undone(kit_text_t *x, const struct sched_thread *t, long since)
+{
+    struct sched_change latest, change;
+    void *undo, *path[AFTER_PLACES];
+    if (!latest_change(t, -1, &latest) || latest.step > since ||
+        !sched_changes_never_undone(t->id, &undo_ask, &change, &undo) ||
+        (same_line(change.where, latest.where) && sched_changes_timeout_after(change.thread, change.step, path, 2) > 0) ||
+        !students_code(change.where) || !students_code(undo))
+        return false;
+    char code[100], there[200];
+    const char *name = sched.threads[change.thread]->name;
+    name_change(x, &change, ", and before it slept");
+    code_at(undo, code, sizeof code);
+    where_text(undo, there, sizeof there);
+    kit_text_put(x, ", and never undid it, though every other such change was undone (%sat %s)", code, there);
+    int n = sched_changes_wait_after(change.thread, change.step, path, AFTER_PLACES);
+    if (n >= 2 && students_code(path[0]) && students_code(path[n - 1])) {
+        const struct place *wait = place_of(path[0]), *let_go = place_of(path[n - 1]);
+        kit_text_put(x, ": after %s's wait at %s in %s returned, it ", name, wait->text, wait->function);
+        put_lines(x, path + 1, n - 2, let_go, wait, place_of(change.where));
+        kit_text_put(x, "let the mutex go at %s in %s without undoing it", let_go->text, let_go->function);
+    } else {
+        name_after(x, &change);
+    }
+    kit_text_put(x, ": that path must undo it too");
+    return true;
+}
+
+/* The places explain_never_undone may name, wanted for addr2line. */
+static void want_never_undone(const struct sched_thread *t)
+{
+    void *wanted[2048]; /* the writes' places first: a path left out is only not named */
+    int n = t->state == WAITING ? sched_changes_undo_places(t->id, wanted, (int)(sizeof wanted / sizeof wanted[0])) : 0;
+    for (int i = 0; i < n; i++)
+        want_place(wanted[i]);
+}
+
 static void want_after(const struct sched_change *change)
 {
     void *after[AFTER_PLACES];
@@ -1006,6 +1067,19 @@ static int signalled_thread(long signal)
     return signal >= 0 ? sched.steps[signal].other : -1;
 }
 
+/* ", and before it slept main changed what it waits for: ... and nothing
+ * changed it since": the latest change of what sleeper t waits for, made
+ * before it slept, and the time-out path its thread took after it. */
+static void explain_changed_before(kit_text_t *x, const struct sched_thread *t, long since)
+{
+    struct sched_change change;
+    if (!latest_change(t, -1, &change) || change.step > since)
+        return;
+    name_change(x, &change, ", and before it slept");
+    name_timeout_after(x, &change);
+    kit_text_put(x, ", and nothing changed it since: the step that should undo that change (or wake it) did not run");
+}
+
 /* Why sleeper t on object t->obj was not woken, naming the line to change:
  * the change after which nobody signalled (unsignalled_change), or that it
  * was changed before it slept and never undone; or the signal since it
@@ -1040,13 +1114,8 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
         }
     } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
-        if (latest_change(t, -1, &change) && change.step <= since) {
-            name_change(x, &change, ", and before it slept");
-            name_timeout_after(x, &change);
-        }
-        if (latest_change(t, -1, &change) && change.step <= since)
-            kit_text_put(x, ", and nothing changed it since: the step that should undo that change (or wake it) "
-                "did not run");
+        if (!explain_never_undone(x, t, since))
+            explain_changed_before(x, t, since);
     }
     explain_moving_deadline(x, t);
     explain_last_wakeup(x, t, since);
@@ -1074,6 +1143,7 @@ static void want_sleeper_places(const struct sched_thread *t)
         if (end >= 0)
             want_place(sched.steps[end].where);
     }
+    want_never_undone(t);
     struct sched_change changes[CHANGES_LOOKED_AT], last;
     int nchanges = sched_changes_of(t->id, changes, CHANGES_LOOKED_AT);
     for (int c = 0; c < nchanges; c++) {

@@ -914,6 +914,37 @@ static void test_future_get_timed_out_own_pool_wait_is_uncounted(void **state)
     kit_gate_destroy(&busy.gate);
 }
 
+/* A wait that ends because its task finished is un-counted once. Pool of
+ * two, one worker busy: the other submits task C and waits for it (counted
+ * as blocked); the busy worker then runs C, and finishing C ends that wait.
+ * Un-counted twice (by the finisher and again by the waiter), the pool's
+ * count of blocked workers drops below the truth - or wraps around - and a
+ * real starvation on the same pool afterwards is no longer seen. */
+static void test_future_get_finished_own_pool_wait_is_uncounted_once(void **state)
+{
+    (void)state;
+    tpool_t *p = make_pool_with(2, 8, bq_policy_block(), "once");
+    static struct gated_task busy;
+    future_t *running = start_gated(p, &busy, NULL);
+    await_running(&busy, "the task keeping one worker busy");
+    static struct order order;
+    order = (struct order){ .kitchen = p, .dish = dishes[2], .err = -1 };
+    future_t *waiter = submit(p, take_order, &order); /* the other worker: submits C, then waits for it */
+    kit_await_waiting_threads(1, "a worker in future_get on a task queued behind a busy worker");
+    kit_gate_open(&busy.gate); /* the busy worker returns and runs C, which ends the wait */
+    assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
+    assert_code_or_say(order.err, 0, "the waiting worker's future_get on the task the other worker ran");
+    assert_ptr_equal_or_say(order.served, dishes[2], "the waiting worker was served another dish");
+    assert_ok(future_get(running, NULL));
+    restaurant_starves_once(p, "after a worker's future_get on a task of its own pool was counted as blocked and "
+                               "ended when that task finished (a wait is un-counted once when it ends - by the "
+                               "finisher or by the waiter, not both: future.h): ");
+    future_release(waiter);
+    future_release(running);
+    tpool_destroy(p);
+    kit_gate_destroy(&busy.gate);
+}
+
 /* A chain in one pool of two: B runs on one worker; A, on the other, waits
  * for B's future - a task *running* on another worker of the pool, not
  * queued. Then B waits for a task C it queued in the same pool. Nobody is
@@ -1148,6 +1179,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_get_shared_pool_starvation_is_detected),
     cmocka_unit_test(test_future_get_waits_while_another_worker_can_progress),
     cmocka_unit_test(test_future_get_timed_out_own_pool_wait_is_uncounted),
+    cmocka_unit_test(test_future_get_finished_own_pool_wait_is_uncounted_once),
     cmocka_unit_test(test_future_get_counts_a_wait_for_a_task_running_on_another_worker),
     cmocka_unit_test(test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool),
     cmocka_unit_test(test_future_split_pools_serve_every_order),

@@ -20,7 +20,7 @@ struct counter {
     long value;
     bool ready;
     bool helper_joined;
-    long takers; /* in counter_take_one_counted_within */
+    long takers; bool shut; /* counted while they wait to take; shut: they give up (counter_shut) */
 };
 
 counter_t *counter_create(void)
@@ -380,6 +380,30 @@ int counter_take_one_counted_within(counter_t *c, long ms)
     }
     pthread_mutex_unlock(&c->lock);
     return err;
+}
+
+int counter_take_one_counted_unless_shut(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->takers++;
+    while (c->value == 0 && !c->shut) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    if (c->shut) {
+        pthread_mutex_unlock(&c->lock);
+        return ECANCELED; /* BUG: returns still counted as a taker */
+    }
+    c->takers--;
+    c->value--;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+void counter_shut(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->shut = true;
+    pthread_cond_broadcast(&c->changed); /* every taker gives up */
+    pthread_mutex_unlock(&c->lock);
 }
 
 void counter_destroy_once_no_taker_waits(counter_t *c)

@@ -83,6 +83,10 @@ void counter_add_quietly_through_a_helper(counter_t *c, long n);
 void counter_add_waking_once_ready(counter_t *c, long n);
 /** @brief As counter_take_one_within, counting itself while it waits - and a taker that timed out stays counted. */
 int counter_take_one_counted_within(counter_t *c, long ms);
+/** @brief Takes one, counting itself while it waits; ECANCELED once shut - and a taker that gives up stays counted. */
+int counter_take_one_counted_unless_shut(counter_t *c);
+/** @brief Takers give up from now on (correct). */
+void counter_shut(counter_t *c);
 /** @brief Destroys the counter once no taker is counted: it waits for ever after a time-out left one counted. */
 void counter_destroy_once_no_taker_waits(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */

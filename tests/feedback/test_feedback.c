@@ -597,6 +597,19 @@ static void test_feedback_timed_out_taker_left_counted_is_named(void **state)
     counter_destroy_once_no_taker_waits(c);
 }
 
+/* A path out that leaves out the undoing step, though every other undid it:
+ * the change never undone and the lines that path ran are named. */
+static void test_feedback_shut_taker_left_counted_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_put_one(c);
+    assert_int_equal(counter_take_one_counted_unless_shut(c), 0);
+    counter_shut(c);
+    assert_int_equal(counter_take_one_counted_unless_shut(c), ECANCELED);
+    counter_destroy_once_no_taker_waits(c);
+}
+
 static int run_put_quietly(void *object, long arg, long timeout_ms, long *out)
 {
     (void)arg, (void)timeout_ms, (void)out;
@@ -654,6 +667,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_timeout_path_is_named),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_lines_after_the_change),
     cmocka_unit_test(test_feedback_timed_out_taker_left_counted_is_named),
+    cmocka_unit_test(test_feedback_shut_taker_left_counted_is_named),
 };
 
 KIT_TEST_MAIN(tests)
