@@ -916,6 +916,8 @@ bench: ## measure the kit against GLib and glibc: medians and ratios, build/benc
 	$(INSTRUCTOR_ONLY)
 	@tools/bootstrap bench
 	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= $(BENCH) tests-bin # (the explorer's lines run the tests)
+	@$(MAKE) --no-print-directory -j$(JOBS) IMPL=solutions SAN= OUT=build/bench-explorer \
+	  $(foreach c,$(CHAPTER_DIRS),ch$(call number,$(c))_judged=) tests-bin # (... and the explorer alone, in one process)
 	@set -o pipefail; $(BENCH) | tee build/bench/output.txt
 
 # ---- Docs -------------------------------------------------------------------------------

@@ -7,10 +7,17 @@
  * prints how many schedules it ran and at what speed, on its own clock (the
  * process's start, cmocka's and the test's own set-up are not counted). A
  * test's speed is its schedules over the time its searches took; a
- * chapter's figure is the median of its tests. The tests are the solutions'
- * (build/tests/, which `make bench` builds), with their own strategies and
- * budgets - the schedules a grade runs. Chapter 07 has no exploration tests
- * (its threads talk to a server and other processes).
+ * chapter's figure is the median of its tests. The tests are the solutions',
+ * with their own strategies and budgets - the schedules a grade runs.
+ * Chapter 07 has no exploration tests (its threads talk to a server and
+ * other processes).
+ *
+ * Two builds of them: "explorer" is the explorer itself, every chapter in
+ * one process (build/bench-explorer/, which `make bench` builds with no
+ * chapter judged); "as graded" is build/tests/, where a judged chapter's
+ * schedules are also sent to the judge and replayed there - the price of a
+ * verdict the submission cannot write, which docs/grading.md weighs against
+ * a grading's time. The target is the explorer's.
  *
  * The targets: 100,000 schedules a second on chapter 01 (its schedules are
  * short, 30 to 60 steps), 30,000 on every other chapter (a pool's workers
@@ -98,13 +105,9 @@ static double test_speed(const char *program, const char *test)
     return schedules / seconds;
 }
 
-/* A variant's run: the median over the chapter's tests, in thousands of schedules a second. */
-static double run_explorer(const void *params, long arg)
+/* The median over the tests of @p program, in thousands of schedules a second. */
+static double median_speed(const char *program)
 {
-    (void)params;
-    const explored_chapter_t *chapter = &chapters[arg];
-    char program[200];
-    snprintf(program, sizeof program, "build/tests/%s/%s", chapter->folder, chapter->program);
     static char names[MAX_TESTS][NAME_MAX_LENGTH];
     int count = list_tests(program, names, MAX_TESTS);
     if (count <= 0) {
@@ -121,6 +124,34 @@ static double run_explorer(const void *params, long arg)
     return bench_median(&speeds);
 }
 
+enum { CHAPTERS = sizeof chapters / sizeof chapters[0] };
+static double explorer_speed[CHAPTERS]; /* this round's "explorer" figure, for a chapter graded in one process */
+
+/* The explorer in one process. */
+static double run_explorer(const void *params, long arg)
+{
+    (void)params;
+    char program[200];
+    snprintf(program, sizeof program, "build/bench-explorer/tests/%s/%s", chapters[arg].folder, chapters[arg].program);
+    explorer_speed[arg] = median_speed(program);
+    return explorer_speed[arg];
+}
+
+/* As a grade runs it: judged if the chapter is (its program has a subject
+ * beside it); else the same program as the explorer's, not run twice. */
+static double run_graded(const void *params, long arg)
+{
+    (void)params;
+    char program[200], subject[220];
+    snprintf(program, sizeof program, "build/tests/%s/%s", chapters[arg].folder, chapters[arg].program);
+    snprintf(subject, sizeof subject, "%s.subject", program);
+    FILE *judged = fopen(subject, "r");
+    if (judged == NULL)
+        return explorer_speed[arg];
+    fclose(judged);
+    return median_speed(program);
+}
+
 static double run_target(const void *params, long arg)
 {
     (void)params;
@@ -129,7 +160,7 @@ static double run_target(const void *params, long arg)
 
 static int explore_chapter(int index, bench_result_t *out)
 {
-    static char ids[sizeof chapters / sizeof chapters[0]][32]; /* the result keeps its id: it outlives the spec */
+    static char ids[CHAPTERS][32]; /* the result keeps its id: it outlives the spec */
     char title[BENCH_TITLE_MAX];
     snprintf(ids[index], sizeof ids[index], "explore-%.2s", chapters[index].folder);
     snprintf(title, sizeof title,
@@ -139,8 +170,10 @@ static int explore_chapter(int index, bench_result_t *out)
         .id = ids[index],
         .title = title,
         .unit = "k schedules/s",
-        .variants = { { "explorer", run_explorer, index }, { "target", run_target, index } },
-        .comparisons = { { "explorer / target", 0, 1, BENCH_RATIO, true, 1.0 } },
+        .variants = { { "explorer (one process)", run_explorer, index }, { "target", run_target, index },
+                      { "as graded (judged: replayed)", run_graded, index } },
+        .comparisons = { { "explorer / target", 0, 1, BENCH_RATIO, true, 1.0 },
+                         { "as graded / explorer", 2, 0, BENCH_RATIO, false, 0 } },
     };
     return bench_run(&spec, EXPLORE_ROUNDS, out);
 }
