@@ -145,30 +145,30 @@ void sched_changes_thread_begins(int thread)
     kept_wait[thread].nplaces = 0;
 }
 
+/* Add @p where to a path's places[from..*n), once, while it has fewer than @p most. */
+static void note_once(void **places, int *n, int from, int most, void *where)
+{
+    for (int i = from; i < *n; i++)
+        if (places[i] == where)
+            return;
+    if (*n < most)
+        places[(*n)++] = where;
+}
+
 /* A place thread ran after its latest write: each once, the first PATH. */
 static void note_after_write(int thread, void *where)
 {
     struct after_write *a = &running_after[thread];
-    if (a->write == NULL)
-        return;
-    for (int i = 0; i < a->nplaces; i++)
-        if (a->places[i] == where)
-            return;
-    if (a->nplaces < PATH)
-        a->places[a->nplaces++] = where;
+    if (a->write != NULL)
+        note_once(a->places, &a->nplaces, 0, PATH, where);
 }
 
-/* A place thread ran after its latest wait returned: each once, the first PATH. */
+/* A place thread ran after its latest wait returned (places[0] is the wait): each once, the first PATH. */
 static void note_after_wait(int thread, void *where)
 {
     struct after_wait *w = &running_wait[thread];
-    if (!w->open)
-        return;
-    for (int i = 1; i < w->nplaces; i++)
-        if (w->places[i] == where)
-            return;
-    if (w->nplaces < PATH + 1)
-        w->places[w->nplaces++] = where;
+    if (w->open)
+        note_once(w->places, &w->nplaces, 1, PATH + 1, where);
 }
 
 static bool overlap(const struct sched_span *a, const struct sched_span *b)
