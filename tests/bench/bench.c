@@ -83,11 +83,17 @@ static double compare_values(const bench_comparison_t *c, const double *values)
     return values[c->b] > 0 ? values[c->a] / values[c->b] : 0;
 }
 
-/* One round: every variant once, in order, then the comparisons of this round. */
+/* One round: every variant once, then the comparisons of this round. Round r
+ * starts with variant r (mod their number): the first variant of a round runs
+ * just after another benchmark (its threads just joined, its children just
+ * reaped, its heap just freed) and the others just after a sibling, so no
+ * variant may always be the one that starts on a machine another left. */
 static int run_round(const bench_spec_t *spec, bench_result_t *out)
 {
     double values[BENCH_MAX_VARIANTS];
-    for (int v = 0; v < count_variants(spec); v++) {
+    int variants = count_variants(spec), round = out->variants[0].count;
+    for (int i = 0; i < variants; i++) {
+        int v = (i + round) % variants;
         values[v] = spec->variants[v].run(spec->params, spec->variants[v].arg);
         if (values[v] < 0)
             return 1;

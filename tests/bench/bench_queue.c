@@ -177,7 +177,7 @@ static int queue_bench(const char *id, int pairs, const bench_options_t *o, benc
         .variants = { { "bq (ch02, two condvars)", run_bq, 0 },
                       { "msgq (ch01, one condvar, broadcast)", run_msgq, 0 },
                       { "GAsyncQueue (GLib, unbounded)", run_glib, 0 } },
-        .comparisons = { { "bq / GAsyncQueue", 0, 2, BENCH_RATIO, true, pairs == 1 ? 0.7 : 1.5 }, /* docs/performance.md */
+        .comparisons = { { "bq / GAsyncQueue", 0, 2, BENCH_RATIO, true, 0.7 }, /* docs/performance.md */
                          { "bq / msgq", 0, 1, BENCH_RATIO, false, 0 } },
     };
     return bench_run(&spec, o->rounds, out);
