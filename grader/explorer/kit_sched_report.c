@@ -1766,11 +1766,11 @@ static int left_by_timeout(const struct sched_change *changes, int n, int *which
     return 0;
 }
 
-/* "ran rwl.c:176 in wait_to_write_locked, rwl.c:141 in writer_may_enter_locked,
- * called from wait_to_write_locked (rwl.c:178) and ": the student's lines
- * of a path, each once, a helper of @p timed's function inlined into it
- * with the line that called it (the line a branch on its answer is on),
- * but for @p skip's and @p let_go's. */
+/* "ran rwl.c:176, rwl.c:141 in writer_may_enter_locked, called from
+ * wait_to_write_locked (rwl.c:178) and ": the student's lines of a path,
+ * each once - @p timed's function's own bare, another's with its name and,
+ * for a helper inlined there, the line that called it (the line a branch
+ * on its answer is on) - but for @p skip's and @p let_go's. */
 static void put_path_with_callers(kit_text_t *x, void *const *path, int n, const struct place *skip,
                                   const struct place *timed, const struct place *let_go)
 {
@@ -1781,10 +1781,12 @@ static void put_path_with_callers(kit_text_t *x, void *const *path, int n, const
         if (!students_code(path[i]) || strcmp(place->text, skip->text) == 0 || strcmp(place->text, let_go->text) == 0)
             continue;
         kit_text_t item = { said[nsaid], sizeof said[nsaid], 0 };
-        kit_text_put(&item, "%s in %s", place->text, place->function);
-        kit_text_t caller = { said[nsaid] + item.at, sizeof said[nsaid] - item.at, 0 };
-        if (strcmp(place->function, timed->function) != 0)
+        kit_text_put(&item, "%s", place->text);
+        if (strcmp(place->function, timed->function) != 0) { /* (the timed wait's own lines go without) */
+            kit_text_put(&item, " in %s", place->function);
+            kit_text_t caller = { said[nsaid] + item.at, sizeof said[nsaid] - item.at, 0 };
             inlined_callers(path[i], &caller, 1);
+        }
         bool again = false;
         for (int j = 0; j < nsaid; j++)
             again = again || strcmp(said[j], said[nsaid]) == 0;
