@@ -486,6 +486,13 @@ static bool timeout_path_text(kit_text_t *t, const struct run *r, int call)
     return r->timeout_path_text != NULL && r->ntimed_out[call] >= 2 && r->timeout_path_text(t, r, call);
 }
 
+/* What @p call read that a time-out left in place, where the process can say (not in a judge). */
+static void left_text(kit_text_t *t, const struct run *r, int call)
+{
+    if (call >= 0 && r->left_text != NULL && r->nleft[call] >= 4)
+        r->left_text(t, r, call);
+}
+
 /* Why a timed call that gave up may be the culprit: POSIX lets a time-out
  * take the wake-up that raced it. */
 static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own)
@@ -540,6 +547,7 @@ static bool report_stuck(struct run *r, struct check *k, const char *state, kit_
         timeout_note(t, r, k->stuck_call, true);
     if (!own_timeout || !timeout_path_text(t, r, k->stuck_call))
         name_line(t, r, k->stuck_call);
+    left_text(t, r, k->stuck_call);
     return fail_check(r, k->stuck_call, t);
 }
 

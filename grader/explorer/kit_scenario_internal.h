@@ -69,6 +69,8 @@ struct run {
     int ngiven_up[SCENARIO_MAX_CALLS]; /* ... its places: the wait, the path after it, where the mutex was let go */
     void *timed_out[SCENARIO_MAX_CALLS][SCENARIO_GIVEN_UP_PLACES]; /* a timed call's wait that only ran out: */
     int ntimed_out[SCENARIO_MAX_CALLS]; /* ... the same places, for the path its time-out took */
+    void *left[SCENARIO_MAX_CALLS][SCENARIO_GIVEN_UP_PLACES + 2]; /* what a call read that a time-out left: */
+    int nleft[SCENARIO_MAX_CALLS]; /* ... the change, the wait after it, its time-out's path (kit_sched.h) */
     long events;                       /* invocations and responses so far */
     long quiet_events;                 /* ... when the scenario went quiet (before the calls after) */
     long checked_events;               /* ... when its history was checked (after them) */
@@ -79,6 +81,7 @@ struct run {
     kit_scenario_namer_t *name_line;   /* NULL in a judge: it has no line of the subject's to name */
     kit_scenario_explainer_t *given_up_text; /* NULL in a judge, likewise */
     kit_scenario_explainer_t *timeout_path_text; /* NULL in a judge, likewise */
+    kit_scenario_explainer_t *left_text; /* NULL in a judge, likewise */
     kit_scenario_sink_t *sink;         /* NULL in one process */
 };
 

@@ -48,6 +48,7 @@ static void run_call(struct run *r, kit_call_t *c)
         r->ngiven_up[c - r->calls] = kit_sched_wakeup_given_up(r->given_up[c - r->calls], SCENARIO_GIVEN_UP_PLACES);
         r->ntimed_out[c - r->calls] = kit_sched_timeout_path(r->timed_out[c - r->calls], SCENARIO_GIVEN_UP_PLACES);
     }
+    r->nleft[c - r->calls] = kit_sched_left_by_timeout(r->left[c - r->calls], SCENARIO_GIVEN_UP_PLACES + 2);
     kit_sched_touch_history();
     c->responded = r->events++;
 }
@@ -213,6 +214,31 @@ static bool timeout_path_text(kit_text_t *t, const struct run *r, int call)
     return true;
 }
 
+/* After a failed check's words: the change a call read that a time-out
+ * left in place (kit_sched_left_by_timeout) - made right before a wait
+ * that returned ETIMEDOUT, whose way out did not change it back. False if
+ * the change or the wait is not the code under test's. */
+static bool left_text(kit_text_t *t, const struct run *r, int call)
+{
+    char places[SCENARIO_GIVEN_UP_PLACES + 2][160], name[160], path[1200];
+    kit_text_t p = { path, sizeof path, 0 };
+    int n = r->nleft[call];
+    kit_describe_places(r->left[call], n, places);
+    if (n < 4 || own_places(places, 1) == 0 || strcmp(places[1], places[2]) != 0)
+        return false; /* not the student's change, or its writer's next wait is not the one that timed out */
+    char change[160], wait[160];
+    snprintf(change, sizeof change, "%s", places[0]);
+    snprintf(wait, sizeof wait, "%s", places[2]);
+    if (!put_timeout_path(&p, places + 2, n - 2))
+        return false;
+    const kit_call_t *c = &r->calls[call];
+    r->sc->spec->print_call(c, r->sc->spec->ops[c->op].name, name, sizeof name);
+    kit_text_put(t, " %s read memory whose last change, at %s, came right before a wait at %s that returned "
+                 "ETIMEDOUT; %s without changing it back, and nothing changed it since: if that change was made for "
+                 "the wait, the time-out's way out must undo it too.", name, change, wait, path);
+    return true;
+}
+
 /* The object made, or the test fails: the scenarios need it. */
 static void create_object(struct run *r, unsigned char *model)
 {
@@ -271,6 +297,7 @@ static void scenario_body(void *raw)
     memset(r->touched, 0, sizeof r->touched);
     memset(r->ngiven_up, 0, sizeof r->ngiven_up);
     memset(r->ntimed_out, 0, sizeof r->ntimed_out);
+    memset(r->nleft, 0, sizeof r->nleft);
     r->events = r->quiet_events = r->checked_events = 0;
     unsigned char model[SCENARIO_STATE_MAX];
     memset(model, 0, sizeof model);
@@ -312,6 +339,7 @@ bool scenario_explore(const char *test, const char *file, int line, const struct
     r.name_line = name_line;
     r.given_up_text = given_up_text;
     r.timeout_path_text = timeout_path_text;
+    r.left_text = left_text;
     r.sink = sink;
     char extra[32];
     snprintf(extra, sizeof extra, "%d", sc->number);

@@ -237,6 +237,14 @@ int kit_sched_wakeup_given_up(void **places, int most);
  *  the wait, the lines it ran after it, where it let the mutex go. Asked
  *  after a call that returned ETIMEDOUT, as the one above. */
 int kit_sched_timeout_path(void **places, int most);
+/** On a failing schedule's run for its report, after a call of the code
+ *  under test returned: a change its thread's last critical section read
+ *  that a time-out left in place - the latest write of that memory, after
+ *  which its writer waited, and that wait timed out and let the mutex go
+ *  without writing it again. Into @p places: the write, the wait its writer
+ *  went to next, then the time-out's path (the timed wait, the lines after
+ *  it, where it let the mutex go). Their number; 0 if there is none. */
+int kit_sched_left_by_timeout(void **places, int most);
 /** A message built piece by piece in a fixed buffer (a failure's words);
  *  what does not fit is cut, never overflowed. */
 typedef struct {
@@ -379,6 +387,11 @@ void kit_sched_api_site(void *where);
  * threads' lines - a run more would be a schedule the judge did not ask for
  * (its body runs in the judge), or one more in a transcript. */
 void kit_sched_report_first_runs(void);
+/* A subject process: a test on its one schedule (kit_sched_run_test) follows
+ * its threads' lines from its start, as a run for its report does - the
+ * subject cannot run it again when it fails (its test runs in the judge), so
+ * the lines a failure's report names are followed on every such run. */
+void kit_sched_follow_test_paths(void);
 /* kit_sched_call_site()'s place, taken (it holds for one operation), or @p where if none. */
 void *kit_sched_site_or(void *where);
 

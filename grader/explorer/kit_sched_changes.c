@@ -87,6 +87,13 @@ static struct taken {
     void *places[PATH + 2]; /* the wait, the path, where it let the mutex go */
     int nplaces;
 } taken[SCHED_MAX_THREADS];
+/* Per thread: its last KEPT_OUT time-outs' paths, as taken holds them once
+ * they let the mutex go, kept_out[t][n % KEPT_OUT] the n-th (while the
+ * paths are followed): what a time-out left behind, asked after a failed
+ * check (sched_changes_left_by_timeout), when taken holds a later wait. */
+enum { KEPT_OUT = 4 };
+static struct taken kept_out[SCHED_MAX_THREADS][KEPT_OUT];
+static unsigned nkept_out[SCHED_MAX_THREADS];
 
 /* Per thread: the lines it ran after its latest write, until it let a mutex
  * go (running), and the last such path finished, with the place it let go
@@ -139,6 +146,7 @@ void sched_changes_thread_begins(int thread)
     nwait[thread] = 0;
     sched_notes.last_write[thread] = -1;
     taken[thread] = (struct taken){ .open = false };
+    nkept_out[thread] = 0;
     running_after[thread].write = NULL;
     nkept[thread] = 0;
     running_wait[thread].open = false;
@@ -367,6 +375,8 @@ void sched_changes_let_go(int thread, int mutex, void *where, int cond)
     sched_notes.open--;
     t->given_up = cond != t->cond; /* asleep on it again: no wake-up given up */
     t->places[t->nplaces++] = where;
+    if (t->given_up && !t->signalled && sched_notes.paths)
+        kept_out[thread][nkept_out[thread]++ % KEPT_OUT] = *t;
 }
 
 /* The places of the running thread's given-up path, if it is a wake-up's (@p signalled) or a time-out's. */
@@ -638,4 +648,69 @@ int sched_changes_undo_places(int sleeper, void **places, int most)
                 places[n++] = kept_after[t][k].places[j];
     }
     return n;
+}
+
+int sched_changes_section_latest(int thread, struct sched_change *out, int most)
+{
+    enum { SPANS = 64 };
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    sched_changes_apply(thread);
+    const struct sched_section *section = &sched_notes.section[thread];
+    struct sched_span seen[SPANS]; /* the memory of the later writes looked at: written again after */
+    int n = 0, nseen = 0, nreads = section->nreads < READS ? section->nreads : READS;
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    for (long i = sched_notes.nwrites - 1; i >= oldest && n < most && nseen < SPANS; i--) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+        bool read = false, again = false;
+        for (int j = 0; j < nreads; j++)
+            read = read || overlap(&section->reads[j], &note->span);
+        for (int j = 0; read && j < nseen; j++)
+            again = again || (seen[j].addr == note->span.addr && seen[j].size == note->span.size);
+        if (!read || again)
+            continue; /* not read, or not the latest write of that memory */
+        seen[nseen++] = note->span;
+        out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+    }
+    return n;
+}
+
+int sched_changes_left_by_timeout(const struct sched_change *change, void **wait, void **places, int most)
+{
+    if (change->thread < 0 || change->thread >= SCHED_MAX_THREADS)
+        return 0;
+    const struct after_write *a = stretch_of(change->thread, change->step);
+    if (a == NULL || !a->by_wait || a->nplaces < 1)
+        return 0; /* its thread did not wait next: no wait's way out to leave it */
+    *wait = a->places[a->nplaces - 1];
+    unsigned kept = nkept_out[change->thread];
+    for (unsigned k = kept > KEPT_OUT ? kept - KEPT_OUT : 0; k < kept; k++) {
+        const struct taken *t = &kept_out[change->thread][k % KEPT_OUT];
+        if (t->step <= change->step)
+            continue;
+        int n = t->nplaces < most ? t->nplaces : most;
+        memcpy(places, t->places, (size_t)n * sizeof *places);
+        if (n > 0)
+            places[n - 1] = t->places[t->nplaces - 1]; /* where it let go, always */
+        return n;
+    }
+    return 0;
+}
+
+int kit_sched_left_by_timeout(void **places, int most)
+{
+    enum { LOOKED_AT = 8 };
+    int thread = sched_running_thread();
+    struct sched_change changes[LOOKED_AT];
+    if (!sched_notes.paths || thread < 0 || thread >= SCHED_MAX_THREADS || most < 4)
+        return 0; /* followed only on a report's run */
+    int n = sched_changes_section_latest(thread, changes, LOOKED_AT);
+    for (int i = 0; i < n; i++) {
+        int k = sched_changes_left_by_timeout(&changes[i], &places[1], places + 2, most - 2);
+        if (k >= 2) {
+            places[0] = changes[i].where;
+            return k + 2;
+        }
+    }
+    return 0;
 }

@@ -881,6 +881,12 @@ static void test_job(void *raw)
 
 void (*kit_sched_on_failure)(void);
 static bool test_on_schedule; /* kit_sched_run_test's schedule is under way */
+static bool test_paths_always; /* kit_sched_follow_test_paths() */
+
+void kit_sched_follow_test_paths(void)
+{
+    test_paths_always = true;
+}
 
 void kit_sched_failure_begins(void)
 {
@@ -905,8 +911,9 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
     static bool passed;
     passed = false;
     /* Its paths are followed in a run for its report: a failure in another
-     * runs the test again so (kit_sched_failure_begins). */
-    sched_notes.paths = getenv("KIT_REPORT_RUN") != NULL || getenv("KIT_DEBUG") != NULL;
+     * runs the test again so (kit_sched_failure_begins); in a subject, which
+     * cannot run it again, always (kit_sched_follow_test_paths). */
+    sched_notes.paths = test_paths_always || getenv("KIT_REPORT_RUN") != NULL || getenv("KIT_DEBUG") != NULL;
     test_on_schedule = true;
     bool ended = run_job(test_job, &passed);
     test_on_schedule = false;

@@ -548,6 +548,15 @@ void *sched_changes_last_write(int thread, long *seq);
 /* The latest writes (each place once, newest first, at most @p most) to
  * memory @p thread read since it last took a first mutex; their number. */
 int sched_changes_section_writers(int thread, struct sched_change *out, int most);
+/* The latest write to each memory @p thread read since it last took a
+ * first mutex, of the writes kept (newest first, at most @p most): what that
+ * memory holds now. Their number. */
+int sched_changes_section_latest(int thread, struct sched_change *out, int most);
+/* After @p change its thread waited (before it let its mutex go otherwise)
+ * at *@p wait, and its first time-out since that change took the path into
+ * @p places: the timed wait, the lines after it, where it let go (at most
+ * @p most). 0 if it did not wait next, or no time-out of its is kept. */
+int sched_changes_left_by_timeout(const struct sched_change *change, void **wait, void **places, int most);
 /* The scheduled thread running now, or -1 (kit_sched.c). */
 int sched_running_thread(void);
 

@@ -1747,6 +1747,110 @@ static void explain_check(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* Of the latest writes to what the failing thread read (@p n of @p
+ * changes), the student's change that a timed wait's way out left in
+ * place: after it its thread waited at that wait, the wait returned
+ * ETIMEDOUT, and nothing wrote that memory since. Its time-out's path into
+ * @p path, its length (0: none). */
+static int left_by_timeout(const struct sched_change *changes, int n, int *which, void **path)
+{
+    for (int i = 0; i < n; i++) {
+        void *wait;
+        int k = sched_changes_left_by_timeout(&changes[i], &wait, path, AFTER_PLACES);
+        if (k >= 2 && students_code(changes[i].where) && students_code(path[0]) && students_code(path[k - 1]) &&
+            same_line(wait, path[0])) {
+            *which = i;
+            return k;
+        }
+    }
+    return 0;
+}
+
+/* "ran rwl.c:176, rwl.c:141 in writer_may_enter_locked, called from
+ * wait_to_write_locked (rwl.c:178) and ": the student's lines of a path,
+ * each once - @p timed's function's own bare, another's with its name and,
+ * for a helper inlined there, the line that called it (the line a branch
+ * on its answer is on) - but for @p skip's and @p let_go's. */
+static void put_path_with_callers(kit_text_t *x, void *const *path, int n, const struct place *skip,
+                                  const struct place *timed, const struct place *let_go)
+{
+    char said[AFTER_PLACES][200];
+    int nsaid = 0;
+    for (int i = 0; i < n && nsaid < AFTER_PLACES; i++) {
+        const struct place *place = place_of(path[i]);
+        if (!students_code(path[i]) || strcmp(place->text, skip->text) == 0 || strcmp(place->text, let_go->text) == 0)
+            continue;
+        kit_text_t item = { said[nsaid], sizeof said[nsaid], 0 };
+        kit_text_put(&item, "%s", place->text);
+        if (strcmp(place->function, timed->function) != 0) { /* (the timed wait's own lines go without) */
+            kit_text_put(&item, " in %s", place->function);
+            kit_text_t caller = { said[nsaid] + item.at, sizeof said[nsaid] - item.at, 0 };
+            inlined_callers(path[i], &caller, 1);
+        }
+        bool again = false;
+        for (int j = 0; j < nsaid; j++)
+            again = again || strcmp(said[j], said[nsaid]) == 0;
+        if (again)
+            continue;
+        kit_text_put(x, "%s%s", nsaid > 0 ? ", " : "ran ", said[nsaid]);
+        nsaid++;
+    }
+    if (nsaid > 0)
+        kit_text_put(x, " and ");
+}
+
+/* The places explain_left_by_timeout may name, wanted for addr2line. */
+static void want_left_by_timeout(const struct sched_change *changes, int n)
+{
+    void *path[AFTER_PLACES], *wait;
+    for (int i = 0; i < n; i++) {
+        want_place(changes[i].where);
+        int k = sched_changes_left_by_timeout(&changes[i], &wait, path, AFTER_PLACES);
+        for (int j = 0; j < k; j++)
+            want_place(path[j]);
+        if (k > 0)
+            want_place(wait);
+    }
+}
+
+/* A failed check on a scheduled test whose thread's last call read what a
+ * time-out left: "why: the last call before the check read memory whose
+ * last change was `l->waiting_writers++;` at rwl.c:167 in
+ * wait_to_write_locked (writer, after step 24); after it writer's timed
+ * wait at rwl.c:173 in wait_to_write_locked returned ETIMEDOUT: it ran ...
+ * and let the mutex go at rwl.c:261 in write_lock without changing it back"
+ * - the path a time-out took without undoing its thread's change for the
+ * wait, as a hang names it (explain_changed_before). */
+static void explain_left_by_timeout(bool scheduled)
+{
+    struct sched_change changes[24];
+    void *path[AFTER_PLACES];
+    if (!scheduled || sched.deadlocked || sched.failer < 0 || strstr(sched.message, "\n  why: "))
+        return;
+    int n = sched_changes_section_latest(sched.failer, changes, 24), which = -1;
+    nplaces = 0;
+    want_left_by_timeout(changes, n);
+    resolve_places();
+    int k = left_by_timeout(changes, n, &which, path);
+    if (k == 0)
+        return;
+    const struct sched_change *change = &changes[which];
+    char why[1400], code[100], there[460];
+    kit_text_t x = { why, sizeof why, 0 };
+    code_at(change->where, code, sizeof code);
+    where_text(change->where, there, sizeof there);
+    const struct place *timed = place_of(path[0]), *let_go = place_of(path[k - 1]);
+    const char *name = sched.threads[change->thread]->name;
+    kit_text_put(&x, "why: the last call before the check read memory whose last change was %sat %s (%s, after step "
+                 "%ld); after it %s's timed wait at %s in %s returned ETIMEDOUT: it ", code, there, name,
+                 change->step, name, timed->text, timed->function);
+    put_path_with_callers(&x, path + 1, k - 2, place_of(change->where), timed, let_go);
+    kit_text_put(&x, "let the mutex go at %s in %s without changing it back, and nothing changed it since: if "
+                 "that change was made for the wait, the time-out's way out must undo it too",
+                 let_go->text, let_go->function);
+    insert_why(why, scheduled);
+}
+
 #define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
 
 /* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
@@ -1834,6 +1938,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_hang(scheduled);
     explain_stall(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
+    explain_left_by_timeout(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;

@@ -390,6 +390,7 @@ int main(int argc, char **argv)
     kit_thread_set_name("main");
     kit_catch_crashes();
     kit_sched_report_first_runs();
+    kit_sched_follow_test_paths();
     kit_wire_t *start = next_request(0);
     if (start->kind != WIRE_START || start->nargs != 2)
         return 3;

@@ -406,6 +406,14 @@ void counter_shut(counter_t *c)
     pthread_mutex_unlock(&c->lock);
 }
 
+long counter_takers(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    long takers = c->takers;
+    pthread_mutex_unlock(&c->lock);
+    return takers;
+}
+
 void counter_destroy_once_no_taker_waits(counter_t *c)
 {
     pthread_mutex_lock(&c->lock);

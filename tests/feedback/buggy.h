@@ -89,6 +89,8 @@ int counter_take_one_counted_unless_shut(counter_t *c);
 void counter_shut(counter_t *c);
 /** @brief Destroys the counter once no taker is counted: it waits for ever after a time-out left one counted. */
 void counter_destroy_once_no_taker_waits(counter_t *c);
+/** @brief The takers counted now, under the lock (correct). */
+long counter_takers(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */
 typedef struct meter meter_t;
 /** @brief What a meter holds, copied out. */

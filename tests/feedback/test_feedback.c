@@ -597,6 +597,19 @@ static void test_feedback_timed_out_taker_left_counted_is_named(void **state)
     counter_destroy_once_no_taker_waits(c);
 }
 
+/* A check of a count that a time-out's way out left raised: the change,
+ * the timed wait and the lines its way out ran are named. */
+static void test_feedback_check_names_what_a_timeout_left(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_take_one_counted_within(c, 10), ETIMEDOUT);
+    long takers = counter_takers(c);
+    if (takers != 0)
+        fail_msg("counter_takers(c) returned %ld after the only timed take gave up: expected 0", takers);
+    counter_destroy(c);
+}
+
 /* A path out that leaves out the undoing step, though every other undid it:
  * the change never undone and the lines that path ran are named. */
 static void test_feedback_shut_taker_left_counted_is_named(void **state)
@@ -668,6 +681,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_lines_after_the_change),
     cmocka_unit_test(test_feedback_timed_out_taker_left_counted_is_named),
     cmocka_unit_test(test_feedback_shut_taker_left_counted_is_named),
+    cmocka_unit_test(test_feedback_check_names_what_a_timeout_left),
 };
 
 KIT_TEST_MAIN(tests)
