@@ -82,6 +82,7 @@ static void send_batch(void)
  * judge counts it without running its copy of the body again, which would
  * make the same requests, take the same answers and decide the same. */
 
+static void put_entry(int channel, bool answer, const kit_wire_t *m);
 static bool staging;          /* the schedule's entries wait in staged, not in the batch */
 static unsigned char *staged; /* its entries, encoded as in a batch, one after another */
 static size_t staged_size, staged_room;
@@ -189,10 +190,31 @@ void kit_transcript_flush(void)
     send_batch();
 }
 
+/* The chapter's words that carry items, and its functions of the test's
+ * (its generated recorders, linked with the copy of a test): none without. */
+extern const kit_wire_items_t kit_wire_chapter_items __attribute__((weak));
+extern const kit_judge_callback_type_t kit_judge_callback_types[] __attribute__((weak));
+extern const int kit_judge_ncallback_types __attribute__((weak));
+
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 {
-    if (!answer)
-        kit_wire_rename(&namer, m);
+    uint32_t names = answer && m->kind != WIRE_CALLBACK ? 0 : kit_wire_names(m, &kit_wire_chapter_items);
+    kit_transcript_put_named(channel, answer, m, names);
+}
+
+/* The entry, with the words @p names of @p m written as names; @p m itself
+ * keeps its words (the copy goes on with its own pointers). */
+void kit_transcript_put_named(int channel, bool answer, kit_wire_t *m, uint32_t names)
+{
+    uint64_t words[KIT_WIRE_ARGS];
+    memcpy(words, m->arg, sizeof words);
+    kit_wire_rename(&namer, m, names);
+    put_entry(channel, answer, m);
+    memcpy(m->arg, words, sizeof words);
+}
+
+static void put_entry(int channel, bool answer, const kit_wire_t *m)
+{
     if (staging) {
         static kit_wire_t one; /* (the schedule's threads write entries one at a time) */
         kit_wire_begin(&one, 0, 0);
@@ -214,7 +236,12 @@ void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 
 /* ---- the recording engine the copy's proxies call (kit_judge.h's names) ------------------ */
 
-static _Thread_local kit_wire_t *my_request, *my_answer; /* this thread's, made on first use */
+/* This thread's buffers, made on first use: its requests, and its answers
+ * by depth - a call that calls a function of the test's back waits for its
+ * own answer while that function's calls are answered (depth 1 and on). */
+enum { DEPTHS = 4 };
+static _Thread_local kit_wire_t *my_request, *my_answer[DEPTHS];
+static _Thread_local int depth; /* functions of the test's under way on this thread */
 
 /* The buffers of the threads that ended, kept for the next: a schedule
  * starts and ends its threads by the thousand, and a buffer as big as a
@@ -257,7 +284,8 @@ static void keep_spare(kit_wire_t **m)
 void kit_transcript_thread_done(void)
 {
     keep_spare(&my_request);
-    keep_spare(&my_answer);
+    for (int d = 0; d < DEPTHS; d++)
+        keep_spare(&my_answer[d]);
 }
 
 kit_wire_t *kit_judge_begin(uint32_t kind, uint32_t op)
@@ -284,16 +312,80 @@ void kit_judge_bytes(kit_wire_t *m, const void *bytes, size_t size, const char *
 const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes)
 {
     int channel = kit_transcript_channel();
+    uint32_t op = m->op;
     if (channel >= 0)
         kit_transcript_put(channel, false, m);
-    kit_wire_t *r = made(&my_answer);
-    kit_wire_begin(r, WIRE_REPLY, m->op);
-    if (m->kind != WIRE_CALL || m->op >= (uint32_t)kit_serve_nops || m->nargs != kit_serve_ops[m->op].words ||
-        !kit_serve_ops[m->op].serve(m, r) || r->nargs != words || r->nbytes != bytes)
-        kit_judge_violation("a call the table of the chapter's calls cannot make (op %u)", m->op);
+    kit_wire_t *r = made(&my_answer[depth]);
+    kit_wire_begin(r, WIRE_REPLY, op);
+    if (m->kind != WIRE_CALL || op >= (uint32_t)kit_serve_nops || m->nargs != kit_serve_ops[op].words ||
+        !kit_serve_ops[op].serve(m, r) || r->nargs != words || r->nbytes != bytes)
+        kit_judge_violation("a call the table of the chapter's calls cannot make (op %u)", op);
+    const kit_wire_items_t *items = &kit_wire_chapter_items;
     if (channel >= 0)
-        kit_transcript_put(channel, true, r);
+        kit_transcript_put_named(channel, true, r, items != NULL && op < (uint32_t)items->nops ? items->reply[op] : 0);
     return r;
+}
+
+/* ---- a function of the test's, called back by the code under test ---------------------------
+ * On a schedule written down, the stand-in the code under test calls (the
+ * generated serve table's) is answered here: its call is the transcript's
+ * next answer, as the judge would have read it; the copy's own function runs
+ * on this thread, its calls written down as any; its return is the request
+ * the judge's thread would have sent. The judge runs its own function there
+ * and meets each of them: a copy's function that did otherwise is caught. */
+
+kit_wire_t *kit_transcript_callback_begin(uint32_t type, uint64_t id)
+{
+    if (depth >= DEPTHS - 1) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test called the test's functions back %d deep (each from "
+                        "the one before): more than the judge serves\n", depth + 1);
+        fflush(stderr);
+        _exit(1);
+    }
+    kit_wire_t *m = made(&my_answer[depth + 1]);
+    kit_wire_begin(m, WIRE_CALLBACK, type);
+    kit_wire_word(m, id);
+    return m;
+}
+
+uint64_t kit_transcript_callback(kit_wire_t *m)
+{
+    int channel = kit_transcript_channel();
+    uint64_t arg[KIT_WIRE_ARGS];
+    uint32_t nargs = m->nargs, type = m->op;
+    memcpy(arg, m->arg, sizeof arg);
+    kit_transcript_put(channel, true, m);
+    if (&kit_judge_ncallback_types == NULL || type >= (uint32_t)kit_judge_ncallback_types)
+        kit_judge_violation("a function of the test's of a type the chapter's table does not have (%u)", type);
+    depth++;
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs);
+    depth--;
+    kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
+    kit_wire_word(done, ret);
+    kit_transcript_put(channel, false, done);
+    return ret;
+}
+
+/* (the judge's, for its bookkeeping of structs in calls in progress: the copy's threads' channels) */
+int judge_channel(void)
+{
+    return kit_transcript_channel();
+}
+
+/* (the judge's, for its engine: the copy's functions are run above, not from a message) */
+void kit_judge_post(kit_wire_t *m)
+{
+    int channel = kit_transcript_channel();
+    if (channel >= 0)
+        kit_transcript_put(channel, false, m);
+}
+
+/* Every pointer of the copy's is its own: whether the code under test gave
+ * back one the test handed it is the judge's to decide, with its own. */
+bool judge_pointer_sent(uint64_t value)
+{
+    (void)value;
+    return true;
 }
 
 uint64_t kit_judge_handle_out(const void *handle)
@@ -351,7 +443,8 @@ static void written_body(void *raw)
     unstage(); /* (a schedule left before its end: sent as it is) */
     staging = true;
     kit_transcript_begin_body();
-    namer.count = 0;
+    kit_wire_namer_reset(&namer);
+    judge_refs_forget();
     kit_wire_t *m = kit_judge_begin(WIRE_BODY, 0);
     kit_transcript_put(0, true, m);
     job->body(job->ctx);
@@ -432,7 +525,8 @@ static void written_test(void **state)
     (void)state;
     kit_serve_forget_all();
     kit_transcript_begin_body();
-    namer.count = 0;
+    kit_wire_namer_reset(&namer);
+    judge_refs_forget();
     kit_transcript_put(0, true, kit_judge_begin(WIRE_GO, 0));
     void *copy_state = NULL;
     graded->test_func(&copy_state);
