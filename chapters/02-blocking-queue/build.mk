@@ -16,9 +16,10 @@ ch02_forbids := sem_*
 # verdict given by a program that links none of the submission's code, which
 # runs in a process of its own and answers the calls of bq.h listed in
 # judged.tsv; the policies' functions of the test's go there as ids, and run
-# in the judge when the code under test calls them. Not yet by default.
-# `make grade CH=02 ch02_judged=yes` grades it judged.
-ch02_judged  :=
+# in the judge when the code under test calls them - at most 30% longer than
+# in one process, on the same schedules. `make grade CH=02 ch02_judged=`
+# grades it in one process.
+ch02_judged  := yes
 # Its explorations run their bodies in the subject, which sends each schedule's
 # transcript for the judge to replay (docs/grading.md); a policy's function of
 # the test's, called back, is in the transcript, and the judge runs its own.
