@@ -380,13 +380,6 @@ void kit_judge_post(kit_wire_t *m)
         kit_transcript_put(channel, false, m);
 }
 
-/* Every pointer of the copy's is its own: whether the code under test gave
- * back one the test handed it is the judge's to decide, with its own. */
-bool judge_pointer_sent(uint64_t value)
-{
-    (void)value;
-    return true;
-}
 
 uint64_t kit_judge_handle_out(const void *handle)
 {
@@ -403,9 +396,52 @@ void kit_judge_defined(const void *bytes, size_t size)
     (void)bytes, (void)size;
 }
 
+/* The pointers the copy handed the code under test (open addressing, 0 a
+ * free place): an item given back or handed to a function of the test's
+ * that is none of them fails the copy's test where it fails the judge's
+ * (kit_judge_item_in), the same check on the same answer. Guarded by
+ * handed_lock (the copy's threads run one at a time, but are real threads). */
+static uint64_t *handed;
+static size_t handed_room, handed_count;
+static pthread_mutex_t handed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t handed_place(const uint64_t *table, size_t room, uint64_t value)
+{
+    size_t i = (size_t)(value * 0x9e3779b97f4a7c15ULL) & (room - 1);
+    while (table[i] != 0 && table[i] != value)
+        i = (i + 1) & (room - 1);
+    return i;
+}
+
 void kit_judge_pointer_out(const void *pointer)
 {
-    (void)pointer;
+    uint64_t value = (uint64_t)(uintptr_t)pointer;
+    if (value == 0)
+        return;
+    __real_pthread_mutex_lock(&handed_lock);
+    if (2 * (handed_count + 1) > handed_room) { /* kept at most half full: every probe ends at a free place */
+        size_t room = handed_room ? 2 * handed_room : 1024;
+        uint64_t *table = grown(NULL, 0, room * sizeof *table);
+        memset(table, 0, room * sizeof *table);
+        for (size_t i = 0; i < handed_room; i++)
+            if (handed[i] != 0)
+                table[handed_place(table, room, handed[i])] = handed[i];
+        __real_free(handed);
+        handed = table;
+        handed_room = room;
+    }
+    size_t i = handed_place(handed, handed_room, value);
+    handed_count += handed[i] == 0;
+    handed[i] = value;
+    __real_pthread_mutex_unlock(&handed_lock);
+}
+
+bool judge_pointer_sent(uint64_t value)
+{
+    __real_pthread_mutex_lock(&handed_lock);
+    bool known = handed_room > 0 && handed[handed_place(handed, handed_room, value)] == value;
+    __real_pthread_mutex_unlock(&handed_lock);
+    return known;
 }
 
 void *kit_judge_pointer_in(const void *pointer)
@@ -413,8 +449,12 @@ void *kit_judge_pointer_in(const void *pointer)
     return (void *)(uintptr_t)pointer; /* (the subject's copy holds what the code under test gave back) */
 }
 
+/* What the copy met here, the judge's copy meets too: what is written down
+ * so far goes first (a function of the test's by an id never handed out is
+ * the judge's to flag), then the subject ends. */
 void kit_judge_violation(const char *format, ...)
 {
+    kit_transcript_flush();
     va_list args;
     va_start(args, format);
     fprintf(stderr, "[  ERROR   ] --- the test's copy in the code under test's process: ");
