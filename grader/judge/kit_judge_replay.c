@@ -37,6 +37,7 @@ int __real_pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *att
 bool judge_replaying;
 
 /* Guards everything below: the test's threads read the transcript at once. */
+static pthread_mutex_t replay_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The requests each thread of the test waits on for a reply, innermost last
  * (a call, then the calls of a function of the test's it runs): a call's op,
  * -1 for another request. Which words of a reply are items is the judge's
@@ -44,7 +45,6 @@ bool judge_replaying;
 enum { PENDING = 8 };
 static int waiting[KIT_WIRE_CHANNELS][PENDING];
 static int pending[KIT_WIRE_CHANNELS];
-static pthread_mutex_t replay_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One a channel: signalled when the next entry is that channel's thread's,
  * broadcast to all when a batch is needed or the transcript ended. */
 static pthread_cond_t turn[KIT_WIRE_CHANNELS];

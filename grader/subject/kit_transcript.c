@@ -380,7 +380,6 @@ void kit_judge_post(kit_wire_t *m)
         kit_transcript_put(channel, false, m);
 }
 
-
 uint64_t kit_judge_handle_out(const void *handle)
 {
     return (uint64_t)(uintptr_t)handle;
