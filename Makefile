@@ -429,7 +429,10 @@ $(WRITTEN_STAMP): FORCE
 WRITTEN_RENAMES := -D_fail=kit_transcript_fail -D__real__fail=kit_transcript_real_fail \
                    -D__wrap__fail=kit_transcript_copy_fail -Dprint_error=kit_transcript_print_error \
                    -D__wrap_print_error=kit_transcript_print_error -D_exit=kit_transcript_exit
-COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/explorer/kit_scenario.o)$(if $(call written,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).written.o $(COMMON)/judged/$(1)/record.o)
+# The copy names the test's functions as the judge does: it keeps them with
+# the judge's own bookkeeping (kit_judge_callback.c), so both give the same ids.
+RECORD_OBJS = $(COMMON)/judged/$(1)/record.o $(COMMON)/grader/judge/kit_judge_callback.o
+COPY_OBJS = $(if $(call transcribed,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).copy.o $(call RECORD_OBJS,$(1)) $(COMMON)/grader/explorer/kit_scenario.o)$(if $(call written,$(1),$(2),$(3)),$(COMMON)/judged/$(1)/$(3).written.o $(call RECORD_OBJS,$(1)))
 
 # $(call judged_test,NN-name,NN,test): the judge, and its subject beside it.
 define judged_test

@@ -16,10 +16,16 @@ ch02_forbids := sem_*
 # verdict given by a program that links none of the submission's code, which
 # runs in a process of its own and answers the calls of bq.h listed in
 # judged.tsv; the policies' functions of the test's go there as ids, and run
-# in the judge when the code under test calls them. Not yet by default.
-# `make grade CH=02 ch02_judged=yes` grades it judged.
-ch02_judged  :=
-# Its explorations run their bodies in the judge, call by call (no
-# transcripts: a written-down schedule does not carry a call of the test's
-# functions back yet).
+# in the judge when the code under test calls them - at most 30% longer than
+# in one process, on the same schedules. `make grade CH=02 ch02_judged=`
+# grades it in one process.
+ch02_judged  := yes
+# Its explorations run their bodies in the subject, which sends each schedule's
+# transcript for the judge to replay (docs/grading.md); a policy's function of
+# the test's, called back, is in the transcript, and the judge runs its own.
+ch02_transcripts := yes
+# Its graded tests of many calls, on their one schedule, are written down the
+# same way: run in the subject, replayed by the judge (docs/grading.md).
+ch02_written := test_bq_stress_producers_consumers test_bq_stress_capacity_one_wakes_the_right_side \
+                test_bq_stress_policies_account_for_every_item
 ch02_api     := bq.h

@@ -115,6 +115,8 @@ void kit_judge_ref_pop(void);
  *  1: the test's own, the @p value-th of the calls in progress on this thread; 2: one
  *  the code under test made up): the test's pointer, or the test fails. */
 const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what);
+/** A body begins: no struct is in a call in progress (a schedule may have ended in one). */
+void judge_refs_forget(void);
 /** Run the WIRE_CALLBACK @p m on this thread and answer it. */
 void judge_run_callback(const kit_wire_t *m);
 /** Whether the test handed the code under test the pointer @p value (kit_judge.c). */

@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kit_test.h"
 
@@ -175,27 +176,56 @@ void *kit_judge_opaque_in(uint64_t word)
 
 /* ---- structs the test handed by pointer, in the calls in progress on this thread ---- */
 
+/* Kept per channel, not per OS thread: a replay runs the test's threads as
+ * contexts of one OS thread (kit_judge_contexts.c), each on its channel. A
+ * thread of no channel yet keeps its own. Each thread touches only its own. */
 enum { REFS = 8 };
-static _Thread_local const void *refs[REFS];
-static _Thread_local int nrefs;
+static const void *channel_refs[KIT_WIRE_CHANNELS][REFS];
+static int channel_nrefs[KIT_WIRE_CHANNELS];
+static _Thread_local const void *own_refs[REFS];
+static _Thread_local int own_nrefs;
+
+/* The calling thread's stack of structs, and its count. */
+static int *ref_stack(const void ***refs)
+{
+    int channel = judge_channel();
+    if (channel >= 0 && channel < KIT_WIRE_CHANNELS) {
+        *refs = channel_refs[channel];
+        return &channel_nrefs[channel];
+    }
+    *refs = own_refs;
+    return &own_nrefs;
+}
+
+void judge_refs_forget(void)
+{
+    memset(channel_nrefs, 0, sizeof channel_nrefs);
+    own_nrefs = 0;
+}
 
 uint64_t kit_judge_ref_push(const void *ref)
 {
-    if (nrefs < REFS)
-        refs[nrefs] = ref;
-    return (uint64_t)nrefs++;
+    const void **refs;
+    int *nrefs = ref_stack(&refs);
+    if (*nrefs < REFS)
+        refs[*nrefs] = ref;
+    return (uint64_t)(*nrefs)++;
 }
 
 void kit_judge_ref_pop(void)
 {
-    if (nrefs > 0)
-        nrefs--;
+    const void **refs;
+    int *nrefs = ref_stack(&refs);
+    if (*nrefs > 0)
+        (*nrefs)--;
 }
 
 const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what)
 {
     if (state == 0)
         return NULL;
+    const void **refs;
+    int nrefs = *ref_stack(&refs);
     if (state == 1 && value < (uint64_t)nrefs && value < REFS)
         return refs[value];
     if (state == 1)

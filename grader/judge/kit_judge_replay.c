@@ -38,6 +38,13 @@ bool judge_replaying;
 
 /* Guards everything below: the test's threads read the transcript at once. */
 static pthread_mutex_t replay_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The requests each thread of the test waits on for a reply, innermost last
+ * (a call, then the calls of a function of the test's it runs): a call's op,
+ * -1 for another request. Which words of a reply are items is the judge's
+ * own table's say, for the call it made. */
+enum { PENDING = 8 };
+static int waiting[KIT_WIRE_CHANNELS][PENDING];
+static int pending[KIT_WIRE_CHANNELS];
 /* One a channel: signalled when the next entry is that channel's thread's,
  * broadcast to all when a batch is needed or the transcript ended. */
 static pthread_cond_t turn[KIT_WIRE_CHANNELS];
@@ -49,6 +56,10 @@ static bool have_next;
 static bool fetching;              /* a thread reads the next batch from channel 0 */
 static kit_wire_t *end_message;    /* the exploration's end, once it came instead of a batch */
 static kit_wire_namer_t namer;     /* the names the judge's copy of this body gave its objects */
+/* The chapter's words that carry items (its generated proxies); none without. */
+extern const kit_wire_items_t kit_wire_chapter_items __attribute__((weak));
+static void begin_names(void);
+static void awaits(int channel, const kit_wire_t *m);
 
 static kit_wire_t *allocate(void)
 {
@@ -117,6 +128,7 @@ void judge_replay_begin(const kit_wire_t *first)
     reader = (kit_wire_reader_t){ batch, 0 };
     have_next = false;
     end_message = NULL;
+    begin_names();
     judge_replaying = true;
     if (judge_contexts_usable())
         judge_contexts_begin();
@@ -271,7 +283,10 @@ void judge_replay_post(int channel, kit_wire_t *m)
         ended_under(channel);
         return;
     }
-    kit_wire_rename(&namer, m);
+    kit_wire_rename(&namer, m, kit_wire_names(m, &kit_wire_chapter_items));
+    if (namer.count >= KIT_WIRE_NAMES)
+        kit_fail_at(__FILE__, __LINE__, "the test names more than %d objects and items on one schedule: more than "
+                    "a transcript carries", KIT_WIRE_NAMES - 1);
     if (next.answer || !same_request(m, next.m)) {
         char mine[160], written[160];
         describe(m, mine, sizeof mine);
@@ -280,7 +295,53 @@ void judge_replay_post(int channel, kit_wire_t *m)
                             "the body sent the request %s", channel, next.answer ? "the answer" : "the request",
                             written, mine);
     }
+    awaits(channel, m);
     taken();
+}
+
+static void begin_names(void)
+{
+    kit_wire_namer_reset(&namer);
+    memset(pending, 0, sizeof pending);
+    judge_refs_forget();
+}
+
+/* A request of @p channel's that a reply answers: remembered (called with replay_lock held). */
+static void awaits(int channel, const kit_wire_t *m)
+{
+    if (m->kind != WIRE_CALL && m->kind != WIRE_SYNC && m->kind != WIRE_HOOK)
+        return;
+    if (pending[channel] == PENDING)
+        kit_judge_violation("calls of the test's functions nested deeper than the judge follows");
+    waiting[channel][pending[channel]++] = m->kind == WIRE_CALL ? (int)m->op : -1;
+}
+
+/* An answer's items, from their names back to the judge's own pointers
+ * (called with replay_lock held). A name first given in an answer - a value
+ * the code under test made up, which the subject's copy named as it came -
+ * stands for a value no pointer of the judge's has (the top bit set): the
+ * test's checks fail on it as on the subject's value, in words. */
+static void unname(int channel, kit_wire_t *m)
+{
+    const kit_wire_items_t *items = &kit_wire_chapter_items;
+    uint32_t names = 0;
+    if (m->kind == WIRE_CALLBACK)
+        names = kit_wire_names(m, items);
+    if (m->kind == WIRE_REPLY && pending[channel] > 0) {
+        int op = waiting[channel][--pending[channel]];
+        names = items != NULL && op >= 0 && op < items->nops ? items->reply[op] : 0;
+    }
+    for (uint32_t w = 0; w < m->nargs; w++) {
+        if (!(names & (1u << w)))
+            continue;
+        uint64_t name = m->arg[w];
+        if (name == (uint64_t)namer.count + 1 && namer.count < KIT_WIRE_NAMES - 1)
+            kit_wire_name(&namer, (1ULL << 63) | name);
+        if (name == 0 || name > (uint64_t)namer.count)
+            kit_judge_violation("an item named %llu in a transcript's answer, where %d were named",
+                                (unsigned long long)name, namer.count);
+        m->arg[w] = namer.value[name - 1];
+    }
 }
 
 const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into)
@@ -293,7 +354,8 @@ const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into)
                             "where the judge's copy of the body waits for an answer", channel, next.m->kind, next.m->op);
     memcpy(into, next.m, offsetof(kit_wire_t, blob) + next.m->nbytes);
     if (channel == 0 && into->kind == WIRE_BODY)
-        namer.count = 0; /* a body begins: its objects are named afresh */
+        begin_names(); /* a body begins: its objects are named afresh */
+    unname(channel, into);
     taken();
     return into;
 }

@@ -132,26 +132,47 @@ int kit_wire_entry_take(kit_wire_reader_t *r, kit_wire_entry_t *out)
     return 1;
 }
 
-int kit_wire_names(const kit_wire_t *m)
+uint32_t kit_wire_names(const kit_wire_t *m, const kit_wire_items_t *items)
 {
-    if (m->kind != WIRE_SYNC || m->nargs < 2)
+    if (m->kind == WIRE_SYNC && m->nargs >= 2 && m->op == SYNC_COND_WAIT)
+        return 3; /* the condition and its mutex */
+    if (m->kind == WIRE_SYNC && m->nargs >= 2)
+        return m->op >= SYNC_MUTEX_LOCK && m->op <= SYNC_FORGET ? 1 : 0;
+    if (items == NULL)
         return 0;
-    if (m->op == SYNC_COND_WAIT)
-        return 2; /* the condition and its mutex */
-    return m->op >= SYNC_MUTEX_LOCK && m->op <= SYNC_FORGET ? 1 : 0;
+    if (m->kind == WIRE_CALL && m->op < (uint32_t)items->nops)
+        return items->call[m->op];
+    if (m->kind == WIRE_REPLY && m->op < (uint32_t)items->nops)
+        return items->reply[m->op];
+    if (m->kind == WIRE_CALLBACK && m->op < (uint32_t)items->ntypes)
+        return items->callback[m->op];
+    return 0;
 }
 
-void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m)
+void kit_wire_namer_reset(kit_wire_namer_t *namer)
 {
-    for (int w = 0; w < kit_wire_names(m); w++) {
-        uint64_t order = 0;
-        for (int i = 0; i < namer->count && order == 0; i++)
-            if (namer->value[i] == m->arg[w])
-                order = (uint64_t)i + 1;
-        if (order == 0 && namer->count < KIT_WIRE_NAMES) {
-            namer->value[namer->count++] = m->arg[w];
-            order = (uint64_t)namer->count;
-        }
-        m->arg[w] = order;
-    }
+    for (int i = 0; i < namer->count; i++)
+        namer->slot[namer->at[i]] = 0;
+    namer->count = 0;
+}
+
+uint64_t kit_wire_name(kit_wire_namer_t *namer, uint64_t value)
+{
+    uint32_t room = 2 * KIT_WIRE_NAMES, i = (uint32_t)((value * 0x9e3779b97f4a7c15ULL) >> 40) & (room - 1);
+    for (; namer->slot[i] != 0; i = (i + 1) & (room - 1)) /* at most half full: a free slot ends every probe */
+        if (namer->value[namer->slot[i] - 1] == value)
+            return namer->slot[i];
+    if (namer->count >= KIT_WIRE_NAMES)
+        return 0;
+    namer->value[namer->count] = value;
+    namer->at[namer->count] = i;
+    namer->slot[i] = (uint32_t)++namer->count;
+    return (uint64_t)namer->count;
+}
+
+void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m, uint32_t names)
+{
+    for (uint32_t w = 0; w < m->nargs; w++)
+        if (names & (1u << w))
+            m->arg[w] = kit_wire_name(namer, m->arg[w]);
 }

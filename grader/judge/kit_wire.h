@@ -167,16 +167,35 @@ bool kit_wire_entry_put(kit_wire_t *batch, uint32_t channel, bool answer, const 
 /** Read the next entry of @p r into @p out->m: 1, 0 at the batch's end, -1
  *  for bytes that are not an entry (lengths that do not add up). */
 int kit_wire_entry_take(kit_wire_reader_t *r, kit_wire_entry_t *out);
-/** How many of a request's first words name a mutex or a condition of the test's. */
-int kit_wire_names(const kit_wire_t *m);
-/** The names a transcript's body has given so far: each value, in the order first seen. */
-enum { KIT_WIRE_NAMES = 256 };
+/** Which words of a chapter's messages carry an item of the test's - a
+ *  pointer it hands the code under test, which gives it back or hands it to
+ *  a function of the test's: a bit per word (generated with the chapter's
+ *  proxies, grader/judge/kit-proxies). Items are named in a transcript as
+ *  mutexes are: the two copies of a test hold them at different addresses. */
+typedef struct {
+    int nops, ntypes;
+    const uint32_t *call;     /**< per op: a WIRE_CALL's words */
+    const uint32_t *reply;    /**< per op: its WIRE_REPLY's words */
+    const uint32_t *callback; /**< per callback type: a WIRE_CALLBACK's words */
+} kit_wire_items_t;
+/** The words of @p m that name a mutex, a condition or an item of the
+ *  test's, a bit per word (@p items: the chapter's table, or NULL). */
+uint32_t kit_wire_names(const kit_wire_t *m, const kit_wire_items_t *items);
+/** The names a transcript's body has given so far: each value, in the order
+ *  first seen, and a hash table of them (a stress test names thousands). */
+enum { KIT_WIRE_NAMES = 1 << 16 };
 typedef struct {
     uint64_t value[KIT_WIRE_NAMES];
+    uint32_t at[KIT_WIRE_NAMES];       /* each value's place in slot */
+    uint32_t slot[2 * KIT_WIRE_NAMES]; /* 1 + a value's index; 0: free */
     int count;
 } kit_wire_namer_t;
-/** Write the words of @p m that name an object of the test's as the order
- *  each was first named in (1, 2, ...; 0 once @p namer is full). */
-void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m);
+/** A body begins: no name given yet. */
+void kit_wire_namer_reset(kit_wire_namer_t *namer);
+/** The name of @p value (1, 2, ...), given now if it has none; 0 once @p namer is full. */
+uint64_t kit_wire_name(kit_wire_namer_t *namer, uint64_t value);
+/** Write the words @p names of @p m as the order each value was first named
+ *  in (kit_wire_name). */
+void kit_wire_rename(kit_wire_namer_t *namer, kit_wire_t *m, uint32_t names);
 
 #endif

@@ -82,6 +82,7 @@ static void send_batch(void)
  * judge counts it without running its copy of the body again, which would
  * make the same requests, take the same answers and decide the same. */
 
+static void put_entry(int channel, bool answer, const kit_wire_t *m);
 static bool staging;          /* the schedule's entries wait in staged, not in the batch */
 static unsigned char *staged; /* its entries, encoded as in a batch, one after another */
 static size_t staged_size, staged_room;
@@ -189,10 +190,31 @@ void kit_transcript_flush(void)
     send_batch();
 }
 
+/* The chapter's words that carry items, and its functions of the test's
+ * (its generated recorders, linked with the copy of a test): none without. */
+extern const kit_wire_items_t kit_wire_chapter_items __attribute__((weak));
+extern const kit_judge_callback_type_t kit_judge_callback_types[] __attribute__((weak));
+extern const int kit_judge_ncallback_types __attribute__((weak));
+
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 {
-    if (!answer)
-        kit_wire_rename(&namer, m);
+    uint32_t names = answer && m->kind != WIRE_CALLBACK ? 0 : kit_wire_names(m, &kit_wire_chapter_items);
+    kit_transcript_put_named(channel, answer, m, names);
+}
+
+/* The entry, with the words @p names of @p m written as names; @p m itself
+ * keeps its words (the copy goes on with its own pointers). */
+void kit_transcript_put_named(int channel, bool answer, kit_wire_t *m, uint32_t names)
+{
+    uint64_t words[KIT_WIRE_ARGS];
+    memcpy(words, m->arg, sizeof words);
+    kit_wire_rename(&namer, m, names);
+    put_entry(channel, answer, m);
+    memcpy(m->arg, words, sizeof words);
+}
+
+static void put_entry(int channel, bool answer, const kit_wire_t *m)
+{
     if (staging) {
         static kit_wire_t one; /* (the schedule's threads write entries one at a time) */
         kit_wire_begin(&one, 0, 0);
@@ -214,7 +236,12 @@ void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 
 /* ---- the recording engine the copy's proxies call (kit_judge.h's names) ------------------ */
 
-static _Thread_local kit_wire_t *my_request, *my_answer; /* this thread's, made on first use */
+/* This thread's buffers, made on first use: its requests, and its answers
+ * by depth - a call that calls a function of the test's back waits for its
+ * own answer while that function's calls are answered (depth 1 and on). */
+enum { DEPTHS = 4 };
+static _Thread_local kit_wire_t *my_request, *my_answer[DEPTHS];
+static _Thread_local int depth; /* functions of the test's under way on this thread */
 
 /* The buffers of the threads that ended, kept for the next: a schedule
  * starts and ends its threads by the thousand, and a buffer as big as a
@@ -257,7 +284,8 @@ static void keep_spare(kit_wire_t **m)
 void kit_transcript_thread_done(void)
 {
     keep_spare(&my_request);
-    keep_spare(&my_answer);
+    for (int d = 0; d < DEPTHS; d++)
+        keep_spare(&my_answer[d]);
 }
 
 kit_wire_t *kit_judge_begin(uint32_t kind, uint32_t op)
@@ -284,16 +312,72 @@ void kit_judge_bytes(kit_wire_t *m, const void *bytes, size_t size, const char *
 const kit_wire_t *kit_judge_call(kit_wire_t *m, uint32_t words, uint32_t bytes)
 {
     int channel = kit_transcript_channel();
+    uint32_t op = m->op;
     if (channel >= 0)
         kit_transcript_put(channel, false, m);
-    kit_wire_t *r = made(&my_answer);
-    kit_wire_begin(r, WIRE_REPLY, m->op);
-    if (m->kind != WIRE_CALL || m->op >= (uint32_t)kit_serve_nops || m->nargs != kit_serve_ops[m->op].words ||
-        !kit_serve_ops[m->op].serve(m, r) || r->nargs != words || r->nbytes != bytes)
-        kit_judge_violation("a call the table of the chapter's calls cannot make (op %u)", m->op);
+    kit_wire_t *r = made(&my_answer[depth]);
+    kit_wire_begin(r, WIRE_REPLY, op);
+    if (m->kind != WIRE_CALL || op >= (uint32_t)kit_serve_nops || m->nargs != kit_serve_ops[op].words ||
+        !kit_serve_ops[op].serve(m, r) || r->nargs != words || r->nbytes != bytes)
+        kit_judge_violation("a call the table of the chapter's calls cannot make (op %u)", op);
+    const kit_wire_items_t *items = &kit_wire_chapter_items;
     if (channel >= 0)
-        kit_transcript_put(channel, true, r);
+        kit_transcript_put_named(channel, true, r, items != NULL && op < (uint32_t)items->nops ? items->reply[op] : 0);
     return r;
+}
+
+/* ---- a function of the test's, called back by the code under test ---------------------------
+ * On a schedule written down, the stand-in the code under test calls (the
+ * generated serve table's) is answered here: its call is the transcript's
+ * next answer, as the judge would have read it; the copy's own function runs
+ * on this thread, its calls written down as any; its return is the request
+ * the judge's thread would have sent. The judge runs its own function there
+ * and meets each of them: a copy's function that did otherwise is caught. */
+
+kit_wire_t *kit_transcript_callback_begin(uint32_t type, uint64_t id)
+{
+    if (depth >= DEPTHS - 1) {
+        fprintf(stderr, "[  ERROR   ] --- the code under test called the test's functions back %d deep (each from "
+                        "the one before): more than the judge serves\n", depth + 1);
+        fflush(stderr);
+        _exit(1);
+    }
+    kit_wire_t *m = made(&my_answer[depth + 1]);
+    kit_wire_begin(m, WIRE_CALLBACK, type);
+    kit_wire_word(m, id);
+    return m;
+}
+
+uint64_t kit_transcript_callback(kit_wire_t *m)
+{
+    int channel = kit_transcript_channel();
+    uint64_t arg[KIT_WIRE_ARGS];
+    uint32_t nargs = m->nargs, type = m->op;
+    memcpy(arg, m->arg, sizeof arg);
+    kit_transcript_put(channel, true, m);
+    if (&kit_judge_ncallback_types == NULL || type >= (uint32_t)kit_judge_ncallback_types)
+        kit_judge_violation("a function of the test's of a type the chapter's table does not have (%u)", type);
+    depth++;
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs);
+    depth--;
+    kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
+    kit_wire_word(done, ret);
+    kit_transcript_put(channel, false, done);
+    return ret;
+}
+
+/* (the judge's, for its bookkeeping of structs in calls in progress: the copy's threads' channels) */
+int judge_channel(void)
+{
+    return kit_transcript_channel();
+}
+
+/* (the judge's, for its engine: the copy's functions are run above, not from a message) */
+void kit_judge_post(kit_wire_t *m)
+{
+    int channel = kit_transcript_channel();
+    if (channel >= 0)
+        kit_transcript_put(channel, false, m);
 }
 
 uint64_t kit_judge_handle_out(const void *handle)
@@ -311,9 +395,52 @@ void kit_judge_defined(const void *bytes, size_t size)
     (void)bytes, (void)size;
 }
 
+/* The pointers the copy handed the code under test (open addressing, 0 a
+ * free place): an item given back or handed to a function of the test's
+ * that is none of them fails the copy's test where it fails the judge's
+ * (kit_judge_item_in), the same check on the same answer. Guarded by
+ * handed_lock (the copy's threads run one at a time, but are real threads). */
+static uint64_t *handed;
+static size_t handed_room, handed_count;
+static pthread_mutex_t handed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t handed_place(const uint64_t *table, size_t room, uint64_t value)
+{
+    size_t i = (size_t)(value * 0x9e3779b97f4a7c15ULL) & (room - 1);
+    while (table[i] != 0 && table[i] != value)
+        i = (i + 1) & (room - 1);
+    return i;
+}
+
 void kit_judge_pointer_out(const void *pointer)
 {
-    (void)pointer;
+    uint64_t value = (uint64_t)(uintptr_t)pointer;
+    if (value == 0)
+        return;
+    __real_pthread_mutex_lock(&handed_lock);
+    if (2 * (handed_count + 1) > handed_room) { /* kept at most half full: every probe ends at a free place */
+        size_t room = handed_room ? 2 * handed_room : 1024;
+        uint64_t *table = grown(NULL, 0, room * sizeof *table);
+        memset(table, 0, room * sizeof *table);
+        for (size_t i = 0; i < handed_room; i++)
+            if (handed[i] != 0)
+                table[handed_place(table, room, handed[i])] = handed[i];
+        __real_free(handed);
+        handed = table;
+        handed_room = room;
+    }
+    size_t i = handed_place(handed, handed_room, value);
+    handed_count += handed[i] == 0;
+    handed[i] = value;
+    __real_pthread_mutex_unlock(&handed_lock);
+}
+
+bool judge_pointer_sent(uint64_t value)
+{
+    __real_pthread_mutex_lock(&handed_lock);
+    bool known = handed_room > 0 && handed[handed_place(handed, handed_room, value)] == value;
+    __real_pthread_mutex_unlock(&handed_lock);
+    return known;
 }
 
 void *kit_judge_pointer_in(const void *pointer)
@@ -321,8 +448,12 @@ void *kit_judge_pointer_in(const void *pointer)
     return (void *)(uintptr_t)pointer; /* (the subject's copy holds what the code under test gave back) */
 }
 
+/* What the copy met here, the judge's copy meets too: what is written down
+ * so far goes first (a function of the test's by an id never handed out is
+ * the judge's to flag), then the subject ends. */
 void kit_judge_violation(const char *format, ...)
 {
+    kit_transcript_flush();
     va_list args;
     va_start(args, format);
     fprintf(stderr, "[  ERROR   ] --- the test's copy in the code under test's process: ");
@@ -351,7 +482,8 @@ static void written_body(void *raw)
     unstage(); /* (a schedule left before its end: sent as it is) */
     staging = true;
     kit_transcript_begin_body();
-    namer.count = 0;
+    kit_wire_namer_reset(&namer);
+    judge_refs_forget();
     kit_wire_t *m = kit_judge_begin(WIRE_BODY, 0);
     kit_transcript_put(0, true, m);
     job->body(job->ctx);
@@ -432,7 +564,8 @@ static void written_test(void **state)
     (void)state;
     kit_serve_forget_all();
     kit_transcript_begin_body();
-    namer.count = 0;
+    kit_wire_namer_reset(&namer);
+    judge_refs_forget();
     kit_transcript_put(0, true, kit_judge_begin(WIRE_GO, 0));
     void *copy_state = NULL;
     graded->test_func(&copy_state);

@@ -34,6 +34,15 @@ extern bool kit_transcript_on;
 /** The next entry: @p m on @p channel, a request or an answer (a request's
  *  names of the test's objects are renamed in place). */
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m);
+/** kit_transcript_put() with the words @p names of @p m written as names
+ *  (a call's answer: the items its row gives back). */
+void kit_transcript_put_named(int channel, bool answer, kit_wire_t *m, uint32_t names);
+/** A function of the test's (@p id, of callback @p type) called by the code
+ *  under test on a thread of the copy's while written down: its message,
+ *  for the generated stand-in to add the arguments to ... */
+kit_wire_t *kit_transcript_callback_begin(uint32_t type, uint64_t id);
+/** ... then written down, the copy's function run, its return written down and returned. */
+uint64_t kit_transcript_callback(kit_wire_t *m);
 /** Send what is written down so far (a failure ends the subject next). */
 void kit_transcript_flush(void);
 /** The calling thread's channel while a body is written down, else -1. */

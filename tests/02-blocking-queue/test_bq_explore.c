@@ -5,10 +5,10 @@
  *        and deadlines that stolen wake-ups must not stretch - on virtual
  *        time, with fixed seeds.
  *
- * Judged (ch02_judged=yes), these bodies run in the judge call by call, not
- * written down in the subject as chapters 00 and 08's are: a written-down
- * schedule does not carry a call of the test's functions back (a policy's
- * reject, on_discard, run) yet, and chapter 02's tests hand the queue some.
+ * Judged (by default), these bodies run in the subject and each schedule is
+ * written down for the judge to replay, as chapters 00, 01 and 08's are; a
+ * call of the test's functions back (a policy's reject, on_discard, run) is
+ * written down too, and the judge runs its own.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
