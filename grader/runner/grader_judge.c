@@ -30,6 +30,12 @@ char *read_log(const char *path)
     size_t n = text ? fread(text, 1, (size_t)(size - from), in) : 0;
     if (text)
         text[n] = '\0';
+    /* The code under test shares the log: a zero byte it printed would end
+     * the text there for every reader below, hiding what the test and the
+     * judge wrote after it. */
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == '\0')
+            text[i] = ' ';
     fclose(in);
     return text;
 }
@@ -377,15 +383,15 @@ static const char *load_note(const struct process_end *end, const struct run_opt
 
 /* A judged test whose judge caught the code under test's process at what no
  * code needs - a message off the protocol, a system call its filter kills,
- * an exit in the middle of the test - says so on a line of its own
- * ("[ integrity ] ..."): the test failed, and is flagged. (The subject can
- * print such a line too: it only flags itself.) */
+ * an exit in the middle of the test - says so ("[ integrity ] ..."): the
+ * test failed, and is flagged. The marker is looked for anywhere, not only
+ * at a line's start: the subject shares the log and may leave a line
+ * unfinished just before the judge writes. (The subject can print the
+ * marker too: it only flags itself.) */
 static void read_integrity(struct test_case *test, const char *log)
 {
     const char *marker = "[ integrity ] ";
-    const char *line = log;
-    while (line && strncmp(line, marker, strlen(marker)) != 0)
-        line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+    const char *line = strstr(log, marker);
     if (line == NULL || test->verdict == V_PASSED)
         return;
     test->integrity = true;
