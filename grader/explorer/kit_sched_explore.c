@@ -33,6 +33,11 @@ void sched_make_args(char *out, size_t size);
 
 static long schedules_run;
 static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
+/* The racing places known when the last schedule began: its token names
+ * these, and no more - a replay learns the others where the schedule first
+ * did, at the same steps (made switch points from its start, they would add
+ * choices the schedule did not have). */
+static int places_at_start;
 
 /* The replay under way: the racing places its token named (their positions
  * among those this process knows), whether its choices asked for more than
@@ -203,7 +208,7 @@ void sched_token(char *out, size_t size)
     if (at == 0 && size > 1)
         snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
     intptr_t places[32];
-    int n = sched_memory_racy_offsets(places, 32);
+    int n = sched_memory_racy_offsets(places, places_at_start < 32 ? places_at_start : 32);
     char first = sched_memory_anchored() ? '@' : '~';
     for (int i = 0; i < n; i++) { /* "@1a2b+1c": the racing places the schedule made switch points */
         at = strlen(out);
@@ -725,7 +730,7 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
-        int racy_before = sched_memory_racy_count();
+        int racy_before = places_at_start = sched_memory_racy_count();
         if (!run_schedule(call)) {
             if (plan.strategy == STRAT_REPLAY && replay_misfits(true)) {
                 sched_bury_threads();
