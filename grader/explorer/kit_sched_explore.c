@@ -42,14 +42,14 @@ static int places_at_start;
 /* The replay under way: the racing places its token named (their positions
  * among those this process knows), whether its choices asked for more than
  * this test's schedule offered, and, once it ran, why it is not the
- * schedule the token was printed for (NULL: it is, as far as can be seen). */
+ * schedule the token was printed for ("": it is, as far as can be seen). */
 static struct {
     int places_from, places_to;
     bool raced_before; /* a data race had been seen in this process before it */
     bool may_search;   /* a replay asked for by KIT_SCHED, of a test with a search of its own */
     bool following;    /* its one schedule is under way, its choices from the token */
     bool searched;     /* this search's replay did not fit, and the search ran after it */
-    char overrun[80]; /* "choice 12 is 2 of 2": the first choice the schedule did not offer; "": none */
+    char overrun[160]; /* the first choice the schedule did not offer, in words; "": none */
     char misfit[256];
 } replay;
 
@@ -102,7 +102,8 @@ static int prefix_choice(long index, int n)
     if (choice < n)
         return choice;
     if (replay.following && replay.may_search) {
-        snprintf(replay.overrun, sizeof replay.overrun, "choice %ld is %d of %d", index + 1, choice, n);
+        snprintf(replay.overrun, sizeof replay.overrun, "choice %ld takes alternative %d, where this test's "
+                 "schedule offers %d", index + 1, choice + 1, n);
         sched.prefix_len = index; /* the token is followed no further */
         return 0;
     }
@@ -690,7 +691,10 @@ static bool start_plan(const struct plan *plan, long *budget)
  * would, with no failure or another. A schedule that failed and reached a
  * place of its token is taken as the token's: a token of this build may
  * name a place that its failing schedule never ran (one a schedule before
- * it raced at). */
+ * it raced at). In a judged test, a failed replay that misfits is dropped
+ * from what the judge is sent (kit_sched_drop_schedule); where it cannot be
+ * (the judge runs the body, a schedule at a time), the judge's search ends
+ * at it: it is reported as the token's, the doubt said in words. */
 static bool replay_misfits(bool failed)
 {
     int places = replay.places_to - replay.places_from;
@@ -700,8 +704,7 @@ static bool replay_misfits(bool failed)
     if (!replay.may_search || sched.gave_up || atomic_load(&sched_abandoned))
         return false; /* a test's own replay is what it asks for; gave up: not a bug, and kit_explore_run() says why */
     if (replay.overrun[0] != '\0')
-        snprintf(replay.misfit, sizeof replay.misfit, "its %s, where this test's schedule offers fewer",
-                 replay.overrun);
+        snprintf(replay.misfit, sizeof replay.misfit, "its %s", replay.overrun);
     else if (places > 0 && reached == 0)
         snprintf(replay.misfit, sizeof replay.misfit, "none of its %d racing place(s) is a place where this "
                  "program accesses memory", places);
