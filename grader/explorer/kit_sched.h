@@ -292,12 +292,14 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
  *  KIT_DEBUG) set: the hook runs the test again so, and does not return. */
 void kit_sched_failure_begins(void);
 extern void (*kit_sched_on_failure)(void);
-/** Set by a judged test's subject while the copy of an exploration's body it
- *  holds runs on the schedules, written down (kit_transcript.c): drops what
- *  was written down of the schedule under way, which failed and is not
- *  reported (a replay whose token does not fit this program: the search
- *  goes on), so that the judge never sees it; false if it cannot. */
-extern bool (*kit_sched_drop_schedule)(void);
+/** Set by a judged test's subject while it runs an exploration's body on
+ *  the schedules and sends the judge what they did (kit_transcript.c: the
+ *  test's copy, written down; kit_serve_scenario.c: a generated scenario's
+ *  histories): drops what would be sent of schedule @p schedule (as
+ *  kit_sched_schedule() numbers it), which failed and is not reported (a
+ *  replay whose token does not fit this program: the search goes on), so
+ *  that the judge never sees it; false if it cannot. */
+extern bool (*kit_sched_drop_schedule)(unsigned long schedule);
 /* Until called again with NULL, this thread's steps name @p where instead of
  * the pthread call's caller: a helper of the harness names its own caller. */
 void kit_sched_name_steps(void *where);

@@ -617,7 +617,7 @@ static struct {
  * without its steps (false). The run again is not counted: the search's
  * figures are the same. */
 static bool first_runs_only; /* kit_sched_report_first_runs() */
-bool (*kit_sched_drop_schedule)(void);
+bool (*kit_sched_drop_schedule)(unsigned long schedule);
 
 void kit_sched_report_first_runs(void)
 {
@@ -712,7 +712,7 @@ static bool replay_misfits(bool failed)
         snprintf(replay.misfit, sizeof replay.misfit, "its schedule ran to its end without a failure%s",
                  reached < places ? ", and some of its racing places were never reached" : "");
     if (replay.misfit[0] != '\0' && failed && first_runs_only &&
-        !(kit_sched_drop_schedule != NULL && kit_sched_drop_schedule())) { /* judged: its judge ends its search here */
+        !(kit_sched_drop_schedule != NULL && kit_sched_drop_schedule(sched_memory_generation()))) { /* judged: its judge ends its search here */
         fprintf(stderr, "[ replay   ] %s: the token does not replay here: %s, so this failure may not be the one "
                 "it was printed with. make explore without REPLAY= searches as make grade does.\n", sched.test,
                 replay.misfit);

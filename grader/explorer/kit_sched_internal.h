@@ -317,6 +317,8 @@ void sched_memory_forget_racy(int keep);
  * at since they were learned (all of them where places are no switch
  * points: KIT_NO_RACE_POINTS). */
 int sched_memory_racy_reached(int from, int to);
+/* The number kit_sched_schedule() gives the last schedule's threads. */
+unsigned long sched_memory_generation(void);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);

@@ -156,6 +156,11 @@ unsigned long kit_sched_schedule(void)
     return sched_me() != NULL ? detector.generation : 0;
 }
 
+unsigned long sched_memory_generation(void)
+{
+    return detector.generation;
+}
+
 void sched_memory_forget_object(int obj)
 {
     object_clock[obj].length = 0;
