@@ -196,6 +196,10 @@ typedef struct kit_explore_result {
                                bound: complete within it only */
     int bound;            /**< ... the bound */
     long long virtual_ns; /**< the last schedule's virtual time at its end */
+    bool searched_again;  /**< a replay's token did not fit this program (one of
+                               another build: its places name no access here, its
+                               choices are not this test's, or its schedule did
+                               not fail): the search ran after it */
     char message[4096];   /**< why it failed */
     char token[8192];     /**< the failing schedule's replay token (without "replay:") */
 } kit_explore_result_t;
@@ -296,6 +300,14 @@ bool kit_sched_run_test(const char *test, void (*fn)(void **state), void **state
  *  KIT_DEBUG) set: the hook runs the test again so, and does not return. */
 void kit_sched_failure_begins(void);
 extern void (*kit_sched_on_failure)(void);
+/** Set by a judged test's subject while it runs an exploration's body on
+ *  the schedules and sends the judge what they did (kit_transcript.c: the
+ *  test's copy, written down; kit_serve_scenario.c: a generated scenario's
+ *  histories): drops what would be sent of schedule @p schedule (as
+ *  kit_sched_schedule() numbers it), which failed and is not reported (a
+ *  replay whose token does not fit this program: the search goes on), so
+ *  that the judge never sees it; false if it cannot. */
+extern bool (*kit_sched_drop_schedule)(unsigned long schedule);
 /* Until called again with NULL, this thread's steps name @p where instead of
  * the pthread call's caller: a helper of the harness names its own caller. */
 void kit_sched_name_steps(void *where);

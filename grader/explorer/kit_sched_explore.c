@@ -33,6 +33,25 @@ void sched_make_args(char *out, size_t size);
 
 static long schedules_run;
 static char failed_schedule[128]; /* "schedule 2 of pct:1:3" */
+/* The racing places known when the last schedule began: its token names
+ * these, and no more - a replay learns the others where the schedule first
+ * did, at the same steps (made switch points from its start, they would add
+ * choices the schedule did not have). */
+static int places_at_start;
+
+/* The replay under way: the racing places its token named (their positions
+ * among those this process knows), whether its choices asked for more than
+ * this test's schedule offered, and, once it ran, why it is not the
+ * schedule the token was printed for ("": it is, as far as can be seen). */
+static struct {
+    int places_from, places_to;
+    bool raced_before; /* a data race had been seen in this process before it */
+    bool may_search;   /* a replay asked for by KIT_SCHED, of a test with a search of its own */
+    bool following;    /* its one schedule is under way, its choices from the token */
+    bool searched;     /* this search's replay did not fit, and the search ran after it */
+    char overrun[160]; /* the first choice the schedule did not offer, in words; "": none */
+    char misfit[256];
+} replay;
 
 /* The last failed schedule, in words, for a judge that reports it (kit_serve.c). */
 const char *kit_sched_failed_schedule(void);
@@ -72,6 +91,26 @@ static void pct_change_priorities(void)
     }
 }
 
+/* The prefix's choice at @p index of @p n alternatives, or -1 (the schedule
+ * failed) if it names one the schedule does not offer. A replay that may
+ * search again notes it (replay_misfits) and goes on from here with the
+ * first alternatives: its schedule runs to an end the judge of a judged test
+ * expects, a search's next schedule after it or its failure. */
+static int prefix_choice(long index, int n)
+{
+    int choice = sched.prefix[index];
+    if (choice < n)
+        return choice;
+    if (replay.following && replay.may_search) {
+        snprintf(replay.overrun, sizeof replay.overrun, "choice %ld takes alternative %d, where this test's "
+                 "schedule offers %d", index + 1, choice + 1, n);
+        sched.prefix_len = index; /* the token is followed no further */
+        return 0;
+    }
+    sched_fail("the replay token does not fit this test (choice %ld is %d of %d)", index + 1, choice, n);
+    return -1;
+}
+
 int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, const enum sched_how *how)
 {
     long index = sched.ndecisions;
@@ -88,11 +127,9 @@ int sched_decide(int n, bool preemptive, const struct sched_thread *const *alt, 
             return -1;
         }
     } else if (index < sched.prefix_len) {
-        choice = sched.prefix[index];
-        if (choice >= n) {
-            sched_fail("the replay token does not fit this test (choice %ld is %d of %d)", index + 1, choice, n);
+        choice = prefix_choice(index, n);
+        if (choice < 0)
             return -1;
-        }
     } else if (sched.strategy == STRAT_RANDOM) {
         choice = (int)kit_rng_below(&sched.rng, (uint64_t)n);
     } else if (sched.strategy == STRAT_PCT) {
@@ -172,7 +209,7 @@ void sched_token(char *out, size_t size)
     if (at == 0 && size > 1)
         snprintf(out, size, "."); /* no choice at all: one thread could go on at every point */
     intptr_t places[32];
-    int n = sched_memory_racy_offsets(places, 32);
+    int n = sched_memory_racy_offsets(places, places_at_start < 32 ? places_at_start : 32);
     char first = sched_memory_anchored() ? '@' : '~';
     for (int i = 0; i < n; i++) { /* "@1a2b+1c": the racing places the schedule made switch points */
         at = strlen(out);
@@ -194,6 +231,9 @@ static int letter_value(char c)
  * offsets into the program. */
 static bool parse_places(const char *text)
 {
+    replay.places_from = replay.places_to = sched_memory_racy_count();
+    replay.overrun[0] = '\0';
+    replay.raced_before = kit_sched_raced(NULL);
     const char *p = strpbrk(text, "~@");
     bool anchored = p && *p == '@';
     while (p != NULL && *p) {
@@ -205,6 +245,7 @@ static bool parse_places(const char *text)
         sched_memory_learn_offset(negative ? -(intptr_t)offset : (intptr_t)offset, anchored);
         p = *end == '+' ? end : NULL;
     }
+    replay.places_to = sched_memory_racy_count();
     return true;
 }
 
@@ -576,6 +617,7 @@ static struct {
  * without its steps (false). The run again is not counted: the search's
  * figures are the same. */
 static bool first_runs_only; /* kit_sched_report_first_runs() */
+bool (*kit_sched_drop_schedule)(unsigned long schedule);
 
 void kit_sched_report_first_runs(void)
 {
@@ -626,6 +668,7 @@ static bool start_plan(const struct plan *plan, long *budget)
             return false;
         }
         *budget = 1;
+        replay.following = true;
     } else {
         sched.prefix_len = 0;
     }
@@ -639,7 +682,48 @@ static bool start_plan(const struct plan *plan, long *budget)
     return true;
 }
 
-/* On the runner: run one strategy for its budget; false at the first failing schedule. */
+/* After a replay's one schedule: whether it is not the schedule its token
+ * was printed for, as far as this program can tell, and why (replay.misfit).
+ * A token of another build - an earlier kit, or other code - names racing
+ * places by their distance from the code's start there: here no access is
+ * made at them, its choices fall at other switch points, and the schedule
+ * either needs a choice the test does not offer, or ends as another one
+ * would, with no failure or another. A schedule that failed and reached a
+ * place of its token is taken as the token's: a token of this build may
+ * name a place that its failing schedule never ran (one a schedule before
+ * it raced at). In a judged test, a failed replay that misfits is dropped
+ * from what the judge is sent (kit_sched_drop_schedule); where it cannot be
+ * (the judge runs the body, a schedule at a time), the judge's search ends
+ * at it: it is reported as the token's, the doubt said in words. */
+static bool replay_misfits(bool failed)
+{
+    int places = replay.places_to - replay.places_from;
+    int reached = sched_memory_racy_reached(replay.places_from, replay.places_to);
+    replay.misfit[0] = '\0';
+    replay.following = false;
+    if (!replay.may_search || sched.gave_up || atomic_load(&sched_abandoned))
+        return false; /* a test's own replay is what it asks for; gave up: not a bug, and kit_explore_run() says why */
+    if (replay.overrun[0] != '\0')
+        snprintf(replay.misfit, sizeof replay.misfit, "its %s", replay.overrun);
+    else if (places > 0 && reached == 0)
+        snprintf(replay.misfit, sizeof replay.misfit, "none of its %d racing place(s) is a place where this "
+                 "program accesses memory", places);
+    else if (!failed)
+        snprintf(replay.misfit, sizeof replay.misfit, "its schedule ran to its end without a failure%s",
+                 reached < places ? ", and some of its racing places were never reached" : "");
+    if (replay.misfit[0] != '\0' && failed && first_runs_only &&
+        !(kit_sched_drop_schedule != NULL && kit_sched_drop_schedule(sched_memory_generation()))) { /* judged: its judge ends its search here */
+        fprintf(stderr, "[ replay   ] %s: the token does not replay here: %s, so this failure may not be the one "
+                "it was printed with. make explore without REPLAY= searches as make grade does.\n", sched.test,
+                replay.misfit);
+        replay.misfit[0] = '\0';
+    }
+    return replay.misfit[0] != '\0';
+}
+
+/* On the runner: run one strategy for its budget; false at the first failing
+ * schedule. A replay that misfits (replay_misfits) passes, untold: the
+ * search runs the test's own strategies after it (search_again). */
 static bool explore_plan(const char *test, const char *word, long budget, struct body_call *call)
 {
     struct plan plan;
@@ -649,8 +733,14 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
     long first = schedules_run;
     for (long index = 0; index < budget; index++) {
         plan_schedule(&plan, index);
-        int racy_before = sched_memory_racy_count();
+        int racy_before = places_at_start = sched_memory_racy_count();
         if (!run_schedule(call)) {
+            if (plan.strategy == STRAT_REPLAY && replay_misfits(true)) {
+                sched_bury_threads();
+                schedules_run--, process_schedules--; /* no schedule of the search (a judge never saw it) */
+                sched_notes.paths = false;
+                return true;
+            }
             report_failure(test, word, index, run_again_for_report(call, racy_before));
             sched_notes.paths = false;
             return false;
@@ -666,6 +756,8 @@ static bool explore_plan(const char *test, const char *word, long budget, struct
             break; /* one schedule of every class within the bound was run */
         }
     }
+    if (plan.strategy == STRAT_REPLAY)
+        replay_misfits(false);
     sched_notes.paths = false;
     return true;
 }
@@ -752,6 +844,7 @@ static void fill_result(kit_explore_result_t *result, bool passed)
     result->bound_reached = proof.bound_reached;
     result->bound = proof.bound;
     result->virtual_ns = sched.now;
+    result->searched_again = replay.searched;
     snprintf(result->message, sizeof result->message, "%s", passed ? "" : failure_message());
     if (!passed && !atomic_load(&sched_abandoned))
         sched_token(result->token, sizeof result->token);
@@ -763,8 +856,46 @@ struct search {
     struct body_call call;
     long budget;          /* schedules per strategy */
     char words[1024];     /* the strategies */
+    char own[1024];       /* the test's own strategies, as make grade runs them */
     bool passed;
 };
+
+/* A replay whose token does not fit this program (replay_misfits) is said
+ * so, in words, and the test searches again: with the strategies given
+ * after the token (@p rest: KIT_SCHED="replay:TOKEN pct:7:3", which the
+ * search goes on to), or else as make grade did - the test's own
+ * strategies, seeds and budget - so that the failure the token was printed
+ * for is found again, and printed with a token of this build. */
+static bool search_again(struct search *search, const char *rest)
+{
+    bool given = rest != NULL && rest[strspn(rest, " ,")] != '\0';
+    replay.searched = true;
+    if (!sched.options.quiet) {
+        fprintf(stderr, "[ replay   ] %s: the token does not replay here: %s. It was printed by another build "
+            "(an earlier version of the kit, or other code), whose racing places and switch points are not "
+                "this one's.\n", search->test, replay.misfit);
+        fprintf(stderr, "[ replay   ] %s: searching again %s (%s, %ld schedules each): the failure it finds is "
+                "printed with a token of this build\n", search->test, given ? "with the strategies after the token" :
+                "as make grade does", given ? rest : search->own, search->budget);
+    }
+    replay.misfit[0] = '\0';
+    /* As the grade began: without the token's places, or any learned or race seen on its schedule. */
+    sched_memory_forget_racy(replay.places_from);
+    if (!replay.raced_before)
+        kit_sched_take_race();
+    if (given)
+        return true; /* search_job() goes on to them */
+    char words[sizeof search->own];
+    snprintf(words, sizeof words, "%s", search->own);
+    char *save = NULL;
+    bool passed = true;
+    for (char *word = strtok_r(words, " ,", &save); word && passed; word = strtok_r(NULL, " ,", &save))
+        passed = explore_plan(search->test, word, search->budget, &search->call);
+    if (passed && !sched.options.quiet)
+        fprintf(stderr, "[ replay   ] %s: the search found no failure: the code the token was printed for is "
+                "not the code here, or its failure needs other seeds (make explore STRATEGY=...)\n", search->test);
+    return passed;
+}
 
 static void search_job(void *raw)
 {
@@ -772,8 +903,11 @@ static void search_job(void *raw)
     char *save = NULL;
     search->passed = true;
     for (char *word = strtok_r(search->words, " ,", &save); word && search->passed;
-         word = strtok_r(NULL, " ,", &save))
+         word = strtok_r(NULL, " ,", &save)) {
         search->passed = explore_plan(search->test, word, search->budget, &search->call);
+        if (search->passed && replay.misfit[0] != '\0')
+            search->passed = search_again(search, save);
+    }
 }
 
 /* Every strategy a search is asked for is one (on the controller: cmocka fails the test). */
@@ -787,6 +921,22 @@ static void check_strategies(const char *strategies)
         if (!parse_plan(word, &plan))
             fail_msg("KIT_SCHED: \"%s\" is not random:SEED, pct:SEED:DEPTH (1-8), dfs:BOUND, dpor:BOUND or "
                      "replay:TOKEN", word);
+}
+
+/* A search's strategies: KIT_SCHED's, or else the test's own - which a
+ * replay of KIT_SCHED's whose token does not fit this program falls back
+ * to (search_again), unless the test's own are a replay. */
+static void choose_strategies(struct search *search)
+{
+    const char *own = sched.options.strategy ? sched.options.strategy : "pct:1:3 random:1";
+    const char *strategies = getenv("KIT_SCHED");
+    if (strategies == NULL || strategies[0] == '\0')
+        strategies = own;
+    replay.may_search = strategies != own && strstr(own, "replay:") == NULL;
+    replay.searched = false;
+    check_strategies(strategies);
+    snprintf(search->words, sizeof search->words, "%s", strategies);
+    snprintf(search->own, sizeof search->own, "%s", own);
 }
 
 bool kit_explore_search(const char *test, const kit_explore_t *options, void (*body)(void *ctx), void *ctx,
@@ -817,11 +967,7 @@ bool kit_explore_search(const char *test, const kit_explore_t *options, void (*b
      * twenty-fifth, but at least 40 (a small search keeps its budget). */
     if (getenv("KIT_SLOW") != NULL && getenv("KIT_SCHEDULES") == NULL)
         search.budget = search.budget / 25 > 40 ? search.budget / 25 : search.budget < 40 ? search.budget : 40;
-    const char *strategies = getenv("KIT_SCHED");
-    if (strategies == NULL || strategies[0] == '\0')
-        strategies = sched.options.strategy ? sched.options.strategy : "pct:1:3 random:1";
-    check_strategies(strategies);
-    snprintf(search.words, sizeof search.words, "%s", strategies);
+    choose_strategies(&search);
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     bool passed = run_job(search_job, &search) && search.passed;

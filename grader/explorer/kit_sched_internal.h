@@ -312,6 +312,13 @@ void sched_memory_learn_offset(intptr_t offset, bool anchored);
  * steps where it first did. */
 int sched_memory_racy_count(void);
 void sched_memory_forget_racy(int keep);
+/* How many of the racing places from @p from (counted as
+ * sched_memory_racy_count does) to @p to an access of this process was made
+ * at since they were learned (all of them where places are no switch
+ * points: KIT_NO_RACE_POINTS). */
+int sched_memory_racy_reached(int from, int to);
+/* The number kit_sched_schedule() gives the last schedule's threads. */
+unsigned long sched_memory_generation(void);
 /* Whether a race was seen in this process: then a wait gets a switch point
  * of its own before it sleeps, where lock-free code may slip in. */
 bool sched_memory_races_seen(void);

@@ -156,6 +156,11 @@ unsigned long kit_sched_schedule(void)
     return sched_me() != NULL ? detector.generation : 0;
 }
 
+unsigned long sched_memory_generation(void)
+{
+    return detector.generation;
+}
+
 void sched_memory_forget_object(int obj)
 {
     object_clock[obj].length = 0;
@@ -513,30 +518,36 @@ static bool raced;
 #define RACY_SLOTS (4 * RACY_PLACES)
 static void *racy[RACY_PLACES];
 static int nracy;
-static void *racy_index[RACY_SLOTS]; /* open addressing; NULL: empty */
+static short racy_index[RACY_SLOTS]; /* open addressing: a position in racy[] plus one; 0: empty */
+/* racy_reached[i]: an access of this process was made at racy[i] since it
+ * was learned - a place a replay token names that no access reaches is no
+ * place of this program (sched_memory_racy_reached). */
+static bool racy_reached[RACY_PLACES];
 
 static unsigned racy_slot(const void *pc)
 {
     return (unsigned)(((uintptr_t)pc * 0x9E3779B97F4A7C15ULL) >> 40) & (RACY_SLOTS - 1);
 }
 
-static bool is_racy(void *pc)
+/* pc's position in racy[], or -1 if no race was seen there. */
+static int racy_position(const void *pc)
 {
-    for (unsigned at = racy_slot(pc); racy_index[at] != NULL; at = (at + 1) & (RACY_SLOTS - 1))
-        if (racy_index[at] == pc)
-            return true;
-    return false;
+    for (unsigned at = racy_slot(pc); racy_index[at] != 0; at = (at + 1) & (RACY_SLOTS - 1))
+        if (racy[racy_index[at] - 1] == pc)
+            return racy_index[at] - 1;
+    return -1;
 }
 
 static void mark_racy(void *pc)
 {
-    if (pc == NULL || is_racy(pc) || nracy == RACY_PLACES)
+    if (pc == NULL || racy_position(pc) >= 0 || nracy == RACY_PLACES)
         return;
+    racy_reached[nracy] = false;
     racy[nracy++] = pc;
     unsigned at = racy_slot(pc);
-    while (racy_index[at] != NULL)
+    while (racy_index[at] != 0)
         at = (at + 1) & (RACY_SLOTS - 1);
-    racy_index[at] = pc;
+    racy_index[at] = (short)nracy;
 }
 
 /* The racing places, as offsets into the program (the same in every run of
@@ -590,6 +601,17 @@ void sched_memory_learn_offset(intptr_t offset, bool anchored)
 int sched_memory_racy_count(void)
 {
     return nracy;
+}
+
+int sched_memory_racy_reached(int from, int to)
+{
+    if (!race_points)
+        return to - from; /* no place is a switch point: none changes the schedule */
+    int reached = 0;
+    for (int i = from; i < to && i < nracy; i++)
+        if (racy_reached[i])
+            reached++;
+    return reached;
 }
 
 void sched_memory_forget_racy(int keep)
@@ -747,8 +769,13 @@ static inline __attribute__((always_inline)) void access_noted(struct sched_thre
         sched_changes_write(me->id, addr, bytes, pc);
     else
         sched_changes_read(me->id, addr, bytes, pc);
-    if (race_points && nracy > 0 && is_racy(pc)) /* a preemption here may make the race matter */
-        sched_memory_point(pc, write ? OP_WRITE : OP_READ);
+    if (race_points && nracy > 0) {
+        int racy_at = racy_position(pc);
+        if (racy_at >= 0) { /* a preemption here may make the race matter */
+            racy_reached[racy_at] = true;
+            sched_memory_point(pc, write ? OP_WRITE : OP_READ);
+        }
+    }
 }
 
 /* Each granule of [addr, addr + size) against its cells. (Inline in each

@@ -434,18 +434,29 @@ static void decide(const char *test, const char *file, int line, const struct sc
                             "that passed", sc->number, tally->histories, tally->unreleased, result->schedules);
 }
 
+static long strategy_words(const char *strategies)
+{
+    long words = 0;
+    for (const char *c = strategies; *c; c++)
+        words += (c == strategies || c[-1] == ' ' || c[-1] == ',') && *c != ' ' && *c != ',';
+    return words;
+}
+
 /* The most schedules a search of @p options may run, as the explorer counts
- * them (kit_sched_explore.c): its budget for each of its strategies. */
+ * them (kit_sched_explore.c): its budget for each of its strategies - and,
+ * after a replay whose token does not fit the code under test, the test's
+ * own strategies too, which the search runs then (search_again). */
 static long search_budget(const kit_explore_t *options)
 {
     const char *text = getenv("KIT_SCHEDULES");
     long each = text && text[0] ? atol(text) : options->schedules > 0 ? options->schedules : 500;
+    const char *own = options->strategy ? options->strategy : "pct:1:3 random:1";
     const char *strategies = getenv("KIT_SCHED");
     if (strategies == NULL || strategies[0] == '\0')
-        strategies = options->strategy ? options->strategy : "pct:1:3 random:1";
-    long words = 0;
-    for (const char *c = strategies; *c; c++)
-        words += (c == strategies || c[-1] == ' ' || c[-1] == ',') && *c != ' ' && *c != ',';
+        strategies = own;
+    long words = strategy_words(strategies);
+    if (strategies != own && strstr(strategies, "replay:") != NULL)
+        words += strategy_words(own);
     return each > 0 ? each * (words > 0 ? words : 1) : 1;
 }
 

@@ -29,6 +29,11 @@ extern const kit_spec_t *const kit_scenario_specs[] __attribute__((weak));
 const char *kit_sched_failed_schedule(void);
 
 static kit_wire_t batch; /* the histories not sent yet; only the schedule's running thread adds to it */
+/* The last history put in the batch: its schedule (kit_sched_schedule()),
+ * its bytes (0: none there, sent or dropped); and the schedule of the last
+ * history sent. */
+static unsigned long last_schedule, sent_schedule;
+static size_t last_size;
 
 static void flush(void)
 {
@@ -38,6 +43,24 @@ static void flush(void)
         _exit(0); /* the judge ended the test (or died) */
     kit_wire_begin(&batch, WIRE_HISTORY_BATCH, 0);
     kit_wire_word(&batch, 0);
+    if (last_schedule != 0)
+        sent_schedule = last_schedule;
+    last_schedule = 0;
+}
+
+/* kit_sched_drop_schedule: a failed schedule the explorer does not report
+ * (a replay whose token does not fit this program) - its history, if it
+ * sent one, is taken back out of the batch; false if the batch has gone. */
+static bool drop_history(unsigned long schedule)
+{
+    if (sent_schedule == schedule || (last_schedule == schedule && last_size > batch.nbytes))
+        return false;
+    if (last_schedule != schedule)
+        return true; /* it put none in the batch: it failed before its check */
+    batch.nbytes -= (uint32_t)last_size;
+    batch.arg[0]--;
+    last_schedule = 0;
+    return true;
 }
 
 /* The sink of kit_scenario_run.c: one schedule's history, into the batch. */
@@ -58,6 +81,8 @@ static void send_history(const struct run *r, bool released)
         kit_wire_bytes(&batch, &call, sizeof call);
     }
     batch.arg[0]++;
+    last_schedule = kit_sched_schedule();
+    last_size = size;
 }
 
 /* The i-th NUL-ended text of a request's blob, or "". */
@@ -117,8 +142,10 @@ bool kit_serve_scenario(const kit_wire_t *q, kit_wire_t *reply)
     kit_wire_begin(&batch, WIRE_HISTORY_BATCH, 0);
     kit_wire_word(&batch, 0);
     memset(&result, 0, sizeof result);
+    kit_sched_drop_schedule = drop_history;
     bool passed = scenario_explore(test, file, (int)q->arg[2], &sc, scenario_total(spec, (int)q->arg[1]), &options,
                                    send_history, &result);
+    kit_sched_drop_schedule = NULL;
     flush();
     if (passed)
         kit_sched_replay_scenario(NULL);

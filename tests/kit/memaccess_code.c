@@ -2,7 +2,8 @@
  * @file memaccess_code.c
  * @brief The box of memaccess_code.h: copies made by the C library, under
  *        the box's lock or after it, and a count read and written with
- *        atomics and plainly, for test_memaccess.c.
+ *        atomics and plainly (under a lock, and with none), for
+ *        test_memaccess.c.
  *
  * Built as a submission's code is: with the instrumentation, its calls of the
  * C library's memory and string functions handed to the kit first
@@ -136,6 +137,12 @@ const int count_under_lock_line = __LINE__ - 3;
 long count_peek(long *count) { return __atomic_load_n(count, __ATOMIC_RELAXED); }
 const int count_peek_line = __LINE__ - 1;
 void count_atomically(long *count) { __atomic_fetch_add(count, 1, __ATOMIC_RELAXED); }
+
+void count_plainly(long *count)
+{
+    long seen = *count;
+    *count = seen + 1;
+}
 
 void publish(long *data, long *flag)
 {

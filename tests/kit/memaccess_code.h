@@ -51,6 +51,8 @@ void count_under_lock(long *count, pthread_mutex_t *lock);
 long count_peek(long *count);
 /** Adds one to @p count with a relaxed atomic, no lock: no race with another atomic. */
 void count_atomically(long *count);
+/** Adds one to @p count, plainly, with no lock: two threads doing it race, and may lose an update. */
+void count_plainly(long *count);
 /** Writes 42 to @p data plainly, then 1 to @p flag with a release store. */
 void publish(long *data, long *flag);
 /** @p data if an acquire load of @p flag sees 1 (ordered after publish's write: no race), else -1. */

@@ -9,7 +9,10 @@
  *        race (C11's, which ThreadSanitizer reports too); two atomics never
  *        race; a plain write published by a release store and read after an
  *        acquire load that saw it is ordered. And a write one byte past a
- *        block's end, on a schedule, is a heap overrun at its line.
+ *        block's end, on a schedule, is a heap overrun at its line. And a
+ *        replay token of another build - its racing places name no access
+ *        of this program - is found out, and the test's own search finds
+ *        the failure again, with this build's token.
  *
  * The code under test is memaccess_code.c, built as a submission's code is.
  * Each search uses fixed strategies and seeds: the same result every run.
@@ -211,6 +214,29 @@ static int copy_line(enum copy copy)
     return 0;
 }
 
+/* Two threads add one to a count no lock guards: a data race, found on the
+ * first schedule; its places are switch points from then on, and a later
+ * schedule that switches between one side's read and write loses an update. */
+static void *add_plainly(void *raw)
+{
+    count_plainly(raw);
+    return NULL;
+}
+
+static void count_on_two_threads(void *ctx)
+{
+    (void)ctx;
+    long *count = calloc(1, sizeof *count);
+    kit_explore_check(count != NULL, "out of memory");
+    pthread_t other;
+    explore_ok(pthread_create(&other, NULL, add_plainly, count));
+    count_plainly(count);
+    explore_ok(pthread_join(other, NULL));
+    long counted = *count;
+    free(count);
+    kit_explore_check(counted == 2, "two threads added one each, and the count is %ld: an update was lost", counted);
+}
+
 /* ---- Tests ------------------------------------------------------------------------- */
 
 static const struct copy_case late_copies[] = {
@@ -334,6 +360,63 @@ static void test_memaccess_write_past_a_block_is_a_heap_overrun(void **state)
                  words, result.message);
 }
 
+/* A search with KIT_SCHED=@p strategies in the environment, as make explore REPLAY=token runs it. */
+static bool search_under(const char *strategies, const kit_explore_t *options, kit_explore_result_t *result)
+{
+    assert_int_equal(setenv("KIT_SCHED", strategies, 1), 0);
+    bool passed = kit_explore_search("count_on_two_threads", options, count_on_two_threads, NULL, result);
+    assert_int_equal(unsetenv("KIT_SCHED"), 0);
+    return passed;
+}
+
+/* A replay of @p token is found out as another build's, the search after it
+ * fails with @p message, and the token it prints replays that failure. */
+static void must_find_again(const char *token, const kit_explore_t *options, const char *message)
+{
+    static kit_explore_result_t again, replayed;
+    static char replay[sizeof again.token + 16];
+    assert_false(search_under(token, options, &again));
+    assert_true(again.searched_again);
+    assert_string_equal(again.message, message);
+    snprintf(replay, sizeof replay, "replay:%s", again.token);
+    assert_false(search_under(replay, options, &replayed));
+    assert_false(replayed.searched_again);
+    assert_int_equal(replayed.schedules, 1);
+    assert_string_equal(replayed.message, message);
+}
+
+static void test_memaccess_token_of_another_build_finds_the_failure_again(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED)
+        return;
+    static kit_explore_result_t found, again;
+    static char replay[sizeof found.token + 16];
+    kit_explore_t options = { .strategy = "random:5", .schedules = 200, .quiet = true };
+    if (kit_explore_search(__func__, &options, count_on_two_threads, NULL, &found))
+        fail_msg("no schedule of 200 lost an update of a count no lock guards");
+    char *places = strpbrk(found.token, "@~");
+    if (places == NULL || strchr(places, '+') == NULL)
+        fail_msg("the lost update's token names fewer than two racing places: %s", found.token);
+    /* This build's token replays its one schedule. */
+    snprintf(replay, sizeof replay, "replay:%s", found.token);
+    assert_false(search_under(replay, &options, &again));
+    assert_int_equal(again.schedules, 1);
+    assert_false(again.searched_again);
+    assert_string_equal(again.message, found.message);
+    /* The same choices with places of another build (here, a few bytes past
+     * the code's start: no access is made there) are found out, and the
+     * test's own search finds the failure again, with a token that replays
+     * it. (Not the first search's token, letter for letter: this process
+     * knows the racing places since, and the search makes them switch
+     * points from its first schedule; make explore runs a test alone.) */
+    snprintf(replay, sizeof replay, "replay:%.*s%c1+2+3", (int)(places - found.token), found.token, places[0]);
+    must_find_again(replay, &options, found.message);
+    /* Choices this test's schedule does not offer, too (alternative 51 at the first choice). */
+    must_find_again("replay:z5", &options, found.message);
+    kit_sched_take_race();
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_memaccess_late_library_copy_is_a_race_with_both_lines),
     cmocka_unit_test(test_memaccess_library_copy_under_the_lock_is_never_a_race),
@@ -341,6 +424,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_memaccess_atomic_read_of_a_plain_write_is_a_race),
     cmocka_unit_test(test_memaccess_atomics_alone_and_published_writes_are_never_races),
     cmocka_unit_test(test_memaccess_write_past_a_block_is_a_heap_overrun),
+    cmocka_unit_test(test_memaccess_token_of_another_build_finds_the_failure_again),
 };
 
 KIT_TEST_MAIN(tests)
