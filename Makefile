@@ -134,6 +134,7 @@ SCHED_WRAPS := pthread_join pthread_detach pthread_exit pthread_mutex_trylock pt
 TEST_WRAPS := $(addprefix -Wl$(comma)--wrap=,pthread_cond_wait pthread_cond_timedwait pthread_cond_signal \
                 pthread_cond_broadcast pthread_mutex_lock pthread_mutex_unlock pthread_create \
                 malloc calloc realloc free strdup strndup aligned_alloc posix_memalign \
+                asprintf vasprintf __asprintf_chk __vasprintf_chk \
                 kit_gate_wait kit_gate_await_arrivals kit_gate_destroy kit_latch_wait kit_latch_destroy \
                 _fail _assert_in_range print_error \
                 $(SCHED_WRAPS))

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -952,4 +953,58 @@ int __wrap_posix_memalign(void **out, size_t alignment, size_t size)
     if (err == 0)
         counted_by(*out, __builtin_return_address(0));
     return err;
+}
+
+/* asprintf's block comes from the C library's own malloc, which no wrapper
+ * sees: counted here, as strdup's is, so that freeing it does not cancel a
+ * block that leaked (the count would drop for a block it never held). The
+ * fortified forms are what the calls compile to under _FORTIFY_SOURCE. */
+int __real_vasprintf(char **out, const char *format, va_list args);
+int __real___vasprintf_chk(char **out, int flag, const char *format, va_list args);
+int __wrap_vasprintf(char **out, const char *format, va_list args);
+int __wrap___vasprintf_chk(char **out, int flag, const char *format, va_list args);
+int __wrap_asprintf(char **out, const char *format, ...);
+int __wrap___asprintf_chk(char **out, int flag, const char *format, ...);
+
+/* The text printf would make, in a counted block (-1 and *out NULL if none). */
+static int counted_text(char **out, int made, void *caller)
+{
+    if (made < 0) {
+        *out = NULL;
+        return -1;
+    }
+    *out = counted_by(*out, caller);
+    return made;
+}
+
+int __wrap_vasprintf(char **out, const char *format, va_list args)
+{
+    if (this_call_fails())
+        return counted_text(out, -1, NULL);
+    return counted_text(out, __real_vasprintf(out, format, args), __builtin_return_address(0));
+}
+
+int __wrap___vasprintf_chk(char **out, int flag, const char *format, va_list args)
+{
+    if (this_call_fails())
+        return counted_text(out, -1, NULL);
+    return counted_text(out, __real___vasprintf_chk(out, flag, format, args), __builtin_return_address(0));
+}
+
+int __wrap_asprintf(char **out, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int made = this_call_fails() ? -1 : __real_vasprintf(out, format, args);
+    va_end(args);
+    return counted_text(out, made, __builtin_return_address(0));
+}
+
+int __wrap___asprintf_chk(char **out, int flag, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int made = this_call_fails() ? -1 : __real___vasprintf_chk(out, flag, format, args);
+    va_end(args);
+    return counted_text(out, made, __builtin_return_address(0));
 }

@@ -5,7 +5,7 @@
  * These run in `make test` like the chapters' tests but carry no points: lib/
  * is not something students write.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* asprintf */
 #include "kit_test.h"
 
 #include <errno.h>
@@ -199,25 +199,29 @@ static char *volatile refused;
 /* Each block is kept in a volatile slot: a compiler may drop an allocation
  * whose pointer never leaves the function (clang does), and then there would
  * be nothing for the harness to count. */
-static void *volatile blocks[4];
+static void *volatile blocks[5];
 
 static void test_kit_counts_every_libc_allocator(void **state)
 {
     (void)state;
     long before = kit_live_allocations();
     void *memaligned = NULL;
+    char *printed = NULL;
     blocks[0] = strdup("pool");
     blocks[1] = strndup("pool-name", 4);
     blocks[2] = aligned_alloc(16, 32);
     assert_int_equal(posix_memalign(&memaligned, 16, 32), 0);
     blocks[3] = memaligned;
-    for (int i = 0; i < 4; i++)
+    assert_int_equal(asprintf(&printed, "pool-%d", 7), 6); /* freeing it must not cancel a leaked block */
+    blocks[4] = printed;
+    for (int i = 0; i < 5; i++)
         assert_non_null(blocks[i]);
     assert_string_equal((char *)blocks[1], "pool");
-    if (kit_live_allocations() != before + 4)
-        fail_msg("four blocks from strdup, strndup, aligned_alloc and posix_memalign; the harness counted %ld",
-                 kit_live_allocations() - before);
-    for (int i = 0; i < 4; i++)
+    assert_string_equal((char *)blocks[4], "pool-7");
+    if (kit_live_allocations() != before + 5)
+        fail_msg("five blocks from strdup, strndup, aligned_alloc, posix_memalign and asprintf; the harness "
+                 "counted %ld", kit_live_allocations() - before);
+    for (int i = 0; i < 5; i++)
         free(blocks[i]);
     if (kit_live_allocations() != before)
         fail_msg("after freeing them all the harness still counts %ld block(s)", kit_live_allocations() - before);
