@@ -14,9 +14,10 @@ TEXT = {"encoding": "utf-8", "errors": "surrogateescape"}  # a folder's name is 
 
 def csv_field(text):
     """A text field a spreadsheet shows as text: quoted, its quotes doubled,
-    and a leading = + - @ made text by a leading apostrophe."""
+    and a leading = + - @ (or a tab or carriage return, which spreadsheets
+    also read as the start of a formula) made text by a leading apostrophe."""
     text = text.replace('"', '""')
-    if text[:1] in ("=", "+", "-", "@"):
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
         text = "'" + text
     return '"%s"' % text
 
