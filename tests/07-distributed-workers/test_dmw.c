@@ -1264,14 +1264,21 @@ static void test_dmw_worker_reconnects_after_server_restart(void **state)
     assert_ok(dmw_server_restart(fx->server, 10000));
     await_all(fx); /* the master reconnects too */
     finish_processes(fx);
-    long reconnects = 0, completed = 0;
+    long reconnects = 0, completed = 0, duplicates = 0;
     for (int i = 0; i < WORKERS; i++) {
         reconnects += report_of(fx, workers[i])->stats.reconnects;
         completed += report_of(fx, workers[i])->stats.completed;
+        duplicates += report_of(fx, workers[i])->stats.duplicates;
     }
     assert_true_or_say(reconnects >= WORKERS,
         "the workers reconnected %ld times in all after the server restarted: each must", reconnects);
-    assert_int_equal_or_say(completed, TASKS, "tasks the workers completed across the restart (once each, none lost)");
+    /* A result written just as the server went away reaches it while its
+     * reply is lost: its worker, delivered the task again, finds the outcome
+     * and counts a duplicate. So each task is written at most once, and each
+     * is written or found written; the books below say it was done once. */
+    assert_true_or_say(completed <= TASKS && completed + duplicates >= TASKS,
+        "the workers wrote %ld results and found %ld already written, for %d tasks: each task must be written "
+        "once, or found written", completed, duplicates, TASKS);
     dmw_stats_t stats = assert_conserved(fx, TASKS);
     assert_int_equal(stats.completed, TASKS);
 }
