@@ -106,6 +106,9 @@ static void stage_chapter(int from, const char *to, const char *stubs, const str
         snprintf(shown, sizeof shown, "%s/%s", chapter->name, name);
         snprintf(path, sizeof path, "%s/%s/%s", to, chapter->name, name);
         stage_file(dir, shown, name, path, &found);
+        if (!found && from >= 0 && faccessat(from, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            fprintf(stderr, "kit-admit: %s is not in the submission, but %s lies at its top: a chapter's files go "
+                            "in the chapter's folder, as in exercises/ - graded as the untouched stub\n", shown, name);
         if (!found && stubs)
             copy_stub(stubs, chapter->name, name, path);
     }
