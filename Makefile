@@ -150,6 +150,7 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/subject/kit_misuse.c \
                 grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c grader/explorer/kit_sched_libc.c \
+                grader/explorer/kit_sched_printf.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_scenario_check.c \
                 grader/explorer/kit_scenario_run.c grader/explorer/kit_sched_lockorder.c \
@@ -182,7 +183,8 @@ SUPPORT_OBJS := $(patsubst %.c,$(COMMON)/%.o,$(filter-out $(if $(filter tsan,$(S
 TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
 # The C library's memory and string functions are not instrumented: in those
 # objects, each call of one of LIBC_ACCESSES is renamed to the kit's
-# kit_libc_NAME (grader/explorer/kit_sched_libc.c), which reports what it reads
+# kit_libc_NAME (grader/explorer/kit_sched_libc.c; kit_sched_printf.c for the printf
+# family that prints into memory), which reports what it reads
 # and writes, then calls the library. The compiler must not expand them
 # itself (-fno-builtin-NAME: gcc copies a memcpy of a constant size inline,
 # unseen); clang's calls for a struct copy are renamed with the rest. (Not
@@ -190,9 +192,9 @@ TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
 # a leaked block was allocated at, and that must stay the code's own line.)
 LIBC_ACCESSES := memcpy mempcpy memmove memccpy memset explicit_bzero memcmp memchr memrchr \
                  strlen strnlen strcmp strncmp strcasecmp strncasecmp strchr strchrnul strrchr strstr \
-                 strcpy stpcpy strncpy stpncpy strcat strncat
+                 strcpy stpcpy strncpy stpncpy strcat strncat snprintf vsnprintf sprintf vsprintf
 LIBC_CHECKED := __memcpy_chk __mempcpy_chk __memmove_chk __memset_chk __strcpy_chk __stpcpy_chk \
-                __strncpy_chk __strcat_chk
+                __strncpy_chk __strcat_chk __snprintf_chk __vsnprintf_chk __sprintf_chk __vsprintf_chk
 # -fsanitize-coverage=trace-pc: each block of code calls __sanitizer_cov_trace_pc
 # (kit_sched_tsan.c), so a time-out's path names every line it ran.
 INSTRUMENT := -fsanitize=thread -fsanitize-coverage=trace-pc $(addprefix -fno-builtin-,$(LIBC_ACCESSES))

@@ -15,6 +15,7 @@
 #include "memaccess_code.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,8 @@ static void shift(box_t *b, size_t size) { memmove(b->data, b->data + 1, size - 
 const int box_shift_line = __LINE__ - 1;
 static size_t name_length(box_t *b) { return strlen(b->name); }
 const int box_name_length_line = __LINE__ - 1;
+static void print_out(box_t *b, char *out, size_t size) { snprintf(out, size, "%.*s", (int)size - 1, b->data); }
+const int box_print_out_line = __LINE__ - 1;
 void copy_bytes(char *to, const char *from, size_t size) { memcpy(to, from, size); }
 const int copy_bytes_line = __LINE__ - 1;
 
@@ -88,6 +91,17 @@ void box_copy_out(box_t *b, char *out, bool locked)
     if (!locked)
         pthread_mutex_unlock(&b->lock);
     copy_out(b, out, size);
+    if (locked)
+        pthread_mutex_unlock(&b->lock);
+}
+
+void box_print_out(box_t *b, char *out, bool locked)
+{
+    pthread_mutex_lock(&b->lock);
+    size_t size = b->size;
+    if (!locked)
+        pthread_mutex_unlock(&b->lock);
+    print_out(b, out, size);
     if (locked)
         pthread_mutex_unlock(&b->lock);
 }

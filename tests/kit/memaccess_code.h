@@ -35,6 +35,9 @@ void box_rename(box_t *b, const char *name);
 
 /** Copies the box's data out: memcpy. */
 void box_copy_out(box_t *b, char *out, bool locked);
+
+/** As box_copy_out(), through snprintf("%.*s"): a read the C library makes. */
+void box_print_out(box_t *b, char *out, bool locked);
 /** Zeros the box's data: memset. */
 void box_clear(box_t *b, bool locked);
 /** Moves the box's data down one byte: memmove. */
@@ -63,6 +66,6 @@ void write_byte(char *block, size_t at);
 
 /** The lines of the library calls above, in memaccess_code.c, for the reports' places. */
 extern const int box_fill_line, box_rename_line, box_copy_out_line, box_clear_line, box_shift_line,
-    box_name_length_line, copy_bytes_line, count_under_lock_line, count_peek_line, write_byte_line;
+    box_name_length_line, box_print_out_line, copy_bytes_line, count_under_lock_line, count_peek_line, write_byte_line;
 
 #endif

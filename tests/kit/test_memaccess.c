@@ -1,8 +1,8 @@
 /**
  * @file test_memaccess.c
  * @brief Tests that the copies the C library makes for the code under test
- *        are accesses the explorer sees: a memcpy, a memset, a memmove or a
- *        string function made after the unlock is a data race found on a
+ *        are accesses the explorer sees: a memcpy, a memset, a memmove, a
+ *        string function or an snprintf made after the unlock is a data race found on a
  *        schedule, with both lines; the same calls under the lock never are;
  *        and a memcpy out of a freed block is a use after free. And atomics:
  *        an atomic read of a count another thread writes plainly is a data
@@ -34,7 +34,7 @@
 /* ---- Bodies under exploration ------------------------------------------------------- */
 
 /* What the test thread does to the box while another thread writes it. */
-enum copy { COPY_OUT, CLEAR, SHIFT, NAME_LENGTH };
+enum copy { COPY_OUT, CLEAR, SHIFT, NAME_LENGTH, PRINT_OUT };
 
 struct copy_case {
     enum copy copy;
@@ -74,6 +74,9 @@ static void make_copy(box_t *b, enum copy copy, bool locked)
         break;
     case NAME_LENGTH:
         kit_explore_check(box_name_length(b, locked) > 0, "the box has no name");
+        break;
+    case PRINT_OUT:
+        box_print_out(b, out, locked);
         break;
     }
 }
@@ -210,6 +213,8 @@ static int copy_line(enum copy copy)
         return box_shift_line;
     case NAME_LENGTH:
         return box_name_length_line;
+    case PRINT_OUT:
+        return box_print_out_line;
     }
     return 0;
 }
@@ -244,6 +249,7 @@ static const struct copy_case late_copies[] = {
     { CLEAR, false, "memset of the box after the unlock" },
     { SHIFT, false, "memmove in the box after the unlock" },
     { NAME_LENGTH, false, "strlen of the box's name after the unlock" },
+    { PRINT_OUT, false, "snprintf(\"%.*s\") of the box after the unlock" },
 };
 
 static void test_memaccess_late_library_copy_is_a_race_with_both_lines(void **state)
@@ -276,6 +282,7 @@ static void test_memaccess_library_copy_under_the_lock_is_never_a_race(void **st
         { CLEAR, true, "memset of the box under the lock" },
         { SHIFT, true, "memmove in the box under the lock" },
         { NAME_LENGTH, true, "strlen of the box's name under the lock" },
+        { PRINT_OUT, true, "snprintf(\"%.*s\") of the box under the lock" },
     };
     for (size_t i = 0; i < sizeof locked / sizeof locked[0]; i++) {
         kit_sched_take_race();
