@@ -77,21 +77,28 @@ static size_t count_size(enum size_mod mod)
     return sizes[mod];
 }
 
-/* The bytes %s reads of a string: up to the precision, its zero included if
- * printf reaches it; for %ls, at most that many wide characters. */
+/* The characters %s reads of a string of `length` characters: up to the
+ * precision, its terminating zero included if printf reaches it. */
+static size_t characters_read(size_t length, long precision)
+{
+    size_t most = precision < 0 ? (size_t)-1 : (size_t)precision;
+    return length < most ? length + 1 : most;
+}
+
+/* What %s (or %ls: wide characters) reads of its string, reported. */
 static void read_string(enum size_mod mod, long precision, va_list *args, void *pc)
 {
+    size_t most = precision < 0 ? (size_t)-1 : (size_t)precision;
     if (mod == MOD_L) {
         const wchar_t *wide = va_arg(*args, const wchar_t *);
-        size_t most = precision < 0 ? (size_t)-1 : (size_t)precision, n = wide ? wcsnlen(wide, most) : 0;
         if (wide)
-            sched_memory_range(wide, (n < most ? n + 1 : n) * sizeof(wchar_t), false, pc);
+            sched_memory_range(wide, characters_read(wcsnlen(wide, most), precision) * sizeof(wchar_t), false, pc);
         return;
     }
     const char *text = va_arg(*args, const char *);
-    size_t most = precision < 0 ? (size_t)-1 : (size_t)precision, n = text ? strnlen(text, most) : 0;
-    if (text && (n < most ? n + 1 : n) > 0)
-        sched_memory_range(text, n < most ? n + 1 : n, false, pc);
+    size_t bytes = text ? characters_read(strnlen(text, most), precision) : 0;
+    if (bytes > 0)
+        sched_memory_range(text, bytes, false, pc);
 }
 
 /* One conversion from its flags on (f after the '%'): its arguments taken,

@@ -34,9 +34,9 @@ static void rename_to(box_t *b, const char *name) { strcpy(b->name, name); }
 const int box_rename_line = __LINE__ - 1;
 static void copy_out(box_t *b, char *out, size_t size) { memcpy(out, b->data, size); }
 const int box_copy_out_line = __LINE__ - 1;
-static void clear(box_t *b, size_t size) { memset(b->data, 0, size); }
+static void clear(box_t *b, char *out, size_t size) { (void)out, memset(b->data, 0, size); }
 const int box_clear_line = __LINE__ - 1;
-static void shift(box_t *b, size_t size) { memmove(b->data, b->data + 1, size - 1); }
+static void shift(box_t *b, char *out, size_t size) { (void)out, memmove(b->data, b->data + 1, size - 1); }
 const int box_shift_line = __LINE__ - 1;
 static size_t name_length(box_t *b) { return strlen(b->name); }
 const int box_name_length_line = __LINE__ - 1;
@@ -83,50 +83,21 @@ void box_rename(box_t *b, const char *name)
 
 /* Each copy below takes the lock to read the box's size; when not @p locked,
  * it gives the lock up at once, and the copy after it is the race. */
-
-void box_copy_out(box_t *b, char *out, bool locked)
+static void with_size(box_t *b, bool locked, void (*copy)(box_t *, char *, size_t), char *out)
 {
     pthread_mutex_lock(&b->lock);
     size_t size = b->size;
     if (!locked)
         pthread_mutex_unlock(&b->lock);
-    copy_out(b, out, size);
+    copy(b, out, size);
     if (locked)
         pthread_mutex_unlock(&b->lock);
 }
 
-void box_print_out(box_t *b, char *out, bool locked)
-{
-    pthread_mutex_lock(&b->lock);
-    size_t size = b->size;
-    if (!locked)
-        pthread_mutex_unlock(&b->lock);
-    print_out(b, out, size);
-    if (locked)
-        pthread_mutex_unlock(&b->lock);
-}
-
-void box_clear(box_t *b, bool locked)
-{
-    pthread_mutex_lock(&b->lock);
-    size_t size = b->size;
-    if (!locked)
-        pthread_mutex_unlock(&b->lock);
-    clear(b, size);
-    if (locked)
-        pthread_mutex_unlock(&b->lock);
-}
-
-void box_shift(box_t *b, bool locked)
-{
-    pthread_mutex_lock(&b->lock);
-    size_t size = b->size;
-    if (!locked)
-        pthread_mutex_unlock(&b->lock);
-    shift(b, size);
-    if (locked)
-        pthread_mutex_unlock(&b->lock);
-}
+void box_copy_out(box_t *b, char *out, bool locked) { with_size(b, locked, copy_out, out); }
+void box_print_out(box_t *b, char *out, bool locked) { with_size(b, locked, print_out, out); }
+void box_clear(box_t *b, bool locked) { with_size(b, locked, clear, NULL); }
+void box_shift(box_t *b, bool locked) { with_size(b, locked, shift, NULL); }
 
 size_t box_name_length(box_t *b, bool locked)
 {
