@@ -365,7 +365,8 @@ endef
 is_judged = $(if $(filter debug,$(SAN)),,$(filter yes,$(ch$(call number,$(1))_judged)))
 JUDGE_SRCS := grader/judge/kit_wire.c grader/judge/kit_judge.c grader/judge/kit_judge_hooks.c \
               grader/judge/kit_judge_sync.c grader/judge/kit_judge_explore.c grader/judge/kit_judge_scenario.c \
-              grader/judge/kit_judge_replay.c grader/judge/kit_judge_contexts.c grader/judge/kit_judge_callback.c
+              grader/judge/kit_judge_replay.c grader/judge/kit_judge_contexts.c grader/judge/kit_judge_callback.c \
+              grader/judge/kit_judge_mirror.c
 SERVE_SRCS := grader/subject/kit_serve.c grader/subject/kit_serve_hooks.c grader/subject/kit_seccomp.c \
               grader/subject/kit_symbolize.c grader/subject/kit_serve_scenario.c grader/subject/kit_transcript.c \
               grader/subject/kit_transcript_sync.c

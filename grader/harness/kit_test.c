@@ -86,8 +86,9 @@ static void move_token(int from)
  * wake-ups"); nothing when it rests on none. */
 static void write_words(int fd, unsigned words)
 {
-    static const char *const names[] = { "leaks", "allocations made", "injected wake-ups", "futile wake-ups" };
-    char text[128] = "";
+    static const char *const names[] = { "leaks", "allocations made", "injected wake-ups", "futile wake-ups",
+                                         "scenarios' checks once quiet" };
+    char text[160] = "";
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (words & (1u << i))
             snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", text[0] ? ", " : "#", names[i]);

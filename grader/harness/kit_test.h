@@ -89,6 +89,8 @@ enum kit_subject_word {
     KIT_WORD_ALLOCATIONS = 1u << 1, /**< how many allocations it says a call made */
     KIT_WORD_WAKEUPS = 1u << 2,     /**< whether an injected wake-up it says happened did */
     KIT_WORD_FUTILE = 1u << 3,      /**< wake-ups it says found nothing to do */
+    KIT_WORD_QUIET_CHECKS = 1u << 4, /**< a generated scenario's checks of the object once it is quiet
+                                          (kit_spec_t.at_quiet: what became of each task), made beside it */
 };
 /* Notes that this test's verdict rests on @p words (enum kit_subject_word). */
 void kit_verdict_rests_on(unsigned words);

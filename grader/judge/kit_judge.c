@@ -138,7 +138,7 @@ int judge_take_channel(void)
 {
     __real_pthread_mutex_lock(&channels_lock);
     int found = -1;
-    for (int c = 1; c < KIT_WIRE_CHANNELS && found < 0; c++)
+    for (int c = 1; c < KIT_WIRE_MIRROR_FIRST && found < 0; c++)
         if (!taken[c])
             found = c;
     if (found > 0)
@@ -250,6 +250,8 @@ static void spawn_subject(void)
     for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
         close(theirs[c]);
     taken[0] = true;
+    if (kit_judge_ncallback_types > 0) /* the code under test's own threads may call the test's functions */
+        judge_mirrors_start();
 }
 
 void judge_start_subject(const char *test, bool scheduled, uint64_t seed)
@@ -407,6 +409,37 @@ void judge_recv(int channel, kit_wire_t *m)
         subject_ended();
 }
 
+bool judge_recv_idle(int channel, kit_wire_t *m)
+{
+    int err = kit_wire_recv(ends[channel], m);
+    ORDER_AFTER_RECV();
+    if (err == EPROTO)
+        kit_judge_violation("a message that is not one (its lengths do not add up)");
+    return err == 0;
+}
+
+/* The schedule's time a message from the subject carries, as this thread's now. */
+static void take_clock(const kit_wire_t *m)
+{
+    if (my_schedule && (m->flags & WIRE_CLOCKED)) {
+        my_clocked = true;
+        my_clock[0] = m->clock[0];
+        my_clock[1] = m->clock[1];
+    }
+}
+
+const kit_wire_t *judge_wait_idle(uint32_t kind, uint32_t or_kind)
+{
+    kit_wire_t *m = buffer();
+    if (!judge_recv_idle(my_channel, m))
+        return NULL;
+    take_clock(m);
+    if (m->kind != kind && m->kind != or_kind)
+        kit_judge_violation("a message of kind %u where a call of the test's function or a thread's end was due",
+                            m->kind);
+    return m;
+}
+
 const kit_wire_t *kit_judge_wait(uint32_t kind)
 {
     return kit_judge_wait_either(kind, kind);
@@ -425,11 +458,7 @@ const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t o
             m = (kit_wire_t *)judge_replay_wait(my_channel, m);
         else
             judge_recv(my_channel, m);
-        if (my_schedule && (m->flags & WIRE_CLOCKED)) {
-            my_clocked = true;
-            my_clock[0] = m->clock[0];
-            my_clock[1] = m->clock[1];
-        }
+        take_clock(m);
         if (m->kind == kind || m->kind == or_kind || m->kind == or_else)
             return m;
         if (my_channel == 0 && m->kind == WIRE_RESULT && judge_in_body)

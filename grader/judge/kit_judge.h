@@ -73,7 +73,7 @@ const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t o
 typedef struct {
     const char *name;  /**< the type's name and what it stands for, for a failure's words */
     /** Run the test's function a WIRE_CALLBACK named, from its words (copied). */
-    uint64_t (*run)(const uint64_t *arg, uint32_t nargs);
+    uint64_t (*run)(const uint64_t *arg, uint32_t nargs, const unsigned char *blob, uint32_t nbytes);
     /** The judge's forwarder in @p slot: a function of this type the test
      *  holds for one of the code under test's, which calls it there. */
     uint64_t (*forwarder)(int slot);
@@ -143,6 +143,21 @@ extern bool judge_in_body;
 /** Receive the next message on @p channel into @p m; the subject's end or a
  *  malformed packet ends the test here. */
 void judge_recv(int channel, kit_wire_t *m);
+/** The same, for a thread between calls: false at the subject's end (not
+ *  this thread's to report). */
+bool judge_recv_idle(int channel, kit_wire_t *m);
+/** This thread's next message, of @p kind or @p or_kind, between calls: NULL
+ *  at the subject's end; any other kind is a protocol violation. */
+const kit_wire_t *judge_wait_idle(uint32_t kind, uint32_t or_kind);
+/** Start the thread that mirrors the code under test's own threads (kit_judge_mirror.c). */
+void judge_mirrors_start(void);
+/** A transcript's entry opens the steps of a thread of the code under test's
+ *  own on @p channel: its mirror starts (on contexts, at its first turn). */
+void judge_mirror_replayed(uint32_t channel);
+/** The replay hands over to @p channel's context: a mirror not started yet starts. */
+void judge_mirror_before_turn(int channel);
+/** A body begins: no mirror waits to start. */
+void judge_mirrors_forget(void);
 
 /** What the judge keeps per thread of the test (kit_judge.c). */
 struct judge_thread_state {

@@ -238,13 +238,15 @@ const void *kit_judge_ref_in(uint64_t state, uint64_t value, const char *what)
 void judge_run_callback(const kit_wire_t *m)
 {
     uint64_t arg[KIT_WIRE_ARGS];
-    uint32_t nargs = m->nargs, type = m->op;
+    uint32_t nargs = m->nargs, type = m->op, nbytes = m->nbytes;
+    unsigned char blob[256]; /* the structs of the code under test's own it hands the function, as bytes */
     for (uint32_t i = 0; i < nargs && i < KIT_WIRE_ARGS; i++)
         arg[i] = m->arg[i]; /* (the calls the function makes reuse this thread's message) */
-    if (type >= (uint32_t)kit_judge_ncallback_types || nargs == 0 || m->nbytes != 0)
-        kit_judge_violation("a call of a function of the test's of a type the chapter's table does not have (%u)",
-                            type);
-    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs);
+    if (type >= (uint32_t)kit_judge_ncallback_types || nargs == 0 || nbytes > sizeof blob)
+        kit_judge_violation("a call of a function of the test's of a type the chapter's table does not have (%u), "
+                            "or with more bytes than it carries", type);
+    memcpy(blob, m->blob, nbytes);
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes);
     kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
     kit_judge_word(done, ret);
     kit_judge_post(done);

@@ -146,8 +146,20 @@ static bool take_result(const kit_wire_t *m, long bodies, kit_explore_result_t *
 /* Set by kit_explore_run(): the body is one the test wrote (not a generated scenario's). */
 static bool hand_written;
 
+/* Which of the test's hand-written explorations this is (0 for its first):
+ * the subject's copy runs the test's function and explores that one. */
+static uint64_t explored_before(const char *test)
+{
+    static char last[256];
+    static uint64_t count;
+    count = hand_written && strncmp(last, test, sizeof last - 1) == 0 ? count + 1 : 0;
+    snprintf(last, sizeof last, "%s", hand_written ? test : "");
+    return count;
+}
+
 static void ask_to_explore(const char *test, const kit_explore_t *options)
 {
+    uint64_t ordinal = explored_before(test);
     kit_wire_t *m = kit_judge_begin(WIRE_EXPLORE, 0);
     kit_judge_word(m, (uint64_t)options->schedules);
     kit_judge_word(m, (uint64_t)options->spurious);
@@ -156,6 +168,7 @@ static void ask_to_explore(const char *test, const kit_explore_t *options)
     kit_judge_word(m, options->quiet);
     kit_judge_word(m, options->strategy != NULL);
     kit_judge_word(m, hand_written); /* the subject may run it from its copy of the test */
+    kit_judge_word(m, ordinal);
     kit_judge_bytes(m, test, strlen(test) + 1, "the test's name");
     if (options->strategy)
         kit_judge_bytes(m, options->strategy, strlen(options->strategy) + 1, "the strategy");

@@ -152,6 +152,7 @@ static void wait_for_turn(int channel)
         return;
     }
     int to = have_next && end_message == NULL ? (int)next.channel : 0;
+    judge_mirror_before_turn(to);
     __real_pthread_mutex_unlock(&replay_lock);
     judge_context_yield(to);
     __real_pthread_mutex_lock(&replay_lock);
@@ -190,6 +191,8 @@ static void read_next(void)
     if (got > 0 && next.channel >= KIT_WIRE_CHANNELS)
         kit_judge_violation("a transcript's entry on channel %u, of %d", next.channel, KIT_WIRE_CHANNELS);
     have_next = got > 0;
+    if (have_next && next.answer && next.m->kind == WIRE_MIRROR)
+        judge_mirror_replayed(next.channel); /* the entry is its mirror's first */
 }
 
 /* The next entry is there, or the transcript ended (called with replay_lock
@@ -304,6 +307,7 @@ static void begin_names(void)
     kit_wire_namer_reset(&namer);
     memset(pending, 0, sizeof pending);
     judge_refs_forget();
+    judge_mirrors_forget();
 }
 
 /* A request of @p channel's that a reply answers: remembered (called with replay_lock held). */

@@ -497,6 +497,8 @@ void kit_scenarios_run(const char *test, const char *file, int line, const kit_s
         fail_msg("%s: the spec's model is larger than the scenarios allow", test);
     if (spec->model == NULL)
         fail_msg("%s: a judged test's spec needs its model's first state (kit_spec_t.model)", test);
+    if (spec->at_quiet != NULL) /* it reads the object and the records of the scenario's tasks: in the subject */
+        kit_verdict_rests_on(KIT_WORD_QUIET_CHECKS);
     int only = scenario_only();
     int total = scenario_total(spec, count);
     static struct coverage seen;

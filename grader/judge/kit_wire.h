@@ -21,9 +21,13 @@
 enum { KIT_WIRE_ARGS = 10, KIT_WIRE_BLOB = 65536 };
 
 /* The channels: channel 0 is the test's main thread's; each other thread of
- * the judge takes one of its own. The subject finds them at descriptors
- * KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
-enum { KIT_WIRE_CHANNELS = 48, KIT_WIRE_FD = 40 };
+ * the judge takes one of its own below KIT_WIRE_MIRROR_FIRST. From there up
+ * to KIT_WIRE_CONTROL, a thread of the code under test's own that calls a
+ * function of the test's back (a pool's worker running a task) takes one:
+ * the judge's thread that mirrors it runs the function there. On
+ * KIT_WIRE_CONTROL the subject says which it took (WIRE_MIRROR). The
+ * subject finds them at descriptors KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
+enum { KIT_WIRE_CHANNELS = 48, KIT_WIRE_FD = 40, KIT_WIRE_MIRROR_FIRST = 32, KIT_WIRE_CONTROL = KIT_WIRE_CHANNELS - 1 };
 
 /* The subject's exit status when a test stopped in it (a failed schedule,
  * a misuse) after meeting a data race: the judge can no longer ask it. */
@@ -35,7 +39,8 @@ enum kit_wire_kind {
     WIRE_CALL,        /* op: a function of the chapter's table; args and buffers per its row */
     WIRE_HOOK,        /* op: a harness hook (enum kit_hook) */
     WIRE_SYNC,        /* op: a pthread call of the test's own code, on a schedule (enum kit_sync) */
-    WIRE_EXPLORE,     /* ch 0: explore; args: the options, then whether the body is the test's own; blob: test\0strategy */
+    WIRE_EXPLORE,     /* ch 0: explore; args: the options, whether the body is the test's own, and which of the test's
+                         explorations it is (0: its first); blob: test\0strategy */
     WIRE_BODY_DONE,   /* the body of an exploration returned */
     WIRE_EXIT,        /* a thread of the test returned: its stand-in ends */
     WIRE_END,         /* ch 0: the test is over */
@@ -57,6 +62,9 @@ enum kit_wire_kind {
                          op: its type (the table's callback rows); arg[0]: its id; then its arguments. The
                          judge runs it on the calling thread's test thread, serves the calls it makes, and
                          answers WIRE_CALLBACK_DONE */
+    WIRE_MIRROR,      /* on KIT_WIRE_CONTROL: a thread of the code under test's own took channel arg[0] (on a
+                         schedule if arg[1]) to call the test's functions back; blob: its name. It ends with
+                         WIRE_EXIT on that channel */
 };
 
 /* A function of the test's, as the channel names it: KIT_WIRE_CALLBACK | its

@@ -41,7 +41,7 @@ struct test_case {
     bool integrity;        /* admission refused the chapter's files: an attempt on the grader, or a mistake */
     bool race_free;        /* the test delivered its race token: none of its schedules saw a data race */
     bool judged;           /* decided by a judge that links none of the submission (docs/grading.md) */
-    char subject_word[96]; /* judged: what its verdict rests on of the code under test's word, in words ("leaks") */
+    char subject_word[128]; /* judged: what its verdict rests on of the code under test's word, in words ("leaks") */
     double seconds;
     char detail[8192];     /* why it did not pass, a few lines */
     long schedules;        /* schedules it ran on (0: real threads only), its wake-ups in the code */

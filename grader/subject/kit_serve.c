@@ -23,6 +23,7 @@
 #include <execinfo.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,17 +164,62 @@ static void serve(int channel, uint32_t until)
 
 /* ---- functions of the test's, called back (the generated stand-ins' side) ---------------- */
 
+/* The mirror channels (kit_wire.h) the code under test's own threads hold:
+ * each thread takes one on its first callback and gives it back as it ends. */
+static atomic_bool mirror_taken[KIT_WIRE_CHANNELS];
+
+/* A thread of the code under test's own calls a function of the test's for
+ * the first time: it takes a mirror channel and tells the judge, which starts
+ * the thread that mirrors it; false if every one is taken. */
+static bool take_mirror(void)
+{
+    for (int c = KIT_WIRE_MIRROR_FIRST; c < KIT_WIRE_CONTROL; c++) {
+        if (atomic_exchange(&mirror_taken[c], true))
+            continue;
+        char name[16] = "";
+        pthread_getname_np(pthread_self(), name, sizeof name);
+        kit_wire_t *m = &nested[c][0]; /* (free: no callback is under way on it) */
+        kit_wire_begin(m, WIRE_MIRROR, 0);
+        kit_wire_word(m, (uint64_t)c);
+        kit_wire_word(m, kit_sched_active());
+        kit_wire_bytes(m, name, strnlen(name, sizeof name - 1));
+        if (kit_wire_send(KIT_WIRE_FD + KIT_WIRE_CONTROL, m) != 0)
+            judge_gone();
+        serving = c;
+        return true;
+    }
+    return false;
+}
+
+void kit_serve_thread_ended(void)
+{
+    if (kit_transcript_mirror_ended())
+        return;
+    int channel = serving;
+    if (channel < KIT_WIRE_MIRROR_FIRST || channel >= KIT_WIRE_CONTROL)
+        return;
+    post_kind(channel, WIRE_EXIT); /* its mirror leaves */
+    serving = -1;
+    atomic_store(&mirror_taken[channel], false);
+}
+
+static _Noreturn void cannot_call_back(const char *why)
+{
+    fprintf(stderr, "[  ERROR   ] --- %s\n", why);
+    fflush(stderr);
+    _exit(1);
+}
+
 kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id)
 {
+    if (serving < 0 && kit_transcript_channel() < 0 && kit_transcript_on && kit_transcript_take_mirror() < 0)
+        cannot_call_back("the code under test called the test's functions on more threads of its own at once than "
+                         "the judge mirrors");
     if (serving < 0 && kit_transcript_channel() >= 0)
-        return kit_transcript_callback_begin(type, id); /* a thread of the test's copy, written down */
-    if (serving < 0) {
-        fprintf(stderr, "[  ERROR   ] --- the code under test called a function the test handed it on a thread of "
-                        "its own: a test's function runs only on the thread that called into the code under test "
-                        "(the chapter's header says which thread calls it)\n");
-        fflush(stderr);
-        _exit(1);
-    }
+        return kit_transcript_callback_begin(type, id); /* a thread of the test's copy, or a mirrored one, written down */
+    if (serving < 0 && !take_mirror())
+        cannot_call_back("the code under test called the test's functions on more threads of its own at once than "
+                         "the judge mirrors");
     if (depth >= NESTED) {
         fprintf(stderr, "[  ERROR   ] --- the code under test called the test's functions back %d deep (each from "
                         "the one before): more than the judge serves\n", depth + 1);
@@ -322,14 +368,14 @@ void kit_serve_result(bool passed, const kit_explore_result_t *result)
 static void serve_explore(const kit_wire_t *q)
 {
     static char test[256], strategy[256];
-    if (q->nargs != 7)
+    if (q->nargs != 8)
         _exit(3);
     snprintf(test, sizeof test, "%.255s", text_of(q, 0));
     snprintf(strategy, sizeof strategy, "%.255s", text_of(q, 1));
     kit_explore_t options = { .strategy = q->arg[5] ? strategy : NULL, .schedules = (long)q->arg[0],
                               .spurious = (int)q->arg[1], .timeouts_race = q->arg[2] != 0,
                               .max_steps = (long)q->arg[3], .quiet = q->arg[4] != 0 };
-    if (q->arg[6] && kit_transcript_explore(test, &options))
+    if (q->arg[6] && kit_transcript_explore(test, (int)q->arg[7], &options))
         return;
     static kit_explore_result_t result;
     bool passed = kit_explore_search(test, &options, body_standin, NULL, &result);

@@ -27,8 +27,12 @@ extern char kit_serve_unset;
 
 /** A function of the test's (@p id, of the table's callback @p type), called
  *  by the code under test on this thread: its message, to add the arguments
- *  to. A thread that is no test thread's stand-in ends the subject, in words. */
+ *  to. A thread of the code under test's own takes a mirror channel first
+ *  (kit_wire.h), so the test's function runs on a thread of the judge's that
+ *  mirrors it. */
 kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id);
+/** A thread of the code under test's ends: the judge's thread that mirrors it, if any, leaves (kit_wrap.c). */
+void kit_serve_thread_ended(void);
 /** Send it, serve the calls the test's function makes, and return what it returned. */
 uint64_t kit_serve_callback(kit_wire_t *m);
 /** A struct the call being served was handed (@p copy, named @p judge by the judge), around the call. */

@@ -208,6 +208,8 @@ void kit_transcript_flush(void)
 extern const kit_wire_items_t kit_wire_chapter_items __attribute__((weak));
 extern const kit_judge_callback_type_t kit_judge_callback_types[] __attribute__((weak));
 extern const int kit_judge_ncallback_types __attribute__((weak));
+/* (the judge's bookkeeping of structs in calls in progress, linked with a copy of the test) */
+void judge_refs_forget(void) __attribute__((weak));
 
 void kit_transcript_put(int channel, bool answer, kit_wire_t *m)
 {
@@ -365,13 +367,15 @@ uint64_t kit_transcript_callback(kit_wire_t *m)
 {
     int channel = kit_transcript_channel();
     uint64_t arg[KIT_WIRE_ARGS];
-    uint32_t nargs = m->nargs, type = m->op;
+    unsigned char blob[256];
+    uint32_t nargs = m->nargs, type = m->op, nbytes = m->nbytes < sizeof blob ? m->nbytes : sizeof blob;
     memcpy(arg, m->arg, sizeof arg);
+    memcpy(blob, m->blob, nbytes);
     kit_transcript_put(channel, true, m);
     if (&kit_judge_ncallback_types == NULL || type >= (uint32_t)kit_judge_ncallback_types)
         kit_judge_violation("a function of the test's of a type the chapter's table does not have (%u)", type);
     depth++;
-    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs);
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes);
     depth--;
     kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
     kit_wire_word(done, ret);
@@ -480,6 +484,7 @@ void kit_judge_violation(const char *format, ...)
 
 static jmp_buf copy_done;             /* back to the server once the exploration asked for ended */
 static const char *asked_test;        /* the test the judge asked to explore */
+static int asked_ordinal, ordinal;    /* ... its exploration of that number (0: its first); the copy's count */
 static kit_explore_t asked_options;   /* ... with the judge's options */
 static bool explored;
 
@@ -496,7 +501,8 @@ static void written_body(void *raw)
     staging = true;
     kit_transcript_begin_body();
     kit_wire_namer_reset(&namer);
-    judge_refs_forget();
+    if (judge_refs_forget != NULL)
+        judge_refs_forget();
     kit_wire_t *m = kit_judge_begin(WIRE_BODY, 0);
     kit_transcript_put(0, true, m);
     job->body(job->ctx);
@@ -511,7 +517,7 @@ void kit_transcript_explore_run(const char *test, const char *file, int line, co
                                 void (*body)(void *ctx), void *ctx)
 {
     (void)file, (void)line, (void)options;
-    if (asked_test == NULL || strcmp(test, asked_test) != 0)
+    if (asked_test == NULL || strcmp(test, asked_test) != 0 || ordinal++ != asked_ordinal)
         return; /* (an exploration the judge did not ask for now) */
     struct job job = { body, ctx };
     static kit_explore_result_t result;
@@ -531,7 +537,7 @@ void kit_transcript_explore_run(const char *test, const char *file, int line, co
     longjmp(copy_done, 1);
 }
 
-bool kit_transcript_explore(const char *test, const kit_explore_t *options)
+bool kit_transcript_explore(const char *test, int number, const kit_explore_t *options)
 {
     const struct CMUnitTest *found = NULL;
     for (size_t i = 0; i < copy_count && found == NULL; i++)
@@ -540,6 +546,8 @@ bool kit_transcript_explore(const char *test, const kit_explore_t *options)
     if (found == NULL)
         return false; /* no copy of it here: the judge runs the body, asking once a schedule */
     asked_test = test;
+    asked_ordinal = number;
+    ordinal = 0;
     asked_options = *options;
     explored = false;
     if (setjmp(copy_done) == 0) {
@@ -580,7 +588,8 @@ static void written_test(void **state)
     kit_serve_forget_all();
     kit_transcript_begin_body();
     kit_wire_namer_reset(&namer);
-    judge_refs_forget();
+    if (judge_refs_forget != NULL)
+        judge_refs_forget();
     kit_transcript_put(0, true, kit_judge_begin(WIRE_GO, 0));
     void *copy_state = NULL;
     graded->test_func(&copy_state);

@@ -15,9 +15,9 @@
 
 /** The copy's tests, registered (before the first request). */
 void kit_transcript_register(void);
-/** Explore @p test of the copy, with the judge's @p options, and send the
+/** Explore @p test of the copy (its kit_explore() call of that @p number, 0 its first), with the judge's @p options, and send the
  *  transcripts and the result: false if the copy has no such test. */
-bool kit_transcript_explore(const char *test, const kit_explore_t *options);
+bool kit_transcript_explore(const char *test, int number, const kit_explore_t *options);
 /** The copy's kit_explore(). */
 void kit_transcript_explore_run(const char *test, const char *file, int line, const kit_explore_t *options,
                                 void (*body)(void *ctx), void *ctx);
@@ -47,6 +47,11 @@ uint64_t kit_transcript_callback(kit_wire_t *m);
 void kit_transcript_flush(void);
 /** The calling thread's channel while a body is written down, else -1. */
 int kit_transcript_channel(void);
+/** A thread of the code under test's own, calling the test's functions back
+ *  on a schedule written down: its mirror channel, taken now (-1: none free). */
+int kit_transcript_take_mirror(void);
+/** Such a thread ends: its end is written down; false if it is none. */
+bool kit_transcript_mirror_ended(void);
 /** A body begins on the calling thread, channel 0: every other channel is free. */
 void kit_transcript_begin_body(void);
 /** A thread of the copy ends: its message buffers go. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kit_judge.h"
+#include "kit_sched.h"
 #include "kit_test.h"
 #include "kit_thread.h"
 
@@ -57,7 +58,7 @@ void kit_transcript_begin_body(void)
 
 static int take_channel(void)
 {
-    for (int c = 1; c < KIT_WIRE_CHANNELS; c++)
+    for (int c = 1; c < KIT_WIRE_MIRROR_FIRST; c++)
         if (!channels[c].taken) {
             channels[c].taken = true;
             return c;
@@ -71,6 +72,41 @@ static int channel_of(pthread_t thread)
         if (channels[c].taken && pthread_equal(channels[c].thread, thread))
             return c;
     return -1;
+}
+
+/* A thread of the code under test's own calls a function of the test's
+ * back, the first time on this schedule: it takes a mirror channel, as the
+ * live subject does (kit_serve.c), and its first entry there says so - the
+ * judge starts the thread that mirrors it when it meets that entry. -1 if
+ * every mirror channel is taken. */
+int kit_transcript_take_mirror(void)
+{
+    for (int c = KIT_WIRE_MIRROR_FIRST; c < KIT_WIRE_CONTROL; c++) {
+        if (channels[c].taken)
+            continue;
+        channels[c].taken = true;
+        my_channel = c;
+        char name[16] = "";
+        pthread_getname_np(pthread_self(), name, sizeof name);
+        kit_wire_t *m = kit_judge_begin(WIRE_MIRROR, 0);
+        kit_wire_word(m, (uint64_t)c);
+        kit_wire_word(m, 1);
+        kit_wire_bytes(m, name, strnlen(name, sizeof name - 1));
+        kit_transcript_put(c, true, m);
+        return c;
+    }
+    return -1;
+}
+
+bool kit_transcript_mirror_ended(void)
+{
+    if (!kit_transcript_on || my_channel < KIT_WIRE_MIRROR_FIRST || my_channel >= KIT_WIRE_CONTROL)
+        return false;
+    kit_transcript_put(my_channel, true, kit_judge_begin(WIRE_EXIT, 0)); /* its mirror leaves */
+    channels[my_channel].taken = false;
+    my_channel = -1;
+    kit_transcript_thread_done();
+    return true;
 }
 
 /* ---- requests and answers ---------------------------------------------------------------- */
@@ -351,15 +387,19 @@ int kit_transcript_usleep(useconds_t us)
 void kit_transcript_kit_sleep_ms(long ms)
 {
     struct timespec wanted = { (time_t)(ms / 1000), (ms % 1000) * 1000000L };
+    kit_sched_name_steps(__builtin_return_address(0)); /* (its steps are the test's line's) */
     if (ms > 0)
         kit_transcript_nanosleep(&wanted, NULL);
+    kit_sched_name_steps(NULL);
 }
 
 void kit_transcript_kit_sleep_us(long us)
 {
     struct timespec wanted = { (time_t)(us / 1000000), (us % 1000000) * 1000L };
+    kit_sched_name_steps(__builtin_return_address(0));
     if (us > 0)
         kit_transcript_nanosleep(&wanted, NULL);
+    kit_sched_name_steps(NULL);
 }
 
 int64_t kit_transcript_kit_now_ns(void)
@@ -495,3 +535,51 @@ void kit_transcript_kit_fail_on_leak(long before, const char *file, int line)
     kit_fail_on_leak(before, file, line);
 }
 
+
+/* ---- tallies: the judge's own (grader/judge/kit_judge_explore.c), made of the copy's calls --------
+ * A tally the copy counts on is counted with the calls the judge's copy
+ * makes for it, each written down as any of the test's: a task that adds to
+ * one on a worker is met, step by step, by the judge's task on its mirror. */
+
+void kit_transcript_kit_tally_init(kit_tally_t *tally)
+{
+    tally->count = 0;
+    explore_ok(pthread_mutex_init(&tally->lock, NULL));
+    explore_ok(kit_transcript_pthread_cond_init(&tally->changed, NULL));
+}
+
+void kit_transcript_kit_tally_add(kit_tally_t *tally)
+{
+    kit_sched_name_steps(__builtin_return_address(0));
+    kit_transcript_pthread_mutex_lock(&tally->lock);
+    tally->count++;
+    kit_transcript_pthread_cond_broadcast(&tally->changed); /* waiters may want different counts */
+    kit_transcript_pthread_mutex_unlock(&tally->lock);
+    kit_sched_name_steps(NULL);
+}
+
+void kit_transcript_kit_tally_await(kit_tally_t *tally, int count)
+{
+    kit_sched_name_steps(__builtin_return_address(0));
+    kit_transcript_pthread_mutex_lock(&tally->lock);
+    while (tally->count < count) /* while: a broadcast for a smaller count, or a spurious wake-up */
+        kit_transcript_pthread_cond_wait(&tally->changed, &tally->lock);
+    kit_transcript_pthread_mutex_unlock(&tally->lock);
+    kit_sched_name_steps(NULL);
+}
+
+int kit_transcript_kit_tally_count(kit_tally_t *tally)
+{
+    kit_sched_name_steps(__builtin_return_address(0));
+    kit_transcript_pthread_mutex_lock(&tally->lock);
+    int count = tally->count;
+    kit_transcript_pthread_mutex_unlock(&tally->lock);
+    kit_sched_name_steps(NULL);
+    return count;
+}
+
+void kit_transcript_kit_tally_destroy(kit_tally_t *tally)
+{
+    kit_transcript_pthread_cond_destroy(&tally->changed);
+    kit_transcript_pthread_mutex_destroy(&tally->lock);
+}
