@@ -13,7 +13,7 @@ ch03_defines := tpool_*
 # calls of tpool.h listed in judged.tsv go to the submission in a process of
 # its own; a task runs in the judge, on a thread that mirrors the worker
 # that runs it there. `make grade CH=03 ch03_judged=yes` grades it so.
-ch03_judged  :=
+ch03_judged  := yes
 ch03_api     := tpool.h
 # Its explorations run their bodies in the subject, which sends each
 # schedule's transcript for the judge to replay (docs/grading.md); a task a
