@@ -320,6 +320,10 @@ void kit_test_run_group_at(size_t count, const char *name, void *(*fn)(void *), 
 uint64_t kit_test_seed(void);
 /** @brief Repetitions for a stress loop: @p base times $KIT_REPEAT_SCALE (default 1). */
 long kit_test_repeat(long base);
+/** @brief Whether the test runs judged (docs/grading.md): each call of the
+ *  code under test is then a round trip to another process, and a stress
+ *  loop sized for one process may run its smaller size, as under KIT_SLOW. */
+bool kit_test_judged(void);
 /** @brief A short random pause: nothing, a yield, or a sleep of up to @p max_us. */
 void kit_jitter(kit_rng_t *rng, unsigned max_us);
 

@@ -69,6 +69,8 @@ static _Thread_local bool my_touch;           /* a history event to send with th
 static _Thread_local bool my_clocked;         /* my_clock holds the schedule's time now */
 static _Thread_local uint64_t my_clock[2];    /* ... CLOCK_MONOTONIC's and CLOCK_REALTIME's */
 
+/* This program is a judged test's (grader/harness/kit_test.c, kit_test_judged). */
+const bool kit_judged_program = true;
 bool judge_in_body;
 
 int judge_channel(void)

@@ -63,6 +63,8 @@ void kit_transcript_register(void)
  * Only the schedule's threads write entries, one at a time (the explorer
  * runs one thread at a time): no lock guards them. */
 
+/* This program is a judged test's (grader/harness/kit_test.c, kit_test_judged). */
+const bool kit_judged_program = true;
 bool kit_transcript_on;     /* a body on a schedule is being written down */
 static kit_wire_t batch;    /* entries not yet sent */
 static kit_wire_namer_t namer;
