@@ -193,7 +193,22 @@ void kit_dump_stacks(const char *why)
     stacks_dumped = true;
     if (judge_replaying)
         return; /* a transcript's test: the subject's copy dumped them at the same check */
-    ask(HOOK_DUMP_STACKS, 0, 0, why, NULL, 0, 0);
+    /* why, then the failed check's words, as one process hands them over:
+     * the schedule's report names from them the line that wrote what the check read. */
+    char texts[1400];
+    size_t n = (size_t)snprintf(texts, sizeof texts, "%.390s", why) + 1;
+    snprintf(texts + n, sizeof texts - n, "%s", kit_last_error_text());
+    n += strlen(texts + n) + 1;
+    if (kit_judge_subject_gone())
+        return;
+    kit_wire_t *m = kit_judge_begin(WIRE_HOOK, HOOK_DUMP_STACKS);
+    kit_judge_word(m, 0);
+    kit_judge_word(m, 0);
+    kit_judge_bytes(m, texts, n, "a hook's text");
+    kit_judge_post(m);
+    const kit_wire_t *reply = kit_judge_wait(WIRE_REPLY);
+    if (reply->nargs != 1 || reply->nbytes != 0)
+        kit_judge_violation("a hook's reply of %u words and %u bytes, not 1 and none", reply->nargs, reply->nbytes);
 }
 
 void kit_stop_test(const char *message, const char *file, int line)
