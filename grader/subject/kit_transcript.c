@@ -539,6 +539,15 @@ void kit_transcript_explore_run(const char *test, const char *file, int line, co
     longjmp(copy_done, 1);
 }
 
+/* The copy's test function, until its exploration is done: kit_transcript_explore_run jumps back here. */
+static void run_copy(void (*test_func)(void **state))
+{
+    if (setjmp(copy_done) == 0) {
+        void *state = NULL;
+        test_func(&state);
+    }
+}
+
 bool kit_transcript_explore(const char *test, int number, const kit_explore_t *options)
 {
     const struct CMUnitTest *found = NULL;
@@ -552,10 +561,7 @@ bool kit_transcript_explore(const char *test, int number, const kit_explore_t *o
     ordinal = 0;
     asked_options = *options;
     explored = false;
-    if (setjmp(copy_done) == 0) {
-        void *state = NULL;
-        found->test_func(&state);
-    }
+    run_copy(found->test_func);
     asked_test = NULL;
     if (!explored) {
         kit_explore_result_t none = { .failed = true };
