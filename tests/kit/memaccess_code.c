@@ -70,7 +70,7 @@ static long span(box_t *b, size_t size) { (void)size; return (long)strspn(b->nam
 enum { span_line = __LINE__ - 1 };
 static long span_not(box_t *b, size_t size) { (void)size; return (long)strcspn(b->name, "x"); }
 enum { span_not_line = __LINE__ - 1 };
-static long find_any(box_t *b, size_t size) { (void)size; return strpbrk(b->name, "x") != NULL; }
+static long find_any(box_t *b, size_t size) { (void)size; return strpbrk(b->name, "xy") != NULL; }
 enum { find_any_line = __LINE__ - 1 };
 static long find_text(box_t *b, size_t size) { return memmem(b->data, size, "text", 4) != NULL; }
 enum { find_text_line = __LINE__ - 1 };

@@ -56,7 +56,7 @@ enum box_use {
     USE_STRSEP,          /**< strsep, likewise */
     USE_STRSPN,          /**< strspn of the name's letters */
     USE_STRCSPN,         /**< strcspn of the name up to an 'x' */
-    USE_STRPBRK,         /**< strpbrk of the name for an 'x' */
+    USE_STRPBRK,         /**< strpbrk of the name for an 'x' or a 'y' */
     USE_MEMMEM,          /**< memmem of the data for "text" */
     USE_STRTOL,          /**< strtol of the name, and the kin below */
     USE_STRTOUL,
