@@ -232,9 +232,13 @@ char *kit_libc_strstr(const char *haystack, const char *needle)
 }
 
 /* What strspn, strcspn and strpbrk read: s up to the byte that stopped them
- * (`stop`, its terminating zero if none did), and the whole of `set`. */
+ * (`stop`; NULL: none did, up to its terminating zero), and the whole of `set`. */
 static void reads_spanned(const char *s, const char *stop, const char *set, void *pc)
 {
+    if (!kit_sched_active())
+        return;
+    if (stop == NULL)
+        stop = s + strlen(s);
     reads(set, strlen(set) + 1, pc);
     reads(s, (size_t)(stop - s) + 1, pc);
 }
@@ -259,7 +263,7 @@ char *kit_libc_strpbrk(const char *s, const char *accept);
 char *kit_libc_strpbrk(const char *s, const char *accept)
 {
     char *found = strpbrk(s, accept);
-    reads_spanned(s, found != NULL ? found : s + strlen(s), accept, PC);
+    reads_spanned(s, found, accept, PC);
     return found;
 }
 

@@ -104,7 +104,7 @@ static bool read_conversion(const char *f, struct scan_conversion *c)
     c->conversion = *f;
     if (length > 2 || c->conversion == '\0' || strchr("diouxXaAeEfFgGpnscSC[", c->conversion) == NULL)
         return false;
-    if (c->conversion == 'a' && strchr("sS[", f[1]) != NULL)
+    if (c->conversion == 'a' && f[1] != '\0' && strchr("sS[", f[1]) != NULL)
         return false;
     c->wide = strchr("SC", c->conversion) != NULL || (length == 1 && modifier[0] == 'l');
     c->bytes = number_bytes(c->conversion, modifier, length);
