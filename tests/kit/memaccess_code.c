@@ -1,7 +1,8 @@
 /**
  * @file memaccess_code.c
  * @brief The box of memaccess_code.h: copies made by the C library, under
- *        the box's lock or after it, and a count read and written with
+ *        the box's lock or after it, its parsing, searching and sorting of
+ *        the box likewise, and a count read and written with
  *        atomics and plainly (under a lock, and with none), for
  *        test_memaccess.c.
  *
@@ -14,8 +15,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "memaccess_code.h"
 
-#include <pthread.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

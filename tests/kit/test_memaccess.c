@@ -4,7 +4,11 @@
  *        are accesses the explorer sees: a memcpy, a memset, a memmove, a
  *        string function or an snprintf made after the unlock is a data race found on a
  *        schedule, with both lines; the same calls under the lock never are;
- *        and a memcpy out of a freed block is a use after free. And atomics:
+ *        so are the library's parsing, searching and sorting (sscanf, its
+ *        stores too, strtok and its kin, strspn and its kin, memmem, strtol
+ *        and its kin, atoi and its kin, qsort, bsearch, a printf with
+ *        numbered arguments); and a memcpy out of a freed block is a use
+ *        after free. And atomics:
  *        an atomic read of a count another thread writes plainly is a data
  *        race (C11's, which ThreadSanitizer reports too); two atomics never
  *        race; a plain write published by a release store and read after an
