@@ -240,6 +240,13 @@ long box_use(box_t *b, enum box_use use, bool locked)
 
 bool box_use_of_data(enum box_use use) { return uses[use].of_data; }
 
+int box_scan_unmatched(box_t *b)
+{
+    pthread_mutex_lock(&b->lock);
+    pthread_mutex_unlock(&b->lock);
+    return sscanf("none", "%15[0-9]", b->name);
+}
+
 size_t box_name_length(box_t *b, bool locked)
 {
     pthread_mutex_lock(&b->lock);

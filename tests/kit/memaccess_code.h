@@ -86,6 +86,10 @@ bool box_use_of_data(enum box_use use);
 extern const char *const box_use_words[USE_COUNT];
 extern const int box_use_line[USE_COUNT];
 
+/** sscanf("%15[0-9]") of a word with no digit into the box's name, after the
+ * unlock: the conversion does not match, and nothing is stored - no race. */
+int box_scan_unmatched(box_t *b);
+
 /** Copies @p size bytes from @p from to @p to: memcpy, of blocks nobody else may use. */
 void copy_bytes(char *to, const char *from, size_t size);
 

@@ -118,6 +118,21 @@ static void use_beside_a_writer(void *ctx)
     box_destroy(b);
 }
 
+/* sscanf into the box's name after the unlock, beside a rename, with a
+ * conversion that never matches: it stores nothing, and is no race. */
+static void unmatched_scan_beside_a_writer(void *ctx)
+{
+    (void)ctx;
+    box_t *b = box_create();
+    kit_explore_check(b != NULL, "out of memory");
+    struct writer w = { b, NAME_LENGTH };
+    pthread_t writer;
+    explore_ok(pthread_create(&writer, NULL, write_box, &w));
+    kit_explore_check(box_scan_unmatched(b) == 0, "sscanf matched a digit in \"none\"");
+    explore_ok(pthread_join(writer, NULL));
+    box_destroy(b);
+}
+
 static void *free_block(void *raw)
 {
     free(raw);
@@ -377,6 +392,11 @@ static void test_memaccess_library_parse_under_the_lock_is_never_a_race(void **s
         if (kit_sched_take_race())
             fail_msg("%s under the lock: reported as a data race, though the lock orders it", box_use_words[use]);
     }
+    kit_explore_t every = { .strategy = "dfs:3", .schedules = 100000, .quiet = true };
+    if (!kit_explore_search(__func__, &every, unmatched_scan_beside_a_writer, NULL, &result))
+        fail_msg("an sscanf that matches nothing: a schedule failed: %s", result.message);
+    if (kit_sched_take_race())
+        fail_msg("an sscanf whose conversion matched nothing was reported as storing into its argument");
 }
 
 static void test_memaccess_library_copy_of_freed_memory_is_a_use_after_free(void **state)
