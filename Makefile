@@ -150,7 +150,7 @@ LIB_SRCS := $(RUNTIME_SRCS) $(PROGRAM_SUPPORT_SRCS)
 SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subject/kit_stacks.c grader/subject/kit_misuse.c \
                 grader/explorer/kit_sched.c \
                 grader/explorer/kit_sched_memory.c grader/explorer/kit_sched_tsan.c grader/explorer/kit_sched_libc.c \
-                grader/explorer/kit_sched_printf.c \
+                grader/explorer/kit_sched_printf.c grader/explorer/kit_sched_scan.c grader/explorer/kit_sched_parse.c \
                 grader/explorer/kit_sched_explore.c grader/explorer/kit_sched_dpor.c grader/explorer/kit_sched_report.c \
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_scenario_check.c \
                 grader/explorer/kit_scenario_run.c grader/explorer/kit_sched_lockorder.c \
@@ -184,17 +184,27 @@ TEST_OBJ = $(if $(filter tsan asan,$(SAN)),impl,sched)
 # The C library's memory and string functions are not instrumented: in those
 # objects, each call of one of LIBC_ACCESSES is renamed to the kit's
 # kit_libc_NAME (grader/explorer/kit_sched_libc.c; kit_sched_printf.c for the printf
-# family that prints into memory), which reports what it reads
+# family that prints into memory, kit_sched_scan.c for sscanf, kit_sched_parse.c
+# for tokens, numbers and qsort), which reports what it reads
 # and writes, then calls the library. The compiler must not expand them
 # itself (-fno-builtin-NAME: gcc copies a memcpy of a constant size inline,
 # unseen); clang's calls for a struct copy are renamed with the rest. (Not
 # strdup nor strndup: the allocation wrappers name their caller as the place
 # a leaked block was allocated at, and that must stay the code's own line.)
-LIBC_ACCESSES := memcpy mempcpy memmove memccpy memset explicit_bzero memcmp memchr memrchr \
+LIBC_ACCESSES := memcpy mempcpy memmove memccpy memset explicit_bzero memcmp memchr memrchr memmem \
                  strlen strnlen strcmp strncmp strcasecmp strncasecmp strchr strchrnul strrchr strstr \
-                 strcpy stpcpy strncpy stpncpy strcat strncat snprintf vsnprintf sprintf vsprintf
+                 strspn strcspn strpbrk strtok strtok_r strsep \
+                 strcpy stpcpy strncpy stpncpy strcat strncat snprintf vsnprintf sprintf vsprintf \
+                 sscanf vsscanf strtol strtoul strtoll strtoull strtoimax strtoumax strtod strtof strtold \
+                 atoi atol atoll qsort
+# The names the C library's headers call some of those by (sscanf is
+# __isoc99_sscanf under -std=c11; C23's under glibc 2.38 and later), and the
+# checked forms _FORTIFY_SOURCE calls: renamed too (kit_sched_scan.c,
+# kit_sched_parse.c), never builtins.
 LIBC_CHECKED := __memcpy_chk __mempcpy_chk __memmove_chk __memset_chk __strcpy_chk __stpcpy_chk \
-                __strncpy_chk __strcat_chk __snprintf_chk __vsnprintf_chk __sprintf_chk __vsprintf_chk
+                __strncpy_chk __strcat_chk __snprintf_chk __vsnprintf_chk __sprintf_chk __vsprintf_chk \
+                __isoc99_sscanf __isoc99_vsscanf __isoc23_sscanf __isoc23_vsscanf __isoc23_strtol __isoc23_strtoul \
+                __isoc23_strtoll __isoc23_strtoull __isoc23_strtoimax __isoc23_strtoumax
 # -fsanitize-coverage=trace-pc: each block of code calls __sanitizer_cov_trace_pc
 # (kit_sched_tsan.c), so a time-out's path names every line it ran.
 INSTRUMENT := -fsanitize=thread -fsanitize-coverage=trace-pc $(addprefix -fno-builtin-,$(LIBC_ACCESSES))

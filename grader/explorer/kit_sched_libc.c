@@ -20,6 +20,8 @@
  *
  * A string's length is the library's own answer, read before the call: on a
  * schedule one thread runs at a time, so it is what the call then sees.
+ * (kit_sched_printf.c follows snprintf and sprintf, kit_sched_scan.c
+ * sscanf, kit_sched_parse.c the tokens, numbers and sorting.)
  */
 #define _GNU_SOURCE
 #include "kit_sched_internal.h"
@@ -226,6 +228,52 @@ char *kit_libc_strstr(const char *haystack, const char *needle)
     size_t length = strlen(needle);
     reads(needle, length + 1, PC);
     reads(haystack, found != NULL ? (size_t)(found - haystack) + length : strlen(haystack) + 1, PC);
+    return found;
+}
+
+/* What strspn, strcspn and strpbrk read: s up to the byte that stopped them
+ * (`stop`; NULL: none did, up to its terminating zero), and the whole of `set`. */
+static void reads_spanned(const char *s, const char *stop, const char *set, void *pc)
+{
+    if (!kit_sched_active())
+        return;
+    if (stop == NULL)
+        stop = s + strlen(s);
+    reads(set, strlen(set) + 1, pc);
+    reads(s, (size_t)(stop - s) + 1, pc);
+}
+
+size_t kit_libc_strspn(const char *s, const char *accept);
+size_t kit_libc_strspn(const char *s, const char *accept)
+{
+    size_t length = strspn(s, accept);
+    reads_spanned(s, s + length, accept, PC);
+    return length;
+}
+
+size_t kit_libc_strcspn(const char *s, const char *reject);
+size_t kit_libc_strcspn(const char *s, const char *reject)
+{
+    size_t length = strcspn(s, reject);
+    reads_spanned(s, s + length, reject, PC);
+    return length;
+}
+
+char *kit_libc_strpbrk(const char *s, const char *accept);
+char *kit_libc_strpbrk(const char *s, const char *accept)
+{
+    char *found = strpbrk(s, accept);
+    reads_spanned(s, found, accept, PC);
+    return found;
+}
+
+void *kit_libc_memmem(const void *haystack, size_t haystack_size, const void *needle, size_t needle_size);
+void *kit_libc_memmem(const void *haystack, size_t haystack_size, const void *needle, size_t needle_size)
+{
+    void *found = memmem(haystack, haystack_size, needle, needle_size);
+    reads(needle, needle_size, PC);
+    reads(haystack, found != NULL ? (size_t)((char *)found - (const char *)haystack) + needle_size : haystack_size,
+          PC);
     return found;
 }
 

@@ -45,6 +45,51 @@ void box_shift(box_t *b, bool locked);
 /** The length of the box's name: strlen. */
 size_t box_name_length(box_t *b, bool locked);
 
+/** What box_use() hands the C library: the box's name (which box_rename()
+ * writes) or its data (which box_fill() writes), through one function. */
+enum box_use {
+    USE_SSCANF,          /**< sscanf("%15s") reads the name */
+    USE_SSCANF_STORE,    /**< sscanf("%15s") stores a word into the name */
+    USE_SSCANF_NUMBERED, /**< sscanf("%1$15s") stores a word into the name */
+    USE_STRTOK,          /**< strtok cuts the name at its 'o' */
+    USE_STRTOK_R,        /**< strtok_r, likewise */
+    USE_STRSEP,          /**< strsep, likewise */
+    USE_STRSPN,          /**< strspn of the name's letters */
+    USE_STRCSPN,         /**< strcspn of the name up to an 'x' */
+    USE_STRPBRK,         /**< strpbrk of the name for an 'x' or a 'y' */
+    USE_MEMMEM,          /**< memmem of the data for "text" */
+    USE_STRTOL,          /**< strtol of the name, and the kin below */
+    USE_STRTOUL,
+    USE_STRTOLL,
+    USE_STRTOULL,
+    USE_STRTOIMAX,
+    USE_STRTOUMAX,
+    USE_STRTOD,
+    USE_STRTOF,
+    USE_STRTOLD,
+    USE_ATOI,
+    USE_ATOL,
+    USE_ATOLL,
+    USE_QSORT,           /**< qsort of the data's bytes */
+    USE_BSEARCH,         /**< bsearch of the data's bytes: its comparisons read them */
+    USE_PRINT_NUMBERED,  /**< snprintf("%1$.*2$s") of the data */
+    USE_COUNT
+};
+
+/** Does @p use to the box: under its lock if @p locked, else after it (the
+ * lock taken only to read the box's size). Returns what the call returned. */
+long box_use(box_t *b, enum box_use use, bool locked);
+/** True if @p use reads or writes the box's data (else its name). */
+bool box_use_of_data(enum box_use use);
+/** Each use's library call, in words, and its line in memaccess_code.c
+ * (bsearch's: the comparison's, which makes its reads). */
+extern const char *const box_use_words[USE_COUNT];
+extern const int box_use_line[USE_COUNT];
+
+/** sscanf("%15[0-9]") of a word with no digit into the box's name, after the
+ * unlock: the conversion does not match, and nothing is stored - no race. */
+int box_scan_unmatched(box_t *b);
+
 /** Copies @p size bytes from @p from to @p to: memcpy, of blocks nobody else may use. */
 void copy_bytes(char *to, const char *from, size_t size);
 

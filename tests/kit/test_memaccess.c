@@ -4,7 +4,11 @@
  *        are accesses the explorer sees: a memcpy, a memset, a memmove, a
  *        string function or an snprintf made after the unlock is a data race found on a
  *        schedule, with both lines; the same calls under the lock never are;
- *        and a memcpy out of a freed block is a use after free. And atomics:
+ *        so are the library's parsing, searching and sorting (sscanf, its
+ *        stores too, strtok and its kin, strspn and its kin, memmem, strtol
+ *        and its kin, atoi and its kin, qsort, bsearch, a printf with
+ *        numbered arguments); and a memcpy out of a freed block is a use
+ *        after free. And atomics:
  *        an atomic read of a count another thread writes plainly is a data
  *        race (C11's, which ThreadSanitizer reports too); two atomics never
  *        race; a plain write published by a release store and read after an
@@ -90,6 +94,41 @@ static void copy_beside_a_writer(void *ctx)
     pthread_t writer;
     explore_ok(pthread_create(&writer, NULL, write_box, &w));
     make_copy(b, c->copy, c->locked);
+    explore_ok(pthread_join(writer, NULL));
+    box_destroy(b);
+}
+
+/* One of box_use()'s calls of the C library, beside a thread writing what it
+ * reads (or writes) under the lock: after the unlock (a race) or under it. */
+struct use_case {
+    enum box_use use;
+    bool locked;
+};
+
+static void use_beside_a_writer(void *ctx)
+{
+    const struct use_case *c = ctx;
+    box_t *b = box_create();
+    kit_explore_check(b != NULL, "out of memory");
+    struct writer w = { b, box_use_of_data(c->use) ? COPY_OUT : NAME_LENGTH };
+    pthread_t writer;
+    explore_ok(pthread_create(&writer, NULL, write_box, &w));
+    (void)box_use(b, c->use, c->locked);
+    explore_ok(pthread_join(writer, NULL));
+    box_destroy(b);
+}
+
+/* sscanf into the box's name after the unlock, beside a rename, with a
+ * conversion that never matches: it stores nothing, and is no race. */
+static void unmatched_scan_beside_a_writer(void *ctx)
+{
+    (void)ctx;
+    box_t *b = box_create();
+    kit_explore_check(b != NULL, "out of memory");
+    struct writer w = { b, NAME_LENGTH };
+    pthread_t writer;
+    explore_ok(pthread_create(&writer, NULL, write_box, &w));
+    kit_explore_check(box_scan_unmatched(b) == 0, "sscanf matched a digit in \"none\"");
     explore_ok(pthread_join(writer, NULL));
     box_destroy(b);
 }
@@ -202,6 +241,24 @@ static void must_name(const char *report, const char *how, const char *thread, i
         fail_msg("%s: the race report does not say \"%s\"; it said:\n%s", how, place, report);
 }
 
+/* The report names @p thread's access at memaccess_code.c:@p line, or in a
+ * function of the C library's headers inlined there: atoi, atol and atoll
+ * are strtol's calls in an optimised build, named "at stdlib.h:N (in atoi),
+ * called from f (memaccess_code.c:N)". */
+static void must_name_call(const char *report, const char *how, const char *thread, int line)
+{
+    char by[64], at[64], inlined[64];
+    snprintf(by, sizeof by, "by %s at ", thread);
+    snprintf(at, sizeof at, "by %s at memaccess_code.c:%d", thread, line);
+    snprintf(inlined, sizeof inlined, "(memaccess_code.c:%d)", line);
+    const char *access = strstr(report, by);
+    const char *end = access != NULL ? strchr(access, '\n') : NULL;
+    const char *called = access != NULL ? strstr(access, inlined) : NULL;
+    if (strstr(report, at) == NULL && (called == NULL || (end != NULL && called > end)))
+        fail_msg("%s: the race report does not say \"%s\" (nor %s after \"%s\"); it said:\n%s", how, at, inlined, by,
+                 report);
+}
+
 static int copy_line(enum copy copy)
 {
     switch (copy) {
@@ -295,6 +352,51 @@ static void test_memaccess_library_copy_under_the_lock_is_never_a_race(void **st
         if (kit_sched_take_race())
             fail_msg("%s: reported as a data race, though the lock orders it", locked[i].how);
     }
+}
+
+static void test_memaccess_late_library_parse_is_a_race_with_both_lines(void **state)
+{
+    (void)state;
+    if (KIT_SANITIZED)
+        return;
+    static kit_explore_result_t result;
+    static char report[8192], how[128];
+    for (int use = 0; use < USE_COUNT; use++) {
+        struct use_case c = { (enum box_use)use, false };
+        snprintf(how, sizeof how, "%s after the unlock", box_use_words[use]);
+        kit_sched_take_race(); /* (none yet: each case starts from none) */
+        kit_explore_t options = { .strategy = "random:3 pct:3:2", .schedules = 100, .quiet = true };
+        if (!kit_explore_search(__func__, &options, use_beside_a_writer, &c, &result))
+            fail_msg("%s: a schedule failed: %s", how, result.message);
+        race_report(report, sizeof report);
+        if (!kit_sched_take_race() || strstr(report, "DATA RACE") == NULL)
+            fail_msg("%s: no data race was seen on %ld schedules", how, result.schedules);
+        must_name_call(report, how, "test", box_use_line[use]);
+        must_name(report, how, "thread-1", box_use_of_data(c.use) ? box_fill_line : box_rename_line);
+    }
+}
+
+static void test_memaccess_library_parse_under_the_lock_is_never_a_race(void **state)
+{
+    (void)state;
+    static kit_explore_result_t result;
+    for (int use = 0; use < USE_COUNT; use++) {
+        struct use_case c = { (enum box_use)use, true };
+        kit_sched_take_race();
+        kit_explore_t every = { .strategy = "dfs:3", .schedules = 100000, .quiet = true };
+        if (!kit_explore_search(__func__, &every, use_beside_a_writer, &c, &result))
+            fail_msg("%s under the lock: a schedule failed: %s", box_use_words[use], result.message);
+        kit_explore_t walks = { .strategy = "random:1 pct:1:3", .schedules = 200, .quiet = true };
+        if (!kit_explore_search(__func__, &walks, use_beside_a_writer, &c, &result))
+            fail_msg("%s under the lock: a schedule failed: %s", box_use_words[use], result.message);
+        if (kit_sched_take_race())
+            fail_msg("%s under the lock: reported as a data race, though the lock orders it", box_use_words[use]);
+    }
+    kit_explore_t every = { .strategy = "dfs:3", .schedules = 100000, .quiet = true };
+    if (!kit_explore_search(__func__, &every, unmatched_scan_beside_a_writer, NULL, &result))
+        fail_msg("an sscanf that matches nothing: a schedule failed: %s", result.message);
+    if (kit_sched_take_race())
+        fail_msg("an sscanf whose conversion matched nothing was reported as storing into its argument");
 }
 
 static void test_memaccess_library_copy_of_freed_memory_is_a_use_after_free(void **state)
@@ -427,6 +529,8 @@ static void test_memaccess_token_of_another_build_finds_the_failure_again(void *
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_memaccess_late_library_copy_is_a_race_with_both_lines),
     cmocka_unit_test(test_memaccess_library_copy_under_the_lock_is_never_a_race),
+    cmocka_unit_test(test_memaccess_late_library_parse_is_a_race_with_both_lines),
+    cmocka_unit_test(test_memaccess_library_parse_under_the_lock_is_never_a_race),
     cmocka_unit_test(test_memaccess_library_copy_of_freed_memory_is_a_use_after_free),
     cmocka_unit_test(test_memaccess_atomic_read_of_a_plain_write_is_a_race),
     cmocka_unit_test(test_memaccess_atomics_alone_and_published_writes_are_never_races),
