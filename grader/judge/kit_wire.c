@@ -146,6 +146,8 @@ uint32_t kit_wire_names(const kit_wire_t *m, const kit_wire_items_t *items)
         return items->reply[m->op];
     if (m->kind == WIRE_CALLBACK && m->op < (uint32_t)items->ntypes)
         return items->callback[m->op];
+    if (m->kind == WIRE_CALLBACK_DONE && m->op < (uint32_t)items->ntypes && items->done != NULL)
+        return items->done[m->op];
     return 0;
 }
 

@@ -185,6 +185,7 @@ typedef struct {
     const uint32_t *call;     /**< per op: a WIRE_CALL's words */
     const uint32_t *reply;    /**< per op: its WIRE_REPLY's words */
     const uint32_t *callback; /**< per callback type: a WIRE_CALLBACK's words */
+    const uint32_t *done;     /**< per callback type: its WIRE_CALLBACK_DONE's (what a `void *` one returned) */
 } kit_wire_items_t;
 /** The words of @p m that name a mutex, a condition or an item of the
  *  test's, a bit per word (@p items: the chapter's table, or NULL). */

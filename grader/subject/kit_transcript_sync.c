@@ -504,6 +504,17 @@ long kit_transcript_kit_sched_futile_wakeups(void)
     return (long)hook(HOOK_FUTILE_WAKEUPS, 0, futile_wakeups);
 }
 
+static uint64_t woken_spuriously(uint64_t unused)
+{
+    (void)unused;
+    return kit_sched_woken_spuriously();
+}
+
+bool kit_transcript_kit_sched_woken_spuriously(void)
+{
+    return hook(HOOK_WOKEN_SPURIOUSLY, 0, woken_spuriously) != 0;
+}
+
 long kit_transcript_kit_sched_wakeups(void)
 {
     return (long)hook(HOOK_SCHED_WAKEUPS, 0, sched_wakeups);
