@@ -89,9 +89,14 @@ static void mirror_start(const struct mirror *start)
     __real_pthread_mutex_unlock(&mirrors_lock);
     struct mirror *copy = malloc(sizeof *copy);
     pthread_t thread;
-    if (copy == NULL || __real_pthread_create(&thread, NULL, mirror_main, copy ? (*copy = *start, copy) : NULL) != 0)
+    if (copy != NULL)
+        *copy = *start;
+    if (copy == NULL || __real_pthread_create(&thread, NULL, mirror_main, copy) != 0) {
+        free(copy);
         kit_fail_at(__FILE__, __LINE__, "the judge could not start a thread to run the test's functions that a "
                     "thread of the code under test's calls back");
+        return;
+    }
     __real_pthread_detach(thread);
 }
 
@@ -116,8 +121,10 @@ static void *dispatcher_main(void *unused)
 void judge_mirrors_start(void)
 {
     pthread_t dispatcher;
-    if (__real_pthread_create(&dispatcher, NULL, dispatcher_main, NULL) != 0)
+    if (__real_pthread_create(&dispatcher, NULL, dispatcher_main, NULL) != 0) {
         kit_fail_at(__FILE__, __LINE__, "the judge could not start the thread that mirrors the code under test's own");
+        return;
+    }
     __real_pthread_detach(dispatcher);
 }
 
@@ -159,9 +166,11 @@ void judge_mirror_replayed(uint32_t channel)
         return;
     }
     pthread_t thread;
-    if (__real_pthread_create(&thread, NULL, replayed_mirror_thread, (void *)(intptr_t)channel) != 0)
+    if (__real_pthread_create(&thread, NULL, replayed_mirror_thread, (void *)(intptr_t)channel) != 0) {
         kit_fail_at(__FILE__, __LINE__, "the judge could not start a thread to run the test's functions that a "
                     "thread of the code under test's calls back");
+        return;
+    }
     __real_pthread_detach(thread);
 }
 
