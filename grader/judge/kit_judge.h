@@ -149,6 +149,12 @@ bool judge_recv_idle(int channel, kit_wire_t *m);
 /** This thread's next message, of @p kind or @p or_kind, between calls: NULL
  *  at the subject's end; any other kind is a protocol violation. */
 const kit_wire_t *judge_wait_idle(uint32_t kind, uint32_t or_kind);
+/** The place @p site of this program as an offset in its file, which the
+ *  subject's reports name as the test's line (0: unknown; kit_judge_sync.c). */
+uint64_t judge_offset_of(const void *site);
+/** The test's line that made this thread's last call of the chapter's API
+ *  (noted by the generated proxies), for kit_last_call(). */
+void kit_judge_note_site(const void *site);
 /** Start the thread that mirrors the code under test's own threads (kit_judge_mirror.c). */
 void judge_mirrors_start(void);
 /** A transcript's entry opens the steps of a thread of the code under test's

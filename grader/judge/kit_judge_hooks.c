@@ -140,17 +140,49 @@ bool kit_sched_clock_note(char *out, size_t size)
 
 /* ---- what the harness needs of no subject --------------------------------------------- */
 
+/* The last call of the chapter's API this thread made: the test's line
+ * that made it, and, once asked, the subject's words for its three places
+ * (the test's line, the function, the last place it read or wrote memory). */
+static _Thread_local const void *last_site;
+static _Thread_local char last_places[3][160];
+
+void kit_judge_note_site(const void *site)
+{
+    last_site = site;
+}
+
+/* The call ran in the subject: it names the places, the judge's line among
+ * them (the subject's reports name the judge's lines); the call stands here
+ * as the three places 1, 2, 3, which kit_describe_places gives their words. */
 bool kit_last_call(kit_code_call_t *call)
 {
-    (void)call;
-    return false; /* the call ran in the subject: its places are not the judge's to name */
+    uint64_t offset = judge_offset_of(last_site);
+    if (judge_replaying || offset == 0 || kit_judge_subject_gone())
+        return false; /* (a transcript's test: the subject's copy says it, at the same check) */
+    kit_wire_t *m = kit_judge_begin(WIRE_HOOK, HOOK_LAST_CALL);
+    kit_judge_word(m, offset);
+    kit_judge_word(m, 0);
+    kit_judge_post(m);
+    const kit_wire_t *reply = kit_judge_wait(WIRE_REPLY);
+    if (reply->nargs != 1 || reply->nbytes > sizeof last_places)
+        kit_judge_violation("a hook's reply of %u words and %u bytes", reply->nargs, reply->nbytes);
+    size_t at = 0;
+    for (int i = 0; i < 3; i++) { /* (its words as text for a log: bounded, no terminal escapes) */
+        size_t n = at < reply->nbytes ? strnlen((const char *)reply->blob + at, reply->nbytes - at) : 0;
+        snprintf(last_places[i], sizeof last_places[i], "%.*s", (int)(n < 159 ? n : 159), (const char *)reply->blob + at);
+        last_places[i][strcspn(last_places[i], "\x1b")] = '\0';
+        at += n + 1;
+    }
+    *call = (kit_code_call_t){ (void *)1, (void *)2, (void *)3 };
+    return reply->arg[0] != 0;
 }
 
 void kit_describe_places(void *const *pcs, int n, char (*out)[160])
 {
-    (void)pcs; /* never asked for here: kit_last_call gives the harness no place to describe */
-    for (int i = 0; i < n; i++)
-        snprintf(out[i], 160, "a place in the subject");
+    for (int i = 0; i < n; i++) {
+        uintptr_t which = (uintptr_t)pcs[i];
+        snprintf(out[i], 160, "%s", which >= 1 && which <= 3 ? last_places[which - 1] : "a place in the subject");
+    }
 }
 
 void sched_make_args(char *out, size_t size)

@@ -66,7 +66,7 @@ static void find_base(void)
 
 /* The place of this program a call of the test's came from, as an offset in
  * its file: the subject's reports name it as the test's line (0: unknown). */
-static uint64_t offset_of(const void *site)
+uint64_t judge_offset_of(const void *site)
 {
     pthread_once(&base_once, find_base);
     return site != NULL && base != 0 && (uintptr_t)site > base ? (uint64_t)((uintptr_t)site - base) : 0;
@@ -81,7 +81,7 @@ static uint64_t sync_call_at(const void *site, enum kit_sync op, uint64_t a, uin
     uint64_t words[] = { a, b, c, d, e };
     for (int i = 0; i < 5; i++)
         kit_judge_word(m, words[i]);
-    uint64_t offset = offset_of(site);
+    uint64_t offset = judge_offset_of(site);
     if (offset != 0 && !judge_replaying) /* (a transcript's steps are placed in the subject's copy) */
         kit_judge_bytes(m, &offset, sizeof offset, "a call's place");
     return kit_judge_call(m, 3, 0)->arg[0];

@@ -90,6 +90,24 @@ static bool text_hooks(const kit_wire_t *q, kit_wire_t *r)
     return false;
 }
 
+/* This stand-in's last call of the chapter's API, for the judge's words on
+ * a failed check: the test's line that made it (the judge's, at @p offset),
+ * the function and the last place it read or wrote memory, described here. */
+static bool last_call(uint64_t offset, kit_wire_t *r)
+{
+    kit_code_call_t call;
+    void *site = kit_sched_active() ? kit_sched_foreign_place(offset) : NULL;
+    if (site == NULL || !kit_last_call(&call) || call.touched == NULL)
+        return reply_word(r, 0);
+    void *pcs[3] = { site, call.function, call.touched };
+    char places[3][160];
+    kit_describe_places(pcs, 3, places);
+    bool ok = kit_wire_word(r, 1);
+    for (int i = 0; i < 3 && ok; i++)
+        ok = kit_wire_bytes(r, places[i], strlen(places[i]) + 1);
+    return ok;
+}
+
 bool kit_serve_hook(int channel, const kit_wire_t *q, kit_wire_t *r)
 {
     (void)channel;
@@ -117,6 +135,7 @@ bool kit_serve_hook(int channel, const kit_wire_t *q, kit_wire_t *r)
     case HOOK_AWAIT_QUIET: kit_explore_await_quiet(); return reply_word(r, 0);
     case HOOK_TOUCH_HISTORY: kit_sched_touch_history(); return reply_word(r, 0);
     case HOOK_SCHEDULE: return reply_word(r, kit_sched_schedule());
+    case HOOK_LAST_CALL: return last_call(a, r);
     }
     return text_hooks(q, r);
 }
