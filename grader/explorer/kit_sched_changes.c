@@ -125,8 +125,20 @@ static struct after_wait {
     int nplaces;
 } running_wait[SCHED_MAX_THREADS], kept_wait[SCHED_MAX_THREADS];
 
+/* Where the calls that led to each write were made, for the writes made
+ * while the paths are followed: callers_of[n % WRITES] the n-th write's of
+ * this schedule, if its seq is n and its schedule this one. */
+static unsigned long schedules_begun;
+static struct {
+    unsigned long schedule;
+    long seq;
+    int n;
+    void *sites[SCHED_CHANGE_CALLERS];
+} callers_of[WRITES];
+
 void sched_changes_begin(void)
 {
+    schedules_begun++;
     sched_notes.nwrites = 0;
     nstalls = 0;
     as_of = NULL;
@@ -202,12 +214,26 @@ static void note_place(int thread, void *where)
         t->places[t->nplaces++] = where;
 }
 
+int sched_changes_callers(const struct sched_change *change, void **out)
+{
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    if (change->seq < oldest || change->seq >= sched_notes.nwrites || callers_of[change->seq % WRITES].seq != change->seq ||
+        callers_of[change->seq % WRITES].schedule != schedules_begun)
+        return 0;
+    memcpy(out, callers_of[change->seq % WRITES].sites, sizeof callers_of[0].sites);
+    return callers_of[change->seq % WRITES].n;
+}
+
 void sched_changes_on_path(int thread, void *where, bool write)
 {
     note_place(thread, where);
     struct after_write *a = &running_after[thread];
     if (!write || !sched_notes.paths)
         return;
+    long seq = sched_notes.nwrites; /* the number of the write whose note comes next (sched_changes_write) */
+    callers_of[seq % WRITES].schedule = schedules_begun;
+    callers_of[seq % WRITES].seq = seq;
+    callers_of[seq % WRITES].n = sched_memory_call_sites(callers_of[seq % WRITES].sites, SCHED_CHANGE_CALLERS);
     if (a->write == NULL) /* a new stretch of writes: its path begins again after each */
         a->first = sched.nsteps;
     a->write = where;
@@ -454,7 +480,7 @@ int sched_changes_of(int thread, struct sched_change *out, int most)
         for (int j = 0; j < n; j++)
             seen = seen || out[j].where == note->where;
         if (!seen && read_before_waiting(thread, &note->span))
-            out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+            out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }
@@ -483,7 +509,7 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
         for (int j = 0; !seen && j < nreads; j++)
             read = read || overlap(&section->reads[j], &note->span);
         if (read)
-            out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+            out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }
@@ -523,7 +549,7 @@ bool sched_changes_last_in(int thread, long from, long to, struct sched_change *
         if (note->step < from)
             return false;
         if (note->thread == thread && note->step <= to) {
-            *out = (struct sched_change){ note->where, note->thread, note->step };
+            *out = (struct sched_change){ note->where, note->thread, note->step, i };
             return true;
         }
     }
@@ -615,7 +641,7 @@ bool sched_changes_never_undone(int sleeper, const struct sched_undo_ask *ask, s
             continue; /* undone (or still may be) */
         if (!ask->same(sched_notes.writes[first_by_same(i, oldest) % WRITES].where, note->where))
             continue; /* the undo itself: its thread's first change of that memory was elsewhere */
-        *out = (struct sched_change){ note->where, note->thread, note->step };
+        *out = (struct sched_change){ note->where, note->thread, note->step, i };
         return true;
     }
     return false;
@@ -670,7 +696,7 @@ int sched_changes_section_latest(int thread, struct sched_change *out, int most)
         if (!read || again)
             continue; /* not read, or not the latest write of that memory */
         seen[nseen++] = note->span;
-        out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+        out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }

@@ -391,6 +391,7 @@ struct sched_change {
     void *where; /* the write's place */
     int thread;  /* who wrote */
     long step;   /* steps recorded before it */
+    long seq;    /* the write's number in the schedule (sched_changes_callers) */
 };
 void sched_changes_begin(void);
 /* A new thread of the schedule: its notes start empty. */
@@ -488,6 +489,14 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */
 void sched_changes_wait(int thread);
+/* Where the calls that led to @p change were made, innermost first (at
+ * most SCHED_CHANGE_CALLERS), if its write was made while the paths were
+ * followed; their number (0: not known). */
+enum { SCHED_CHANGE_CALLERS = 3 };
+int sched_changes_callers(const struct sched_change *change, void **out);
+/* The places the open calls of the running thread were made from,
+ * innermost first (kit_sched_memory.c); their number. */
+int sched_memory_call_sites(void **out, int most);
 /* The latest writes (each place once, newest first, at most @p most) to memory
  * that @p thread's last wait read in its critical section; their number. */
 int sched_changes_of(int thread, struct sched_change *out, int most);

@@ -491,6 +491,11 @@ static int open_call_sites(void **out, int most)
     return n;
 }
 
+int sched_memory_call_sites(void **out, int most)
+{
+    return open_call_sites(out, most);
+}
+
 void sched_call_left(void)
 {
     if (call_depth > 0 && --call_depth == 0) {

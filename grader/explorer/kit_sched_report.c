@@ -884,6 +884,35 @@ static void code_at(void *where, char *out, size_t size)
         snprintf(out, size, "`%.*s` ", (int)length, code);
 }
 
+/* ", called from tpool_shutdown_now (tpool.c:400)": the student's call
+ * that led to a change made in a function it called (not inlined there) -
+ * the first of the calls kept for it that is the student's, past an earlier
+ * chapter's reference, and none past a test's line. */
+static void called_from(const struct sched_change *change, kit_text_t *t)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    const struct place *own = place_of(change->where);
+    int n = sched_changes_callers(change, sites);
+    for (int i = 0; i < n; i++) {
+        const struct place *site = place_of(sites[i]);
+        if (site == NULL || strncmp(site->text, "test_", 5) == 0)
+            return; /* not resolved, or the test's call: the change's own function is where it was decided */
+        if (students_code(sites[i]) && !(own && strcmp(own->function, site->function) == 0)) {
+            kit_text_put(t, ", called from %s (%s)", site->function, site->text);
+            return;
+        }
+    }
+}
+
+/* The places called_from() may name, wanted for addr2line. */
+static void want_callers(const struct sched_change *change)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    int n = sched_changes_callers(change, sites);
+    for (int i = 0; i < n; i++)
+        want_place(sites[i]);
+}
+
 /* "; since then reader-0 changed what it waits for, `l->waiting_writers--;` at rwl.c:178 in ... (after step 12)" */
 static void name_change(kit_text_t *x, const struct sched_change *change, const char *lead)
 {
@@ -893,6 +922,8 @@ static void name_change(kit_text_t *x, const struct sched_change *change, const 
     kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
     if (strchr(there, ':') != NULL) /* a helper's change: the call that led there, whose code decides on a wake-up */
         inlined_callers(change->where, &caller, 1);
+    if (caller.at == 0 && strchr(there, ':') != NULL) /* a helper called, not inlined: the call, if it was kept */
+        called_from(change, &caller);
     if (lead[0] == ',' && strstr(lead, "its last change"))
         kit_text_put(x, "%s %sat %s", lead, code, there);
     else
@@ -1148,6 +1179,7 @@ static void want_sleeper_places(const struct sched_thread *t)
     int nchanges = sched_changes_of(t->id, changes, CHANGES_LOOKED_AT);
     for (int c = 0; c < nchanges; c++) {
         want_place(changes[c].where);
+        want_callers(&changes[c]);
         want_after(&changes[c]);
     }
     for (int h = 0; h < nheld; h++) {
@@ -1155,6 +1187,7 @@ static void want_sleeper_places(const struct sched_thread *t)
         long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
         if (sched_changes_last_in(step->thread, held[h] + 1, end, &last)) {
             want_place(last.where);
+            want_callers(&last);
             want_after(&last);
         }
     }
