@@ -1092,6 +1092,37 @@ static bool unsignalled_change(const struct sched_thread *t, long after, int riv
     return changed;
 }
 
+/* "; after that C held kx->lock at keyed.c:185-192 in drop_lane (step 70),
+ * its last change there was ...": the latest critical section of sleeper
+ * t's mutex after @p change, by another thread (not @p rival), that wrote -
+ * what t waits for may have changed there through memory not followed (a
+ * library's map, a count kept by code the grader does not instrument), and
+ * no signal came after it either. Nothing if there is none. */
+static void name_later_section(kit_text_t *x, const struct sched_thread *t, const struct sched_change *change,
+                               int rival, const char *object)
+{
+    char m[NAME_CHARS], there[160];
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, change->step, held, HOLDERS_NAMED) : 0;
+    for (int h = 0; h < nheld; h++) { /* the latest first */
+        const struct sched_step *step = &sched.steps[held[h]];
+        long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
+        struct sched_change last;
+        if (step->thread == rival || !sched_changes_last_in(step->thread, held[h] + 1, end, &last) ||
+            !students_code(last.where))
+            continue;
+        section_text(held[h], there, sizeof there);
+        kit_text_put(x, "; after that %s held %s at %s (step %ld)", sched.threads[step->thread]->name,
+            object_name(t->obj2, m, sizeof m), there, held[h] + 1);
+        name_change(x, &last, ", its last change there was");
+        name_after(x, &last);
+        kit_text_put(x, ", and nobody signalled %s after that either: if that section changed what it waits for (a "
+            "call there may change memory the grader does not follow), it needs a signal or broadcast of %s there",
+            object, object);
+        return;
+    }
+}
+
 /* The thread the signal at step @p signal chose, or -1. */
 static int signalled_thread(long signal)
 {
@@ -1143,6 +1174,7 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
             kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s",
                 object, object);
         }
+        name_later_section(x, t, &change, signalled_thread(signal), object);
     } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
         if (!explain_never_undone(x, t, since))
