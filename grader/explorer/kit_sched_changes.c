@@ -39,6 +39,7 @@
  */
 #include "kit_sched_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 enum { READS = SCHED_NOTE_READS, WRITES = SCHED_NOTE_WRITES, PENDING = SCHED_NOTE_PENDING };
@@ -739,4 +740,45 @@ int kit_sched_left_by_timeout(void **places, int most)
         }
     }
     return 0;
+}
+
+/* Stores made over a 0 while the paths are followed, the last OVER_ZERO:
+ * over_zero[n % OVER_ZERO] the n-th, by its write's number. */
+enum { OVER_ZERO = WRITES }; /* (as many as the writes kept: an older one is not named) */
+static struct zero_store {
+    unsigned long schedule;
+    long seq;
+    uintptr_t addr;
+} over_zero[OVER_ZERO];
+static long nover_zero;
+
+void sched_changes_store_over(int thread, const void *addr, unsigned size)
+{
+    if (!sched_notes.paths || thread < 0 || thread >= SCHED_MAX_THREADS || (size != 4 && size != 8) ||
+        ((uintptr_t)addr & (size - 1)) != 0 || sched_notes.last_write[thread] != sched_notes.nwrites - 1)
+        return; /* not followed, not a count's size, or its note is not this thread's last */
+    uint64_t was = size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
+    if (was == 0)
+        over_zero[nover_zero++ % OVER_ZERO] = (struct zero_store){ schedules_begun, sched_notes.nwrites - 1,
+                                                                    (uintptr_t)addr };
+}
+
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before)
+{
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0, n = nover_zero - 1 - back;
+    if (back < 0 || back >= OVER_ZERO || n < 0 || over_zero[n % OVER_ZERO].schedule != schedules_begun ||
+        over_zero[n % OVER_ZERO].seq < oldest)
+        return false;
+    long i = over_zero[n % OVER_ZERO].seq;
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    *out = (struct sched_change){ note->where, note->thread, note->step, i };
+    *before = (struct sched_change){ NULL, -1, -1, -1 };
+    for (i = i - 1; i >= oldest; i--) {
+        note = &sched_notes.writes[i % WRITES];
+        if (note->span.addr == over_zero[n % OVER_ZERO].addr) {
+            *before = (struct sched_change){ note->where, note->thread, note->step, i };
+            break;
+        }
+    }
+    return true;
 }

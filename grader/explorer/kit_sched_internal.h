@@ -568,6 +568,13 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
  * first mutex, of the writes kept (newest first, at most @p most): what that
  * memory holds now. Their number. */
 int sched_changes_section_latest(int thread, struct sched_change *out, int most);
+/* A store of 4 or 8 bytes at @p addr by @p thread, checked, about to be made
+ * over what it holds: kept if that is 0, while the paths are followed (a
+ * count lowered below zero, sched_changes_below_zero). */
+void sched_changes_store_over(int thread, const void *addr, unsigned size);
+/* The @p back-th latest such store (0: the latest) and the write to the
+ * same memory before it (@p before->where NULL: none kept); false if none. */
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before);
 /* After @p change its thread waited (before it let its mutex go otherwise)
  * at *@p wait, and its first time-out since that change took the path into
  * @p places: the timed wait, the lines after it, where it let go (at most

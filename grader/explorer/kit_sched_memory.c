@@ -803,6 +803,8 @@ static __attribute__((noinline)) void access_the_long_way(struct sched_thread *m
 {
     access_noted(me, addr, size, write, pc);
     check_bytes(me, (uintptr_t)addr, size, write, pc);
+    if (write && sched_notes.paths) /* (checked: no freed block, no overrun) */
+        sched_changes_store_over(me->id, addr, size);
 }
 
 /* A load or store of the code under test. Nearly every one - within one

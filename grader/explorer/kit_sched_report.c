@@ -1916,6 +1916,66 @@ static void explain_left_by_timeout(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* Whether source @p code lowers something: "x--", "--x", "x -= n". */
+static bool lowers(const char *code)
+{
+    return strstr(code, "--") != NULL || strstr(code, "-=") != NULL;
+}
+
+/* "`f->counted_waiters--;` at future.c:259 in wait_for (pool-1, after step 40)" */
+static void name_write(kit_text_t *x, const struct sched_change *change)
+{
+    char code[100], there[460];
+    code_at(change->where, code, sizeof code);
+    where_text(change->where, there, sizeof there);
+    kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
+    inlined_callers(change->where, &caller, 1);
+    if (caller.at == 0)
+        called_from(change, &caller);
+    kit_text_put(x, "%sat %s (%s, after step %ld)", code, there, sched.threads[change->thread]->name, change->step);
+}
+
+/* A failure nothing above explained, on a run whose paths were followed,
+ * after the student's code lowered a count that was 0 (kit_sched_changes.c
+ * keeps each store of 4 or 8 bytes made over a 0; of those, a line that
+ * lowers): "why: `f->counted_waiters--;` at future.c:259 ... lowered memory
+ * that held 0 ...; the write before it was `f->counted_waiters--;` at
+ * future.c:115 in finish_locked ..." - a count lowered twice for one raise
+ * names the second lowering, and the first. */
+static void explain_below_zero(bool scheduled)
+{
+    struct sched_change change, before;
+    char code[100], why[1400];
+    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+        return;
+    nplaces = 0;
+    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
+        want_place(change.where);
+        want_place(before.where);
+        want_callers(&change);
+    }
+    resolve_places();
+    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
+        code_at(change.where, code, sizeof code);
+        if (!students_code(change.where) || !lowers(code))
+            continue;
+        kit_text_t x = { why, sizeof why, 0 };
+        kit_text_put(&x, "why: ");
+        name_write(&x, &change);
+        kit_text_put(&x, " lowered memory that held 0: a count taken below zero (an unsigned one wraps to its "
+            "largest value) was lowered once more than it was raised");
+        code_at(before.where, code, sizeof code);
+        if (before.where != NULL && students_code(before.where) && lowers(code)) {
+            kit_text_put(&x, "; the write before it, which took it to 0, was ");
+            name_write(&x, &before);
+            kit_text_put(&x, ": one raise lowered twice - keep one of the two (each raise is undone once, by one "
+                "thread)");
+        }
+        insert_why(why, scheduled);
+        return;
+    }
+}
+
 #define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
 
 /* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
@@ -2004,6 +2064,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_stall(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);
+    explain_below_zero(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
