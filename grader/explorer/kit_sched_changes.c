@@ -749,6 +749,7 @@ static struct zero_store {
     unsigned long schedule;
     long seq;
     uintptr_t addr;
+    unsigned size;
 } over_zero[OVER_ZERO];
 static long nover_zero;
 
@@ -760,7 +761,7 @@ void sched_changes_store_over(int thread, const void *addr, unsigned size)
     uint64_t was = size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
     if (was == 0)
         over_zero[nover_zero++ % OVER_ZERO] = (struct zero_store){ schedules_begun, sched_notes.nwrites - 1,
-                                                                    (uintptr_t)addr };
+                                                                    (uintptr_t)addr, size };
 }
 
 bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before)
@@ -781,4 +782,17 @@ bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_c
         }
     }
     return true;
+}
+
+bool sched_changes_still_below_zero(int back)
+{
+    long n = nover_zero - 1 - back;
+    char freer[8];
+    if (back < 0 || back >= OVER_ZERO || n < 0 || over_zero[n % OVER_ZERO].schedule != schedules_begun)
+        return false;
+    const struct zero_store *z = &over_zero[n % OVER_ZERO];
+    if (kit_sched_who_freed((const void *)z->addr, freer, sizeof freer))
+        return false; /* freed since: what it holds now tells nothing */
+    uint64_t now = z->size == 8 ? *(const volatile uint64_t *)z->addr : *(const volatile uint32_t *)z->addr;
+    return (now >> (z->size * 8 - 1)) != 0;
 }

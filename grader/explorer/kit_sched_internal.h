@@ -575,6 +575,10 @@ void sched_changes_store_over(int thread, const void *addr, unsigned size);
 /* The @p back-th latest such store (0: the latest) and the write to the
  * same memory before it (@p before->where NULL: none kept); false if none. */
 bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before);
+/* Whether the memory of that store, not freed since, holds a value below
+ * zero now (its highest bit set: a count an earlier chapter's code keeps,
+ * whose source is not at hand, lowered below zero or wrapped). */
+bool sched_changes_still_below_zero(int back);
 /* After @p change its thread waited (before it let its mutex go otherwise)
  * at *@p wait, and its first time-out since that change took the path into
  * @p places: the timed wait, the lines after it, where it let go (at most

@@ -888,20 +888,29 @@ static void code_at(void *where, char *out, size_t size)
  * that led to a change made in a function it called (not inlined there) -
  * the first of the calls kept for it that is the student's, past an earlier
  * chapter's reference, and none past a test's line. */
-static void called_from(const struct sched_change *change, kit_text_t *t)
+static void called_from(const struct sched_change *change, kit_text_t *t, int most)
 {
     void *sites[SCHED_CHANGE_CALLERS];
     const struct place *own = place_of(change->where);
-    int n = sched_changes_callers(change, sites);
-    for (int i = 0; i < n; i++) {
+    int n = sched_changes_callers(change, sites), named = 0;
+    for (int i = 0; i < n && named < most; i++) {
         const struct place *site = place_of(sites[i]);
         if (site == NULL || strncmp(site->text, "test_", 5) == 0)
             return; /* not resolved, or the test's call: the change's own function is where it was decided */
-        if (students_code(sites[i]) && !(own && strcmp(own->function, site->function) == 0)) {
-            kit_text_put(t, ", called from %s (%s)", site->function, site->text);
-            return;
-        }
+        if (students_code(sites[i]) && !(own && strcmp(own->function, site->function) == 0))
+            kit_text_put(t, "%s%s (%s)", named++ ? " <- " : ", called from ", site->function, site->text);
     }
+}
+
+/* Whether a call of the student's code led to @p change (called_from would name one). */
+static bool students_call(const struct sched_change *change)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    int n = sched_changes_callers(change, sites);
+    for (int i = 0; i < n; i++)
+        if (students_code(sites[i]))
+            return true;
+    return false;
 }
 
 /* The places called_from() may name, wanted for addr2line. */
@@ -923,7 +932,7 @@ static void name_change(kit_text_t *x, const struct sched_change *change, const 
     if (strchr(there, ':') != NULL) /* a helper's change: the call that led there, whose code decides on a wake-up */
         inlined_callers(change->where, &caller, 1);
     if (caller.at == 0 && strchr(there, ':') != NULL) /* a helper called, not inlined: the call, if it was kept */
-        called_from(change, &caller);
+        called_from(change, &caller, 1);
     if (lead[0] == ',' && strstr(lead, "its last change"))
         kit_text_put(x, "%s %sat %s", lead, code, there);
     else
@@ -1929,10 +1938,18 @@ static void name_write(kit_text_t *x, const struct sched_change *change)
     code_at(change->where, code, sizeof code);
     where_text(change->where, there, sizeof there);
     kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
-    inlined_callers(change->where, &caller, 1);
-    if (caller.at == 0)
-        called_from(change, &caller);
-    kit_text_put(x, "%sat %s (%s, after step %ld)", code, there, sched.threads[change->thread]->name, change->step);
+    const struct place *place = place_of(change->where);
+    bool own_line = strchr(there, ':') != NULL;
+    if (!own_line) /* an earlier chapter's reference: no line to show, its function and the calls that led there */
+        snprintf(there, sizeof there, "a write in %s (the kit's code)",
+                 place && place->function[0] && strcmp(place->function, "??") != 0 ? place->function : "a function");
+    caller = (kit_text_t){ there + strlen(there), sizeof there - strlen(there), 0 };
+    if (own_line)
+        inlined_callers(change->where, &caller, 1);
+    if (caller.at == 0 || !own_line)
+        called_from(change, &caller, 2);
+    kit_text_put(x, "%s%s%s (%s, after step %ld)", code, own_line ? "at " : "", there,
+                 sched.threads[change->thread]->name, change->step);
 }
 
 /* A failure nothing above explained, on a run whose paths were followed,
@@ -1953,19 +1970,20 @@ static void explain_below_zero(bool scheduled)
         want_place(change.where);
         want_place(before.where);
         want_callers(&change);
+        want_callers(&before);
     }
     resolve_places();
     for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
         code_at(change.where, code, sizeof code);
-        if (!students_code(change.where) || !lowers(code))
-            continue;
+        if (students_code(change.where) ? !lowers(code) : !students_call(&change) || !sched_changes_still_below_zero(b))
+            continue; /* the student's line that lowers, or a call of the student's into code that took it below 0 */
         kit_text_t x = { why, sizeof why, 0 };
         kit_text_put(&x, "why: ");
         name_write(&x, &change);
         kit_text_put(&x, " lowered memory that held 0: a count taken below zero (an unsigned one wraps to its "
             "largest value) was lowered once more than it was raised");
         code_at(before.where, code, sizeof code);
-        if (before.where != NULL && students_code(before.where) && lowers(code)) {
+        if (before.where != NULL && (students_code(before.where) ? lowers(code) : students_call(&before))) {
             kit_text_put(&x, "; the write before it, which took it to 0, was ");
             name_write(&x, &before);
             kit_text_put(&x, ": one raise lowered twice - keep one of the two (each raise is undone once, by one "
