@@ -397,7 +397,8 @@ void kit_sched_api_site(void *where);
 /* A subject process (grader/subject/kit_serve.c): a failing schedule of a
  * search is reported as it first ran, not run once more to follow its
  * threads' lines - a run more would be a schedule the judge did not ask for
- * (its body runs in the judge), or one more in a transcript. */
+ * (its body runs in the judge), or one more in a transcript - but while
+ * kit_sched_report_runs_again() says so (below). */
 void kit_sched_report_first_runs(void);
 /* A subject's generated scenarios (grader/subject/kit_serve_scenario.c) run
  * whole in the subject, body and check: while @p on, a failing schedule is
