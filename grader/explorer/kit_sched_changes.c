@@ -126,6 +126,12 @@ static struct after_wait {
     int nplaces;
 } running_wait[SCHED_MAX_THREADS], kept_wait[SCHED_MAX_THREADS];
 
+/* Per thread, while the paths are followed: the last RECENT places it ran
+ * (a place again right after itself once), recent[t][n % RECENT] the n-th. */
+enum { RECENT = SCHED_RECENT_PLACES };
+static void *recent[SCHED_MAX_THREADS][RECENT];
+static long nrecent[SCHED_MAX_THREADS];
+
 /* Where the calls that led to each write were made, for the writes made
  * while the paths are followed: callers_of[n % WRITES] the n-th write's of
  * this schedule, if its seq is n and its schedule this one. */
@@ -160,6 +166,7 @@ void sched_changes_thread_begins(int thread)
     sched_notes.last_write[thread] = -1;
     taken[thread] = (struct taken){ .open = false };
     nkept_out[thread] = 0;
+    nrecent[thread] = 0;
     running_after[thread].write = NULL;
     nkept[thread] = 0;
     running_wait[thread].open = false;
@@ -204,6 +211,8 @@ static void note_place(int thread, void *where)
     if (sched_notes.paths) {
         note_after_write(thread, where);
         note_after_wait(thread, where);
+        if (nrecent[thread] == 0 || recent[thread][(nrecent[thread] - 1) % RECENT] != where)
+            recent[thread][nrecent[thread]++ % RECENT] = where;
     }
     struct taken *t = &taken[thread];
     if (!t->open)
@@ -795,4 +804,14 @@ bool sched_changes_still_below_zero(int back)
         return false; /* freed since: what it holds now tells nothing */
     uint64_t now = z->size == 8 ? *(const volatile uint64_t *)z->addr : *(const volatile uint32_t *)z->addr;
     return (now >> (z->size * 8 - 1)) != 0;
+}
+
+int sched_changes_recent(int thread, void **out)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    int n = nrecent[thread] < RECENT ? (int)nrecent[thread] : RECENT;
+    for (int i = 0; i < n; i++)
+        out[i] = recent[thread][(nrecent[thread] - n + i) % RECENT];
+    return n;
 }

@@ -579,6 +579,10 @@ bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_c
  * zero now (its highest bit set: a count an earlier chapter's code keeps,
  * whose source is not at hand, lowered below zero or wrapped). */
 bool sched_changes_still_below_zero(int back);
+/* The places @p thread ran last, oldest first (at most SCHED_RECENT_PLACES),
+ * while the paths are followed; their number. */
+enum { SCHED_RECENT_PLACES = 32 };
+int sched_changes_recent(int thread, void **out);
 /* After @p change its thread waited (before it let its mutex go otherwise)
  * at *@p wait, and its first time-out since that change took the path into
  * @p places: the timed wait, the lines after it, where it let go (at most
