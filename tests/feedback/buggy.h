@@ -110,6 +110,12 @@ void roster_wait_empty(roster_t *r);
 size_t roster_size(roster_t *r);
 void roster_destroy(roster_t *r);
 
+/** A log of at most @p capacity numbers; an append past it writes past the block (a heap overrun). */
+typedef struct numbers numbers_t;
+numbers_t *numbers_create(long capacity);
+void numbers_append(numbers_t *l, long value);
+void numbers_destroy(numbers_t *l);
+
 typedef struct meter meter_t;
 /** @brief What a meter holds, copied out. */
 typedef struct {

@@ -668,6 +668,17 @@ static void test_feedback_count_lowered_twice_is_named(void **state)
     counter_destroy(c);
 }
 
+/* A write past the block: the lines the writer ran on its way there (the test that let it through) are named. */
+static void test_feedback_overrun_names_the_lines_before_it(void **state)
+{
+    (void)state;
+    numbers_t *l = numbers_create(2);
+    assert_non_null(l);
+    for (long i = 0; i < 3; i++)
+        numbers_append(l, i);
+    numbers_destroy(l);
+}
+
 static int run_put_quietly(void *object, long arg, long timeout_ms, long *out)
 {
     (void)arg, (void)timeout_ms, (void)out;
@@ -730,6 +741,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
+    cmocka_unit_test(test_feedback_overrun_names_the_lines_before_it),
 };
 
 KIT_TEST_MAIN(tests)
