@@ -397,8 +397,16 @@ void kit_sched_api_site(void *where);
 /* A subject process (grader/subject/kit_serve.c): a failing schedule of a
  * search is reported as it first ran, not run once more to follow its
  * threads' lines - a run more would be a schedule the judge did not ask for
- * (its body runs in the judge), or one more in a transcript. */
+ * (its body runs in the judge), or one more in a transcript - but while
+ * kit_sched_report_runs_again() says so (below). */
 void kit_sched_report_first_runs(void);
+/* A subject's generated scenarios (grader/subject/kit_serve_scenario.c) run
+ * whole in the subject, body and check: while @p on, a failing schedule is
+ * run again for its report there, as in one process (its history, sent
+ * already, is not sent again: kit_sched_running_again). */
+void kit_sched_report_runs_again(bool on);
+/* Whether the schedule running is a failing one run again for its report. */
+bool kit_sched_running_again(void);
 /* A subject process: a test on its one schedule (kit_sched_run_test) follows
  * its threads' lines from its start, as a run for its report does - the
  * subject cannot run it again when it fails (its test runs in the judge), so

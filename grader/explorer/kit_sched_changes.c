@@ -39,6 +39,7 @@
  */
 #include "kit_sched_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 enum { READS = SCHED_NOTE_READS, WRITES = SCHED_NOTE_WRITES, PENDING = SCHED_NOTE_PENDING };
@@ -125,8 +126,26 @@ static struct after_wait {
     int nplaces;
 } running_wait[SCHED_MAX_THREADS], kept_wait[SCHED_MAX_THREADS];
 
+/* Per thread, while the paths are followed: the last RECENT places it ran
+ * (a place again right after itself once), recent[t][n % RECENT] the n-th. */
+enum { RECENT = SCHED_RECENT_PLACES };
+static void *recent[SCHED_MAX_THREADS][RECENT];
+static long nrecent[SCHED_MAX_THREADS];
+
+/* Where the calls that led to each write were made, for the writes made
+ * while the paths are followed: callers_of[n % WRITES] the n-th write's of
+ * this schedule, if its seq is n and its schedule this one. */
+static unsigned long schedules_begun;
+static struct {
+    unsigned long schedule;
+    long seq;
+    int n;
+    void *sites[SCHED_CHANGE_CALLERS];
+} callers_of[WRITES];
+
 void sched_changes_begin(void)
 {
+    schedules_begun++;
     sched_notes.nwrites = 0;
     nstalls = 0;
     as_of = NULL;
@@ -147,6 +166,7 @@ void sched_changes_thread_begins(int thread)
     sched_notes.last_write[thread] = -1;
     taken[thread] = (struct taken){ .open = false };
     nkept_out[thread] = 0;
+    nrecent[thread] = 0;
     running_after[thread].write = NULL;
     nkept[thread] = 0;
     running_wait[thread].open = false;
@@ -191,6 +211,8 @@ static void note_place(int thread, void *where)
     if (sched_notes.paths) {
         note_after_write(thread, where);
         note_after_wait(thread, where);
+        if (nrecent[thread] == 0 || recent[thread][(nrecent[thread] - 1) % RECENT] != where)
+            recent[thread][nrecent[thread]++ % RECENT] = where;
     }
     struct taken *t = &taken[thread];
     if (!t->open)
@@ -202,12 +224,26 @@ static void note_place(int thread, void *where)
         t->places[t->nplaces++] = where;
 }
 
+int sched_changes_callers(const struct sched_change *change, void **out)
+{
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0;
+    if (change->seq < oldest || change->seq >= sched_notes.nwrites || callers_of[change->seq % WRITES].seq != change->seq ||
+        callers_of[change->seq % WRITES].schedule != schedules_begun)
+        return 0;
+    memcpy(out, callers_of[change->seq % WRITES].sites, sizeof callers_of[0].sites);
+    return callers_of[change->seq % WRITES].n;
+}
+
 void sched_changes_on_path(int thread, void *where, bool write)
 {
     note_place(thread, where);
     struct after_write *a = &running_after[thread];
     if (!write || !sched_notes.paths)
         return;
+    long seq = sched_notes.nwrites; /* the number of the write whose note comes next (sched_changes_write) */
+    callers_of[seq % WRITES].schedule = schedules_begun;
+    callers_of[seq % WRITES].seq = seq;
+    callers_of[seq % WRITES].n = sched_memory_call_sites(callers_of[seq % WRITES].sites, SCHED_CHANGE_CALLERS);
     if (a->write == NULL) /* a new stretch of writes: its path begins again after each */
         a->first = sched.nsteps;
     a->write = where;
@@ -454,7 +490,7 @@ int sched_changes_of(int thread, struct sched_change *out, int most)
         for (int j = 0; j < n; j++)
             seen = seen || out[j].where == note->where;
         if (!seen && read_before_waiting(thread, &note->span))
-            out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+            out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }
@@ -483,7 +519,7 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
         for (int j = 0; !seen && j < nreads; j++)
             read = read || overlap(&section->reads[j], &note->span);
         if (read)
-            out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+            out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }
@@ -523,7 +559,7 @@ bool sched_changes_last_in(int thread, long from, long to, struct sched_change *
         if (note->step < from)
             return false;
         if (note->thread == thread && note->step <= to) {
-            *out = (struct sched_change){ note->where, note->thread, note->step };
+            *out = (struct sched_change){ note->where, note->thread, note->step, i };
             return true;
         }
     }
@@ -615,7 +651,7 @@ bool sched_changes_never_undone(int sleeper, const struct sched_undo_ask *ask, s
             continue; /* undone (or still may be) */
         if (!ask->same(sched_notes.writes[first_by_same(i, oldest) % WRITES].where, note->where))
             continue; /* the undo itself: its thread's first change of that memory was elsewhere */
-        *out = (struct sched_change){ note->where, note->thread, note->step };
+        *out = (struct sched_change){ note->where, note->thread, note->step, i };
         return true;
     }
     return false;
@@ -670,7 +706,7 @@ int sched_changes_section_latest(int thread, struct sched_change *out, int most)
         if (!read || again)
             continue; /* not read, or not the latest write of that memory */
         seen[nseen++] = note->span;
-        out[n++] = (struct sched_change){ note->where, note->thread, note->step };
+        out[n++] = (struct sched_change){ note->where, note->thread, note->step, i };
     }
     return n;
 }
@@ -713,4 +749,69 @@ int kit_sched_left_by_timeout(void **places, int most)
         }
     }
     return 0;
+}
+
+/* Stores made over a 0 while the paths are followed, the last OVER_ZERO:
+ * over_zero[n % OVER_ZERO] the n-th, by its write's number. */
+enum { OVER_ZERO = WRITES }; /* (as many as the writes kept: an older one is not named) */
+static struct zero_store {
+    unsigned long schedule;
+    long seq;
+    uintptr_t addr;
+    unsigned size;
+} over_zero[OVER_ZERO];
+static long nover_zero;
+
+void sched_changes_store_over(int thread, const void *addr, unsigned size)
+{
+    if (!sched_notes.paths || thread < 0 || thread >= SCHED_MAX_THREADS || (size != 4 && size != 8) ||
+        ((uintptr_t)addr & (size - 1)) != 0 || sched_notes.last_write[thread] != sched_notes.nwrites - 1)
+        return; /* not followed, not a count's size, or its note is not this thread's last */
+    uint64_t was = size == 8 ? *(const volatile uint64_t *)addr : *(const volatile uint32_t *)addr;
+    if (was == 0)
+        over_zero[nover_zero++ % OVER_ZERO] = (struct zero_store){ schedules_begun, sched_notes.nwrites - 1,
+                                                                    (uintptr_t)addr, size };
+}
+
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before)
+{
+    long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0, n = nover_zero - 1 - back;
+    if (back < 0 || back >= OVER_ZERO || n < 0 || over_zero[n % OVER_ZERO].schedule != schedules_begun ||
+        over_zero[n % OVER_ZERO].seq < oldest)
+        return false;
+    long i = over_zero[n % OVER_ZERO].seq;
+    const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+    *out = (struct sched_change){ note->where, note->thread, note->step, i };
+    *before = (struct sched_change){ NULL, -1, -1, -1 };
+    for (i = i - 1; i >= oldest; i--) {
+        note = &sched_notes.writes[i % WRITES];
+        if (note->span.addr == over_zero[n % OVER_ZERO].addr) {
+            *before = (struct sched_change){ note->where, note->thread, note->step, i };
+            break;
+        }
+    }
+    return true;
+}
+
+bool sched_changes_still_below_zero(int back)
+{
+    long n = nover_zero - 1 - back;
+    char freer[8];
+    if (back < 0 || back >= OVER_ZERO || n < 0 || over_zero[n % OVER_ZERO].schedule != schedules_begun)
+        return false;
+    const struct zero_store *z = &over_zero[n % OVER_ZERO];
+    if (kit_sched_who_freed((const void *)z->addr, freer, sizeof freer))
+        return false; /* freed since: what it holds now tells nothing */
+    uint64_t now = z->size == 8 ? *(const volatile uint64_t *)z->addr : *(const volatile uint32_t *)z->addr;
+    return (now >> (z->size * 8 - 1)) != 0;
+}
+
+int sched_changes_recent(int thread, void **out)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    int n = nrecent[thread] < RECENT ? (int)nrecent[thread] : RECENT;
+    for (int i = 0; i < n; i++)
+        out[i] = recent[thread][(nrecent[thread] - n + i) % RECENT];
+    return n;
 }

@@ -617,6 +617,8 @@ static struct {
  * without its steps (false). The run again is not counted: the search's
  * figures are the same. */
 static bool first_runs_only; /* kit_sched_report_first_runs() */
+static bool runs_again_here;  /* kit_sched_report_runs_again() */
+static bool running_again;    /* run_again_for_report() runs its schedule */
 bool (*kit_sched_drop_schedule)(unsigned long schedule);
 
 void kit_sched_report_first_runs(void)
@@ -624,9 +626,19 @@ void kit_sched_report_first_runs(void)
     first_runs_only = true;
 }
 
+void kit_sched_report_runs_again(bool on)
+{
+    runs_again_here = on;
+}
+
+bool kit_sched_running_again(void)
+{
+    return running_again;
+}
+
 static bool run_again_for_report(struct body_call *call, int racy_before)
 {
-    if (first_runs_only || sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
+    if ((first_runs_only && !runs_again_here) || sched.gave_up || sched_notes.paths || atomic_load(&sched_abandoned))
         return true; /* reported as it ran; gave up: no report; followed already (a replay) */
     snprintf(first_run.message, sizeof first_run.message, "%s", sched.message);
     first_run.ndecisions = sched.ndecisions;
@@ -637,9 +649,9 @@ static bool run_again_for_report(struct body_call *call, int racy_before)
     sched_memory_forget_racy(racy_before);
     plan_schedule(&(struct plan){ .strategy = STRAT_REPLAY }, 0);
     sched.prefix_len = first_run.ndecisions;
-    sched_notes.paths = true;
+    sched_notes.paths = running_again = true;
     bool again = !run_schedule(call) && !sched.gave_up;
-    sched_notes.paths = false;
+    sched_notes.paths = running_again = false;
     schedules_run = counted[0], steps_run = counted[1];
     process_schedules = counted[2], process_wakeups = counted[3], process_futile = counted[4];
     if (again)

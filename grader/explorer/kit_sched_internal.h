@@ -391,6 +391,7 @@ struct sched_change {
     void *where; /* the write's place */
     int thread;  /* who wrote */
     long step;   /* steps recorded before it */
+    long seq;    /* the write's number in the schedule (sched_changes_callers) */
 };
 void sched_changes_begin(void);
 /* A new thread of the schedule: its notes start empty. */
@@ -488,6 +489,14 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
 void sched_changes_section(int thread);
 /* The thread waits on a condition variable: what its section read is what it waits for. */
 void sched_changes_wait(int thread);
+/* Where the calls that led to @p change were made, innermost first (at
+ * most SCHED_CHANGE_CALLERS), if its write was made while the paths were
+ * followed; their number (0: not known). */
+enum { SCHED_CHANGE_CALLERS = 3 };
+int sched_changes_callers(const struct sched_change *change, void **out);
+/* The places the open calls of the running thread were made from,
+ * innermost first (kit_sched_memory.c); their number. */
+int sched_memory_call_sites(void **out, int most);
 /* The latest writes (each place once, newest first, at most @p most) to memory
  * that @p thread's last wait read in its critical section; their number. */
 int sched_changes_of(int thread, struct sched_change *out, int most);
@@ -559,6 +568,21 @@ int sched_changes_section_writers(int thread, struct sched_change *out, int most
  * first mutex, of the writes kept (newest first, at most @p most): what that
  * memory holds now. Their number. */
 int sched_changes_section_latest(int thread, struct sched_change *out, int most);
+/* A store of 4 or 8 bytes at @p addr by @p thread, checked, about to be made
+ * over what it holds: kept if that is 0, while the paths are followed (a
+ * count lowered below zero, sched_changes_below_zero). */
+void sched_changes_store_over(int thread, const void *addr, unsigned size);
+/* The @p back-th latest such store (0: the latest) and the write to the
+ * same memory before it (@p before->where NULL: none kept); false if none. */
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before);
+/* Whether the memory of that store, not freed since, holds a value below
+ * zero now (its highest bit set: a count an earlier chapter's code keeps,
+ * whose source is not at hand, lowered below zero or wrapped). */
+bool sched_changes_still_below_zero(int back);
+/* The places @p thread ran last, oldest first (at most SCHED_RECENT_PLACES),
+ * while the paths are followed; their number. */
+enum { SCHED_RECENT_PLACES = 32 };
+int sched_changes_recent(int thread, void **out);
 /* After @p change its thread waited (before it let its mutex go otherwise)
  * at *@p wait, and its first time-out since that change took the path into
  * @p places: the timed wait, the lines after it, where it let go (at most

@@ -491,6 +491,11 @@ static int open_call_sites(void **out, int most)
     return n;
 }
 
+int sched_memory_call_sites(void **out, int most)
+{
+    return open_call_sites(out, most);
+}
+
 void sched_call_left(void)
 {
     if (call_depth > 0 && --call_depth == 0) {
@@ -798,6 +803,8 @@ static __attribute__((noinline)) void access_the_long_way(struct sched_thread *m
 {
     access_noted(me, addr, size, write, pc);
     check_bytes(me, (uintptr_t)addr, size, write, pc);
+    if (write && sched_notes.paths) /* (checked: no freed block, no overrun) */
+        sched_changes_store_over(me->id, addr, size);
 }
 
 /* A load or store of the code under test. Nearly every one - within one
@@ -1016,6 +1023,48 @@ static void use_after_free(const struct sched_thread *me, uintptr_t addr, bool w
     sched_misuse_at(pc, text);
 }
 
+/* Whether a described place is on @p line's line ("results.c:81" of "results.c:81 in ..."). */
+static bool on_line(const char *place, const char *line, size_t length)
+{
+    return strncmp(place, line, length) == 0 && place[length] == ' ';
+}
+
+/* " Before it, main ran results.c:77, results.c:78 in results_append: ...":
+ * the lines of the access's own function its thread ran since it last ran
+ * another line's access before this one's (on a run whose paths are
+ * followed, the run made for the report): this call's way to it, where the
+ * test that let the access through is. Nothing if none is known. */
+static void name_lines_before(kit_text_t *t, const struct sched_thread *me, void *pc)
+{
+    void *places[SCHED_RECENT_PLACES + 1];
+    static char described[SCHED_RECENT_PLACES + 1][160];
+    char lines[600];
+    kit_text_t ran = { lines, sizeof lines, 0 };
+    int n = sched_changes_recent(me->id, places), said = 0, from = n;
+    places[n] = pc;
+    kit_describe_places(places, n + 1, described);
+    const char *function = strstr(described[n], " in ");
+    size_t line = strcspn(described[n], " ");
+    if (function == NULL || strchr(described[n], ':') == NULL)
+        return; /* no line of the access known */
+    while (from > 0 && on_line(described[from - 1], described[n], line))
+        from--; /* the access's own line, just before it */
+    while (from > 0 && !on_line(described[from - 1], described[n], line))
+        from--; /* this call's way there: back to that line's last run before */
+    for (int i = from; i < n; i++) {
+        bool again = on_line(described[i], described[n], line);
+        for (int j = from; j < i && !again; j++)
+            again = strcmp(described[j], described[i]) == 0;
+        const char *in = strstr(described[i], " in ");
+        if (again || in == NULL || strcmp(in, function) != 0)
+            continue; /* the access's own line, one said, or another function's */
+        kit_text_put(&ran, "%s%.*s", said++ ? ", " : "", (int)(in - described[i]), described[i]);
+    }
+    if (said > 0)
+        kit_text_put(t, " Before it, %s ran %s%s: the test that let this access through (a count against a "
+                        "capacity, an index) is on those lines.", me->name, lines, function);
+}
+
 static void overrun(const struct sched_thread *me, uintptr_t addr, bool write, void *pc)
 {
     static char text[2048];
@@ -1033,6 +1082,8 @@ static void overrun(const struct sched_thread *me, uintptr_t addr, bool write, v
     kit_text_put(&t, ". A block holds the bytes it was allocated with and no more: an index or a size computed from a "
                      "capacity the block does not have yet (grown before the realloc succeeded, or after it failed) "
                      "writes over what the allocator keeps there.");
+    if (sched_notes.paths)
+        name_lines_before(&t, me, pc);
     sched_misuse_at(pc, text);
 }
 

@@ -884,6 +884,44 @@ static void code_at(void *where, char *out, size_t size)
         snprintf(out, size, "`%.*s` ", (int)length, code);
 }
 
+/* ", called from tpool_shutdown_now (tpool.c:400)": the student's call
+ * that led to a change made in a function it called (not inlined there) -
+ * the first of the calls kept for it that is the student's, past an earlier
+ * chapter's reference, and none past a test's line. */
+static void called_from(const struct sched_change *change, kit_text_t *t, int most)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    const struct place *own = place_of(change->where);
+    int n = sched_changes_callers(change, sites), named = 0;
+    for (int i = 0; i < n && named < most; i++) {
+        const struct place *site = place_of(sites[i]);
+        if (site == NULL || strncmp(site->text, "test_", 5) == 0)
+            return; /* not resolved, or the test's call: the change's own function is where it was decided */
+        if (students_code(sites[i]) && !(own && strcmp(own->function, site->function) == 0))
+            kit_text_put(t, "%s%s (%s)", named++ ? " <- " : ", called from ", site->function, site->text);
+    }
+}
+
+/* Whether a call of the student's code led to @p change (called_from would name one). */
+static bool students_call(const struct sched_change *change)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    int n = sched_changes_callers(change, sites);
+    for (int i = 0; i < n; i++)
+        if (students_code(sites[i]))
+            return true;
+    return false;
+}
+
+/* The places called_from() may name, wanted for addr2line. */
+static void want_callers(const struct sched_change *change)
+{
+    void *sites[SCHED_CHANGE_CALLERS];
+    int n = sched_changes_callers(change, sites);
+    for (int i = 0; i < n; i++)
+        want_place(sites[i]);
+}
+
 /* "; since then reader-0 changed what it waits for, `l->waiting_writers--;` at rwl.c:178 in ... (after step 12)" */
 static void name_change(kit_text_t *x, const struct sched_change *change, const char *lead)
 {
@@ -893,6 +931,8 @@ static void name_change(kit_text_t *x, const struct sched_change *change, const 
     kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
     if (strchr(there, ':') != NULL) /* a helper's change: the call that led there, whose code decides on a wake-up */
         inlined_callers(change->where, &caller, 1);
+    if (caller.at == 0 && strchr(there, ':') != NULL) /* a helper called, not inlined: the call, if it was kept */
+        called_from(change, &caller, 1);
     if (lead[0] == ',' && strstr(lead, "its last change"))
         kit_text_put(x, "%s %sat %s", lead, code, there);
     else
@@ -1061,6 +1101,37 @@ static bool unsignalled_change(const struct sched_thread *t, long after, int riv
     return changed;
 }
 
+/* "; after that C held kx->lock at keyed.c:185-192 in drop_lane (step 70),
+ * its last change there was ...": the latest critical section of sleeper
+ * t's mutex after @p change, by another thread (not @p rival), that wrote -
+ * what t waits for may have changed there through memory not followed (a
+ * library's map, a count kept by code the grader does not instrument), and
+ * no signal came after it either. Nothing if there is none. */
+static void name_later_section(kit_text_t *x, const struct sched_thread *t, const struct sched_change *change,
+                               int rival, const char *object)
+{
+    char m[NAME_CHARS], there[160];
+    long held[HOLDERS_NAMED];
+    int nheld = t->state == WAITING ? holders_since(t, t->obj2, change->step, held, HOLDERS_NAMED) : 0;
+    for (int h = 0; h < nheld; h++) { /* the latest first */
+        const struct sched_step *step = &sched.steps[held[h]];
+        long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
+        struct sched_change last;
+        if (step->thread == rival || !sched_changes_last_in(step->thread, held[h] + 1, end, &last) ||
+            !students_code(last.where))
+            continue;
+        section_text(held[h], there, sizeof there);
+        kit_text_put(x, "; after that %s held %s at %s (step %ld)", sched.threads[step->thread]->name,
+            object_name(t->obj2, m, sizeof m), there, held[h] + 1);
+        name_change(x, &last, ", its last change there was");
+        name_after(x, &last);
+        kit_text_put(x, ", and nobody signalled %s after that either: if that section changed what it waits for (a "
+            "call there may change memory the grader does not follow), it needs a signal or broadcast of %s there",
+            object, object);
+        return;
+    }
+}
+
 /* The thread the signal at step @p signal chose, or -1. */
 static int signalled_thread(long signal)
 {
@@ -1112,6 +1183,7 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
             kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s",
                 object, object);
         }
+        name_later_section(x, t, &change, signalled_thread(signal), object);
     } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);
         if (!explain_never_undone(x, t, since))
@@ -1148,6 +1220,7 @@ static void want_sleeper_places(const struct sched_thread *t)
     int nchanges = sched_changes_of(t->id, changes, CHANGES_LOOKED_AT);
     for (int c = 0; c < nchanges; c++) {
         want_place(changes[c].where);
+        want_callers(&changes[c]);
         want_after(&changes[c]);
     }
     for (int h = 0; h < nheld; h++) {
@@ -1155,6 +1228,7 @@ static void want_sleeper_places(const struct sched_thread *t)
         long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
         if (sched_changes_last_in(step->thread, held[h] + 1, end, &last)) {
             want_place(last.where);
+            want_callers(&last);
             want_after(&last);
         }
     }
@@ -1851,6 +1925,75 @@ static void explain_left_by_timeout(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* Whether source @p code lowers something: "x--", "--x", "x -= n". */
+static bool lowers(const char *code)
+{
+    return strstr(code, "--") != NULL || strstr(code, "-=") != NULL;
+}
+
+/* "`f->counted_waiters--;` at future.c:259 in wait_for (pool-1, after step 40)" */
+static void name_write(kit_text_t *x, const struct sched_change *change)
+{
+    char code[100], there[460];
+    code_at(change->where, code, sizeof code);
+    where_text(change->where, there, sizeof there);
+    kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
+    const struct place *place = place_of(change->where);
+    bool own_line = strchr(there, ':') != NULL;
+    if (!own_line) /* an earlier chapter's reference: no line to show, its function and the calls that led there */
+        snprintf(there, sizeof there, "a write in %s (the kit's code)",
+                 place && place->function[0] && strcmp(place->function, "??") != 0 ? place->function : "a function");
+    caller = (kit_text_t){ there + strlen(there), sizeof there - strlen(there), 0 };
+    if (own_line)
+        inlined_callers(change->where, &caller, 1);
+    if (caller.at == 0 || !own_line)
+        called_from(change, &caller, 2);
+    kit_text_put(x, "%s%s%s (%s, after step %ld)", code, own_line ? "at " : "", there,
+                 sched.threads[change->thread]->name, change->step);
+}
+
+/* A failure nothing above explained, on a run whose paths were followed,
+ * after the student's code lowered a count that was 0 (kit_sched_changes.c
+ * keeps each store of 4 or 8 bytes made over a 0; of those, a line that
+ * lowers): "why: `f->counted_waiters--;` at future.c:259 ... lowered memory
+ * that held 0 ...; the write before it was `f->counted_waiters--;` at
+ * future.c:115 in finish_locked ..." - a count lowered twice for one raise
+ * names the second lowering, and the first. */
+static void explain_below_zero(bool scheduled)
+{
+    struct sched_change change, before;
+    char code[100], why[1400];
+    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+        return;
+    nplaces = 0;
+    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
+        want_place(change.where);
+        want_place(before.where);
+        want_callers(&change);
+        want_callers(&before);
+    }
+    resolve_places();
+    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
+        code_at(change.where, code, sizeof code);
+        if (students_code(change.where) ? !lowers(code) : !students_call(&change) || !sched_changes_still_below_zero(b))
+            continue; /* the student's line that lowers, or a call of the student's into code that took it below 0 */
+        kit_text_t x = { why, sizeof why, 0 };
+        kit_text_put(&x, "why: ");
+        name_write(&x, &change);
+        kit_text_put(&x, " lowered memory that held 0: a count taken below zero (an unsigned one wraps to its "
+            "largest value) was lowered once more than it was raised");
+        code_at(before.where, code, sizeof code);
+        if (before.where != NULL && (students_code(before.where) ? lowers(code) : students_call(&before))) {
+            kit_text_put(&x, "; the write before it, which took it to 0, was ");
+            name_write(&x, &before);
+            kit_text_put(&x, ": one raise lowered twice - keep one of the two (each raise is undone once, by one "
+                "thread)");
+        }
+        insert_why(why, scheduled);
+        return;
+    }
+}
+
 #define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
 
 /* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
@@ -1939,6 +2082,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_stall(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);
+    explain_below_zero(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;

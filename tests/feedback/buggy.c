@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE /* pthread_cond_clockwait */
 #include "buggy.h"
+#include "kit_map.h"
 #include "kit_time.h"
 
 #include <errno.h>
@@ -354,6 +355,31 @@ void counter_add_quietly_through_a_helper(counter_t *c, long n)
     pthread_mutex_unlock(&c->lock);
 }
 
+static __attribute__((noinline)) void add_in_a_called_helper(counter_t *c, long n)
+{
+    c->value += n;
+}
+
+void counter_add_quietly_through_a_called_helper(counter_t *c, long n)
+{
+    pthread_mutex_lock(&c->lock);
+    add_in_a_called_helper(c, n); /* BUG: nobody is woken to see it */
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_take_one_uncounting_twice(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->takers++;
+    while (c->value == 0) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    c->takers--;
+    c->value--;
+    if (c->value == 0)
+        c->takers--; /* BUG: the taker was un-counted already */
+    pthread_mutex_unlock(&c->lock);
+}
+
 void counter_add_waking_once_ready(counter_t *c, long n)
 {
     pthread_mutex_lock(&c->lock);
@@ -421,4 +447,115 @@ void counter_destroy_once_no_taker_waits(counter_t *c)
         pthread_cond_wait(&c->changed, &c->lock);
     pthread_mutex_unlock(&c->lock);
     counter_destroy(c);
+}
+
+struct roster {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* broadcast when the roster is closed and empty - by the close only */
+    /* Guarded by lock: */
+    bool closed;
+    long removed;
+    kit_map_t *names;
+};
+
+roster_t *roster_create(void)
+{
+    roster_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    if (kit_map_create(&r->names) != 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->changed, NULL);
+    return r;
+}
+
+void roster_add(roster_t *r, const char *name)
+{
+    pthread_mutex_lock(&r->lock);
+    kit_map_insert(r->names, name, r);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void roster_close(roster_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->closed = true;
+    if (kit_map_count(r->names) == 0)
+        pthread_cond_broadcast(&r->changed);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void roster_remove_quietly(roster_t *r, const char *name)
+{
+    pthread_mutex_lock(&r->lock);
+    r->removed++;
+    kit_map_remove(r->names, name, NULL); /* BUG: the last name gone after the close wakes nobody */
+    pthread_mutex_unlock(&r->lock);
+}
+
+void roster_wait_empty(roster_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    while (!r->closed || kit_map_count(r->names) > 0) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&r->changed, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+}
+
+size_t roster_size(roster_t *r)
+{
+    pthread_mutex_lock(&r->lock);
+    size_t size = kit_map_count(r->names);
+    pthread_mutex_unlock(&r->lock);
+    return size;
+}
+
+void roster_destroy(roster_t *r)
+{
+    kit_map_destroy(r->names);
+    pthread_cond_destroy(&r->changed);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+struct numbers {
+    pthread_mutex_t lock;
+    /* Guarded by lock: */
+    long count, capacity;
+    long *items; /* capacity of them */
+};
+
+numbers_t *numbers_create(long capacity)
+{
+    numbers_t *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return NULL;
+    l->items = malloc((size_t)capacity * sizeof *l->items);
+    if (l->items == NULL) {
+        free(l);
+        return NULL;
+    }
+    l->capacity = capacity;
+    pthread_mutex_init(&l->lock, NULL);
+    return l;
+}
+
+void numbers_append(numbers_t *l, long value)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->count > l->capacity) { /* BUG: a full log is count == capacity */
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
+    l->items[l->count++] = value;
+    pthread_mutex_unlock(&l->lock);
+}
+
+void numbers_destroy(numbers_t *l)
+{
+    pthread_mutex_destroy(&l->lock);
+    free(l->items);
+    free(l);
 }

@@ -8,6 +8,7 @@
 #define BUGGY_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 typedef struct counter counter_t;
 
@@ -92,6 +93,29 @@ void counter_destroy_once_no_taker_waits(counter_t *c);
 /** @brief The takers counted now, under the lock (correct). */
 long counter_takers(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */
+/** Adds @p n through a helper it calls (not inlined), under the lock - and wakes nobody (a lost wake-up). */
+void counter_add_quietly_through_a_called_helper(counter_t *c, long n);
+/** Takes one, counted as a taker while it waits - and un-counts itself twice when it takes the last one. */
+void counter_take_one_uncounting_twice(counter_t *c);
+
+/** A roster of names (a kit_map: memory the explorer does not follow);
+ *  roster_wait_empty() returns once it is closed and holds no name. */
+typedef struct roster roster_t;
+roster_t *roster_create(void);
+void roster_add(roster_t *r, const char *name);
+void roster_close(roster_t *r);
+/** Removes @p name - and wakes nobody, though it may be the last one after the close. */
+void roster_remove_quietly(roster_t *r, const char *name);
+void roster_wait_empty(roster_t *r);
+size_t roster_size(roster_t *r);
+void roster_destroy(roster_t *r);
+
+/** A log of at most @p capacity numbers; an append past it writes past the block (a heap overrun). */
+typedef struct numbers numbers_t;
+numbers_t *numbers_create(long capacity);
+void numbers_append(numbers_t *l, long value);
+void numbers_destroy(numbers_t *l);
+
 typedef struct meter meter_t;
 /** @brief What a meter holds, copied out. */
 typedef struct {

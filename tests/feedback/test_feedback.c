@@ -623,6 +623,62 @@ static void test_feedback_shut_taker_left_counted_is_named(void **state)
     counter_destroy_once_no_taker_waits(c);
 }
 
+/* The change nobody signalled is made in a helper the code calls: the call is named. */
+static void test_feedback_lost_wakeup_names_the_called_helpers_caller(void **state)
+{
+    (void)state;
+    add_one_to_a_waiter(counter_add_quietly_through_a_called_helper);
+}
+
+static void *wait_until_empty(void *raw)
+{
+    roster_wait_empty(raw);
+    return NULL;
+}
+
+/* The change nobody signalled is in memory the explorer does not follow
+ * (the kit's map): the section after the change it sees, which wrote and
+ * woke nobody either, is named too. */
+static void test_feedback_lost_wakeup_names_a_later_section(void **state)
+{
+    (void)state;
+    roster_t *r = roster_create();
+    assert_non_null(r);
+    roster_add(r, "a");
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait_until_empty, r);
+    kit_await_waiting_threads(1, "the waiter");
+    roster_close(r);
+    roster_remove_quietly(r, "a");
+    assert_int_equal(roster_size(r), 0); /* a section that only reads, after the one that removed */
+    kit_worker_must_finish(&worker, "roster_wait_empty");
+    roster_destroy(r);
+}
+
+/* A count lowered twice for one raise: the second lowering and the first are named. */
+static void test_feedback_count_lowered_twice_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    counter_put_one(c);
+    counter_take_one_uncounting_twice(c);
+    long takers = counter_takers(c);
+    if (takers != 0)
+        fail_msg("counter_takers(c) returned %ld once the only take had returned: expected 0", takers);
+    counter_destroy(c);
+}
+
+/* A write past the block: the lines the writer ran on its way there (the test that let it through) are named. */
+static void test_feedback_overrun_names_the_lines_before_it(void **state)
+{
+    (void)state;
+    numbers_t *l = numbers_create(2);
+    assert_non_null(l);
+    for (long i = 0; i < 3; i++)
+        numbers_append(l, i);
+    numbers_destroy(l);
+}
+
 static int run_put_quietly(void *object, long arg, long timeout_ms, long *out)
 {
     (void)arg, (void)timeout_ms, (void)out;
@@ -682,6 +738,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_timed_out_taker_left_counted_is_named),
     cmocka_unit_test(test_feedback_shut_taker_left_counted_is_named),
     cmocka_unit_test(test_feedback_check_names_what_a_timeout_left),
+    cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
+    cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
+    cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
+    cmocka_unit_test(test_feedback_overrun_names_the_lines_before_it),
 };
 
 KIT_TEST_MAIN(tests)
