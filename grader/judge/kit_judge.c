@@ -158,16 +158,34 @@ void judge_release_channel(int channel)
 
 /* In the child, before exec: its channels at KIT_WIRE_FD.., and no other
  * descriptor of the judge's above stderr - not the verdict's. */
-static _Noreturn void exec_subject(int *theirs, const char *path)
+enum { MOVED_FD = 256, MOVED_ROOM = 1024 }; /* above the channels' numbers, below the usual limit of 1024 */
+
+/* In the child: its channels moved out of the way of their numbers, every
+ * other descriptor closed, then each channel at its number. (Moved to the
+ * lowest free from MOVED_FD: a soft limit of 1024 descriptors, a user's
+ * usual, must hold them all.) */
+static void place_channels(int *theirs)
 {
-    for (int c = 0; c < KIT_WIRE_CHANNELS; c++)
-        theirs[c] = fcntl(theirs[c], F_DUPFD, 1000 + c);
-    for (int fd = 3; fd < 1000; fd++)
-        close(fd);
+    static bool moved[MOVED_ROOM];
+    for (int c = 0; c < KIT_WIRE_CHANNELS; c++) {
+        theirs[c] = fcntl(theirs[c], F_DUPFD, MOVED_FD);
+        if (theirs[c] < MOVED_FD || theirs[c] >= MOVED_FD + MOVED_ROOM)
+            _exit(127); /* (the judge reports the subject's end) */
+        moved[theirs[c] - MOVED_FD] = true;
+    }
+    long most = sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (most > 0 && most < 65536 ? most : 65536); fd++)
+        if (fd < MOVED_FD || fd >= MOVED_FD + MOVED_ROOM || !moved[fd - MOVED_FD])
+            close(fd);
     for (int c = 0; c < KIT_WIRE_CHANNELS; c++) {
         dup2(theirs[c], KIT_WIRE_FD + c);
         close(theirs[c]);
     }
+}
+
+static _Noreturn void exec_subject(int *theirs, const char *path)
+{
+    place_channels(theirs);
     char *argv[40];
     int argc = 0;
     char *wrapper = getenv("KIT_SUBJECT_WRAPPER") ? strdup(getenv("KIT_SUBJECT_WRAPPER")) : NULL;

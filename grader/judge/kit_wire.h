@@ -25,9 +25,11 @@ enum { KIT_WIRE_ARGS = 10, KIT_WIRE_BLOB = 65536 };
  * to KIT_WIRE_CONTROL, a thread of the code under test's own that calls a
  * function of the test's back (a pool's worker running a task) takes one:
  * the judge's thread that mirrors it runs the function there. On
- * KIT_WIRE_CONTROL the subject says which it took (WIRE_MIRROR). The
- * subject finds them at descriptors KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
-enum { KIT_WIRE_CHANNELS = 48, KIT_WIRE_FD = 40, KIT_WIRE_MIRROR_FIRST = 32, KIT_WIRE_CONTROL = KIT_WIRE_CHANNELS - 1 };
+ * KIT_WIRE_CONTROL the subject says which it took (WIRE_MIRROR): 127 of
+ * the submission's threads may call the test's functions at once (a test
+ * process may run 256 tasks in all, and each such thread has its mirror).
+ * The subject finds them at descriptors KIT_WIRE_FD, KIT_WIRE_FD + 1, ... */
+enum { KIT_WIRE_CHANNELS = 160, KIT_WIRE_FD = 40, KIT_WIRE_MIRROR_FIRST = 32, KIT_WIRE_CONTROL = KIT_WIRE_CHANNELS - 1 };
 
 /* The subject's exit status when a test stopped in it (a failed schedule,
  * a misuse) after meeting a data race: the judge can no longer ask it. */

@@ -428,13 +428,13 @@ static void add_words(char **argv, int *argc, char *copy)
  * its scratch space, where the explorer draws its own pictures too, is the
  * confinement's small private /tmp, gone with it. */
 static void add_confinement(char **argv, int *argc, const struct run_options *options, char text[][32],
-                            const char *binaries)
+                            const char *binaries, long tasks)
 {
     const struct limits *limits = &options->limits;
     snprintf(text[0], 32, "%ld", limits->cpu_seconds);
     snprintf(text[1], 32, "%ld", limits->memory_mb);
     snprintf(text[2], 32, "%ld", limits->file_size_mb);
-    snprintf(text[3], 32, "%ld", limits->processes);
+    snprintf(text[3], 32, "%ld", tasks);
     char *words[] = { (char *)options->confine, "--kit", (char *)options->kit_root, "--ro", (char *)binaries,
                       "--fd", "3", "--fd", "4", "--fd", "5", "--cpu", text[0],
                       "--memory", text[1], "--file-size", text[2], "--tasks", text[3], NULL };
@@ -450,6 +450,17 @@ static void add_confinement(char **argv, int *argc, const struct run_options *op
     argv[(*argc)++] = "--";
 }
 
+static bool has_subject(const struct test_case *test);
+
+/* A judged test's threads are twice its code's: each thread of the code
+ * under test that calls the test's functions back has a thread of the
+ * judge's that mirrors it. The code under test keeps the limit it has in one
+ * process. */
+static long judged_tasks(const struct test_case *test)
+{
+    return has_subject(test) ? 2 : 1;
+}
+
 static void build_argv(char **argv, char *wrapper_copy, const struct test_case *test,
                        const struct run_options *options, char text[][32])
 {
@@ -460,7 +471,7 @@ static void build_argv(char **argv, char *wrapper_copy, const struct test_case *
     if (slash)
         *slash = '\0';
     if (options->confine)
-        add_confinement(argv, &argc, options, text, binaries);
+        add_confinement(argv, &argc, options, text, binaries, options->limits.processes * judged_tasks(test));
     add_words(argv, &argc, wrapper_copy);
     char *tail[] = { (char *)test->binary, "--run", (char *)test->name, "--verdict", "3", "4", "5", NULL };
     for (int i = 0; tail[i]; i++)

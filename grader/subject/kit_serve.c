@@ -203,6 +203,11 @@ void kit_serve_thread_ended(void)
     atomic_store(&mirror_taken[channel], false);
 }
 
+#define TOO_MANY_THREADS                                                                                    \
+    "more than 127 threads of the code under test's own, alive at once, have called the test's functions (a "  \
+    "pool's tasks): more than the judge mirrors. A pool of at most core_threads workers never starts that many " \
+    "- does a task get a thread of its own?"
+
 static _Noreturn void cannot_call_back(const char *why)
 {
     fprintf(stderr, "[  ERROR   ] --- %s\n", why);
@@ -213,13 +218,11 @@ static _Noreturn void cannot_call_back(const char *why)
 kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id)
 {
     if (serving < 0 && kit_transcript_channel() < 0 && kit_transcript_on && kit_transcript_take_mirror() < 0)
-        cannot_call_back("the code under test called the test's functions on more threads of its own at once than "
-                         "the judge mirrors");
+        cannot_call_back(TOO_MANY_THREADS);
     if (serving < 0 && kit_transcript_channel() >= 0)
         return kit_transcript_callback_begin(type, id); /* a thread of the test's copy, or a mirrored one, written down */
     if (serving < 0 && !take_mirror())
-        cannot_call_back("the code under test called the test's functions on more threads of its own at once than "
-                         "the judge mirrors");
+        cannot_call_back(TOO_MANY_THREADS);
     if (depth >= NESTED) {
         fprintf(stderr, "[  ERROR   ] --- the code under test called the test's functions back %d deep (each from "
                         "the one before): more than the judge serves\n", depth + 1);

@@ -1,5 +1,5 @@
 /* What several attacks share (tools/hardening puts it before each attack
- * whose header says "Uses: libc_symbols"): find(name) walks from qsort, an
+ * whose header says "Uses: libc_symbols"): find(name) walks from rand, an
  * import every submission may use, back to the C library's ELF header and
  * looks name up in its dynamic symbol table - a system call's wrapper that
  * no admission rule sees imported. */
@@ -14,10 +14,10 @@ static int same(const char *a, const char *b)
     return *a == *b;
 }
 
-/* The C library's first byte: the page below qsort that starts with \177ELF. */
+/* The C library's first byte: the page below rand that starts with \177ELF. */
 static const unsigned char *library_base(void)
 {
-    uintptr_t page = (uintptr_t)(void *)qsort & ~(uintptr_t)4095;
+    uintptr_t page = (uintptr_t)(void *)rand & ~(uintptr_t)4095; /* (not qsort: the explorer wraps it in the program) */
     for (;; page -= 4096) {
         const unsigned char *p = (const unsigned char *)page;
         if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')

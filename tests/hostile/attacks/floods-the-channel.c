@@ -1,5 +1,5 @@
 /* Attack: finds send in the C library's symbol table (from the address of
- *         qsort) and floods the judge's channels with packets that are no
+ *         rand) and floods the judge's channels with packets that are no
  *         message, then goes on as a stub. The judge reads a private copy of
  *         each packet and bounds it: the test fails, flagged; the grader
  *         goes on.

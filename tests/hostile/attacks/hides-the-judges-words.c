@@ -1,5 +1,5 @@
 /* Attack: finds write and send in the C library's symbol table (from the
- *         address of qsort), leaves the shared log with a zero byte and an
+ *         address of rand), leaves the shared log with a zero byte and an
  *         unfinished line on it, then sends the judge a packet that is no
  *         message. The judge's "[ integrity ]" line lands after the zero
  *         byte, in the middle of the unfinished line: read as text up to the

@@ -1,6 +1,6 @@
 /* Attack: route 1 on chapter 03, whose tasks run in the judge on threads
  *         that mirror the pool's workers: the untouched stub, whose
- *         tpool_create first walks from qsort to the C library's symbol
+ *         tpool_create first walks from rand to the C library's symbol
  *         table, moves the pass token between the descriptors a test
  *         process inherits with splice, and exits. Judged, the code runs in
  *         the subject, which holds no token and whose filter kills it at

@@ -1,4 +1,4 @@
-/* Attack: from the address of qsort (an allowed import) walks back to the C
+/* Attack: from the address of rand (an allowed import) walks back to the C
  *         library's ELF header, finds splice and _exit in its symbol table,
  *         moves the pass token from the descriptor it came in on to the
  *         result's, then exits: no import admission could refuse. In one
