@@ -724,13 +724,15 @@ static void print_autolab(const struct test_case *kept, int count)
 /* ---- setting up -------------------------------------------------------------------- */
 
 /* Deletes the .svg files a previous run drew in @p dir. */
-static void remove_drawings(const char *dir)
+/* The files of @p dir whose names end in @p suffix: an earlier grade's. */
+static void remove_files(const char *dir, const char *suffix)
 {
     DIR *folder = opendir(dir);
+    size_t tail = strlen(suffix);
     for (struct dirent *entry; folder && (entry = readdir(folder));) {
         size_t length = strlen(entry->d_name);
         char path[1400];
-        if (length > 4 && strcmp(entry->d_name + length - 4, ".svg") == 0) {
+        if (length > tail && strcmp(entry->d_name + length - tail, suffix) == 0) {
             snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
             unlink(path);
         }
@@ -750,13 +752,14 @@ static void prepare_logs(struct config *config)
     snprintf(log_dir, sizeof log_dir, "%s/logs", root);
     mkdir(root, 0755);
     mkdir(log_dir, 0755);
+    remove_files(log_dir, ".log"); /* a test this grade does not run (a chapter that did not build) shows no old log */
     config->run.log_dir = log_dir;
     snprintf(schedule_dir, sizeof schedule_dir, "%s/schedules", log_dir);
     mkdir(schedule_dir, 0755);
-    remove_drawings(schedule_dir); /* an earlier grade's must not pass for this one's */
+    remove_files(schedule_dir, ".svg"); /* an earlier grade's must not pass for this one's */
     snprintf(explorer_dir, sizeof explorer_dir, "%s/explorer", log_dir);
     mkdir(explorer_dir, 0755);
-    remove_drawings(explorer_dir);
+    remove_files(explorer_dir, ".svg");
     setenv("KIT_EXPLORE_SVG_DIR", explorer_dir, 1);
 }
 
