@@ -671,7 +671,7 @@ asan: deps ## every test under AddressSanitizer + UndefinedBehaviorSanitizer + L
 valgrind: deps ## every test under valgrind memcheck: no errors, no leaks
 	@command -v valgrind >/dev/null || { echo "valgrind is not installed: sudo apt-get install valgrind"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) tests-bin grader
-	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT_ROOT)/tests --report build/test-valgrind \
+	@KIT_SLOW=1 $(GRADER) --mode test --bin $(OUT)/tests --report build/test-valgrind \
 	  --wrapper "$(VALGRIND)" $(CHECK_FLAGS) --timeout $$(( $(TIMEOUT) * 10 ))
 
 # ---- Grading --------------------------------------------------------------------------
