@@ -313,6 +313,12 @@ extern bool (*kit_sched_drop_schedule)(unsigned long schedule);
 void kit_sched_name_steps(void *where);
 /* kit_dump_stacks() on a scheduled thread: the steps and the model's stacks. */
 void kit_sched_dump_stacks(const char *why, const char *message);
+/* The next kit_sched_dump_stacks() on this thread shows @p frames (at most
+ * KIT_SCHED_STAND_IN_FRAMES, places kit_sched_foreign_place() made) as its
+ * stack instead of its own: a judged test's stand-in shows the stack of the
+ * judge's thread it stands for, whose check failed. */
+enum { KIT_SCHED_STAND_IN_FRAMES = 24 };
+void kit_sched_stand_in_frames(void *const *frames, int n);
 /* Called by a wrapper on a thread the scheduler does not run: true if a
  * schedule is under way, which that thread would now run beside. */
 bool kit_sched_outsider(const char *call);

@@ -793,6 +793,8 @@ bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_c
     return true;
 }
 
+enum { SMALL_NEGATIVE = 1 << 16 };
+
 bool sched_changes_still_below_zero(int back)
 {
     long n = nover_zero - 1 - back;
@@ -802,8 +804,12 @@ bool sched_changes_still_below_zero(int back)
     const struct zero_store *z = &over_zero[n % OVER_ZERO];
     if (kit_sched_who_freed((const void *)z->addr, freer, sizeof freer))
         return false; /* freed since: what it holds now tells nothing */
-    uint64_t now = z->size == 8 ? *(const volatile uint64_t *)z->addr : *(const volatile uint32_t *)z->addr;
-    return (now >> (z->size * 8 - 1)) != 0;
+    /* A count lowered past 0 holds a small negative (an unsigned one its
+     * wrap): -1, -2. A pointer or a hash over a 0 may have its top bit set
+     * too, and is no count. */
+    int64_t now = z->size == 8 ? (int64_t)*(const volatile uint64_t *)z->addr
+                               : (int64_t)(int32_t)*(const volatile uint32_t *)z->addr;
+    return now < 0 && now >= -SMALL_NEGATIVE;
 }
 
 int sched_changes_recent(int thread, void **out)

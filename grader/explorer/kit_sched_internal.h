@@ -575,8 +575,8 @@ void sched_changes_store_over(int thread, const void *addr, unsigned size);
 /* The @p back-th latest such store (0: the latest) and the write to the
  * same memory before it (@p before->where NULL: none kept); false if none. */
 bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before);
-/* Whether the memory of that store, not freed since, holds a value below
- * zero now (its highest bit set: a count an earlier chapter's code keeps,
+/* Whether the memory of that store, not freed since, holds a small value
+ * below zero now (-1, -2, ...: a count an earlier chapter's code keeps,
  * whose source is not at hand, lowered below zero or wrapped). */
 bool sched_changes_still_below_zero(int back);
 /* The places @p thread ran last, oldest first (at most SCHED_RECENT_PLACES),

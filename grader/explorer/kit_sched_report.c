@@ -1575,28 +1575,51 @@ static void print_frames(void *const *stack, int depth, int first_number)
     }
 }
 
+/* The stack of the judge's thread a stand-in stands for (kit_sched_stand_in_frames). */
+static void *stand_in_stack[KIT_SCHED_STAND_IN_FRAMES];
+static int stand_in_depth, stand_in_thread = -1;
+
+void kit_sched_stand_in_frames(void *const *frames, int n)
+{
+    stand_in_depth = n < 0 ? 0 : n > KIT_SCHED_STAND_IN_FRAMES ? KIT_SCHED_STAND_IN_FRAMES : n;
+    memcpy(stand_in_stack, frames, (size_t)stand_in_depth * sizeof frames[0]);
+    stand_in_thread = sched_me() ? sched_me()->id : -1;
+}
+
+/* The stack shown for @p t: its own, or the judge's thread's it stands for. */
+static void *const *shown_stack(const struct sched_thread *t, int *depth)
+{
+    bool stands_in = t->id == stand_in_thread && stand_in_depth > 0;
+    *depth = stands_in ? stand_in_depth : t->depth;
+    return stands_in ? stand_in_stack : t->stack;
+}
+
 /* Every live thread's stack but `skip`'s, gdb's way, numbered from first_number. */
 static void print_threads(const struct sched_thread *skip, int first_number)
 {
     sched_collect_stacks();
     nplaces = 0;
-    for (int i = 0; i < sched.nlive; i++)
-        for (int f = 0; f < sched.threads[sched.live[i]]->depth; f++)
-            want_place(sched.threads[sched.live[i]]->stack[f]);
+    int depth;
+    for (int i = 0; i < sched.nlive; i++) {
+        void *const *stack = shown_stack(sched.threads[sched.live[i]], &depth);
+        for (int f = 0; f < depth; f++)
+            want_place(stack[f]);
+    }
     resolve_places();
     for (int i = 0, number = first_number; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         if (t == skip)
             continue;
         fprintf(stderr, "Thread %d (Thread 0x0 (LWP 0) \"%s\"):\n", first_number > 0 ? number++ : t->id + 1, t->name);
+        void *const *stack = shown_stack(t, &depth);
         if (t->id == sched.failer) { /* a failed check, a hang check or a misuse: where it stopped */
             fprintf(stderr, "#0  kit_dump_stacks ()\n");
-            print_frames(t->stack, t->depth, 1);
+            print_frames(stack, depth, 1);
         } else if (blocking_call(t) != NULL) {
             fprintf(stderr, "#0  %s ()\n", blocking_call(t));
-            print_frames(t->stack, t->depth, 1);
+            print_frames(stack, depth, 1);
         } else {
-            print_frames(t->stack, t->depth, 0);
+            print_frames(stack, depth, 0);
         }
     }
     fflush(stderr);
@@ -1608,6 +1631,7 @@ void sched_print_stacks(const char *why)
     print_threads(NULL, 0);
     fprintf(stderr, "[ stacks   ] end\n");
     fflush(stderr);
+    stand_in_depth = 0;
 }
 
 void kit_sched_print_parked_threads(int first_number)

@@ -52,6 +52,9 @@ void *kit_judge_pointer_in(const void *pointer);
 /** Fail the test for a message the subject should never have sent, and
  *  flag it: "[ integrity ]" in the log. */
 _Noreturn void kit_judge_violation(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/** End the test failed, by a check of the judge's own, without a word more
+ *  from the subject (which is stopped): no flag, an honest failure. */
+_Noreturn void kit_judge_end_failed(void);
 /** Whether this thread of the test runs on a schedule (its pthread calls go to the subject). */
 bool kit_judge_on_schedule(void);
 /** Whether the subject is gone (its end was reported): hooks answer with defaults. */
@@ -207,5 +210,9 @@ void judge_replay_post(int channel, kit_wire_t *m);
 const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into);
 /** A graded test's transcript, met to its end: the schedule's end (WIRE_RESULT or WIRE_RERUN). */
 const kit_wire_t *judge_replay_finish(void);
+/** A check of the judge's copy began to fail (its words are being printed). */
+void judge_replay_check_fails(void);
+/** Replaying a written-down test: its failed checks' words were printed by the subject's copy. */
+bool kit_check_words_printed(void);
 
 #endif

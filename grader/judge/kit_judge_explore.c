@@ -32,14 +32,17 @@ bool kit_sched_active(void)
 /* A judged test's failure is told as it comes: its schedule is the
  * subject's, which does not run it again for its report. */
 void (*kit_sched_on_failure)(void);
-void kit_sched_failure_begins(void) {}
+void kit_sched_failure_begins(void)
+{
+    if (judge_replaying)
+        judge_replay_check_fails();
+}
 
 /* A graded test the subject ran on its schedule from its copy and wrote
  * down: this copy runs once, every answer taken from the transcript, its
  * checks deciding; then the schedule's end. */
 static bool replaying_written; /* the test's main thread alone sets it: before and after its threads */
 
-bool kit_check_words_printed(void);
 bool kit_check_words_printed(void)
 {
     return replaying_written; /* (the subject's copy printed them, at the same check) */

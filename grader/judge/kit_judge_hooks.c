@@ -13,6 +13,7 @@
 #include "kit_judge.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,10 +234,19 @@ void kit_dump_stacks(const char *why)
     n += strlen(texts + n) + 1;
     if (kit_judge_subject_gone())
         return;
+    /* and this thread's own frames, for the stand-in to show as its stack:
+     * the test's functions that led to the check ("called from") */
+    void *pcs[KIT_SCHED_STAND_IN_FRAMES];
+    uint64_t frames[KIT_SCHED_STAND_IN_FRAMES];
+    int depth = backtrace(pcs, KIT_SCHED_STAND_IN_FRAMES), kept = 0;
+    for (int i = 0; i < depth; i++)
+        if ((frames[kept] = judge_offset_of(pcs[i])) != 0)
+            kept++;
     kit_wire_t *m = kit_judge_begin(WIRE_HOOK, HOOK_DUMP_STACKS);
-    kit_judge_word(m, 0);
+    kit_judge_word(m, (uint64_t)kept);
     kit_judge_word(m, 0);
     kit_judge_bytes(m, texts, n, "a hook's text");
+    kit_judge_bytes(m, frames, (size_t)kept * sizeof frames[0], "the judge's frames");
     kit_judge_post(m);
     const kit_wire_t *reply = kit_judge_wait(WIRE_REPLY);
     if (reply->nargs != 1 || reply->nbytes != 0)

@@ -56,6 +56,7 @@ static bool have_next;
 static bool fetching;              /* a thread reads the next batch from channel 0 */
 static kit_wire_t *end_message;    /* the exploration's end, once it came instead of a batch */
 static kit_wire_namer_t namer;     /* the names the judge's copy of this body gave its objects */
+static bool check_failing;         /* a check of the judge's copy failed: the test ends */
 /* The chapter's words that carry items (its generated proxies); none without. */
 extern const kit_wire_items_t kit_wire_chapter_items __attribute__((weak));
 static void begin_names(void);
@@ -128,6 +129,7 @@ void judge_replay_begin(const kit_wire_t *first)
     reader = (kit_wire_reader_t){ batch, 0 };
     have_next = false;
     end_message = NULL;
+    check_failing = false;
     begin_names();
     judge_replaying = true;
     if (judge_contexts_usable())
@@ -231,9 +233,41 @@ static void describe(const kit_wire_t *m, char *out, size_t size)
         snprintf(out + at, size - (size_t)at, ")");
 }
 
+void judge_replay_check_fails(void)
+{
+    __real_pthread_mutex_lock(&replay_lock);
+    check_failing = true;
+    __real_pthread_mutex_unlock(&replay_lock);
+}
+
+/* The judge's copy failed a check of its own where the subject's copy went
+ * on (a value of the subject's that only the judge's tables refuse, say):
+ * the test fails by the judge's word - an honest failure, not a broken
+ * protocol. The subject's copy may still be writing schedules down, and
+ * what it prints of them is the student's: they are read to the end and
+ * dropped (called with replay_lock held; the other threads stay asleep). */
+static _Noreturn void end_on_judges_check(void)
+{
+    while (end_message == NULL) { /* while: batches, until the exploration's end */
+        judge_recv(0, spare);
+        if (spare->kind == WIRE_RESULT || spare->kind == WIRE_RERUN)
+            end_message = spare;
+        else if (spare->kind != WIRE_TRANSCRIPT_BATCH)
+            kit_judge_violation("a message of kind %u in the middle of an exploration's transcript", spare->kind);
+    }
+    fflush(stdout);
+    if (kit_check_words_printed()) /* (the subject's copy prints a check's words; it did not fail this one) */
+        fprintf(stderr, "%s\n", kit_last_error_text());
+    fprintf(stderr, "[  FAILED  ] the check above is the judge's own: the code under test's copy of the test went "
+                    "past it on the same schedule\n");
+    kit_judge_end_failed();
+}
+
 /* The transcript ended with this thread of the body still running. */
 static const kit_wire_t *ended_under(int channel)
 {
+    if (check_failing)
+        end_on_judges_check();
     if (channel == 0 && judge_in_body) {
         __real_pthread_mutex_unlock(&replay_lock);
         judge_explore_ended(end_message); /* the main thread leaves the body */
@@ -291,6 +325,8 @@ void judge_replay_post(int channel, kit_wire_t *m)
         kit_fail_at(__FILE__, __LINE__, "the test names more than %d objects and items on one schedule: more than "
                     "a transcript carries", KIT_WIRE_NAMES - 1);
     if (next.answer || !same_request(m, next.m)) {
+        if (check_failing) /* (the failure's own messages: the judge's copy went its own way) */
+            end_on_judges_check();
         char mine[160], written[160];
         describe(m, mine, sizeof mine);
         describe(next.m, written, sizeof written);
@@ -353,6 +389,8 @@ const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into)
     __real_pthread_mutex_lock(&replay_lock);
     if (!my_turn(channel))
         return ended_under(channel);
+    if (!next.answer && check_failing)
+        end_on_judges_check();
     if (!next.answer)
         kit_judge_violation("the transcript's next step of the test's thread %d is a request of kind %u, op %u, "
                             "where the judge's copy of the body waits for an answer", channel, next.m->kind, next.m->op);

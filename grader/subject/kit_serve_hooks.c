@@ -60,6 +60,23 @@ static bool await_waiting(int count, kit_wire_t *r)
     return kit_waiting_threads() >= count ? reply_word(r, 0) : reply_text(r, 1, seen);
 }
 
+/* The stack of the judge's thread whose check failed, for this stand-in to
+ * show: its first word counts the frames, each an offset in the judge's
+ * program, after the hook's two texts (fewer where the bytes end). */
+static void stand_in_for_judge(const kit_wire_t *q)
+{
+    void *frames[KIT_SCHED_STAND_IN_FRAMES];
+    size_t at = strlen(first_text(q)) + 1, n = 0;
+    at += at < q->nbytes ? strlen(second_text(q)) + 1 : 0;
+    for (uint64_t offset; n < q->arg[0] && n < KIT_SCHED_STAND_IN_FRAMES && at + sizeof offset <= q->nbytes;
+         at += sizeof offset) {
+        memcpy(&offset, q->blob + at, sizeof offset);
+        frames[n] = kit_sched_foreign_place(offset);
+        n += frames[n] != NULL;
+    }
+    kit_sched_stand_in_frames(frames, (int)n);
+}
+
 static bool text_hooks(const kit_wire_t *q, kit_wire_t *r)
 {
     char text[1024] = "";
@@ -78,8 +95,10 @@ static bool text_hooks(const kit_wire_t *q, kit_wire_t *r)
         kit_crash_context(q->arg[0] ? first_text(q) : NULL);
         return reply_word(r, 0);
     case HOOK_DUMP_STACKS:
-        if (kit_sched_active())
+        if (kit_sched_active()) {
+            stand_in_for_judge(q);
             kit_sched_dump_stacks(first_text(q), second_text(q));
+        }
         return reply_word(r, 0);
     case HOOK_EXPLORE_FAIL:
         kit_explore_fail(first_text(q), (int)q->arg[0], "%s", second_text(q));

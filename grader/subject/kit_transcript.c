@@ -473,6 +473,13 @@ void *kit_judge_pointer_in(const void *pointer)
     return (void *)(uintptr_t)pointer; /* (the subject's copy holds what the code under test gave back) */
 }
 
+void kit_judge_item_in(uint64_t word, const char *call)
+{
+    if (word != 0 && !judge_pointer_sent(word))
+        kit_fail_at(__FILE__, __LINE__, "%s gave back an item the test never put: read from a slot no put wrote, or "
+                    "made up", call);
+}
+
 /* What the copy met here, the judge's copy meets too: what is written down
  * so far goes first (a function of the test's by an id never handed out is
  * the judge's to flag), then the subject ends. */
