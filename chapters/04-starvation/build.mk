@@ -10,15 +10,12 @@ ch04_libs    := -lm
 # What a submission's files may define (admission refuses anything else that is
 # not static) - and, for this chapter alone, may call besides imports.allow.
 ch04_defines := future_* tpool_submit tpool_block_begin tpool_block_end kit_threads_for
-# Its tests can be judged (docs/grading.md, "The judge and the subject"): the
+# Its tests are judged (docs/grading.md, "The judge and the subject"): the
 # calls of future.h, sizing.h and those of tpool.h the tests make, listed in
 # judged.tsv, go to the submission in a process of its own; a task runs in
-# the judge, on a thread that mirrors the worker that runs it there. Not by
-# default: `make grade CH=04 ch04_judged=yes` grades it so. One racy future
-# (a result published after the wake-up) fails, in a replayed exploration, a
-# check of the judge's own that the subject's copy did not fail, and the
-# judge reads the transcript as broken: an honest bug flagged as an attack.
-ch04_judged  :=
+# the judge, on a thread that mirrors the worker that runs it there.
+# `make grade CH=04 ch04_judged=` grades it in one process.
+ch04_judged  := yes
 ch04_api     := future.h
 # Its explorations run their bodies in the subject and are replayed by the
 # judge from their transcripts (docs/grading.md).

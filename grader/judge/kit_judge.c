@@ -160,6 +160,21 @@ void judge_release_channel(int channel)
  * descriptor of the judge's above stderr - not the verdict's. */
 enum { MOVED_FD = 256, MOVED_ROOM = 1024 }; /* above the channels' numbers, below the usual limit of 1024 */
 
+/* Close descriptors @p from to @p to (-1: the last): one system call where
+ * the kernel has close_range, not one for each number up to the limit
+ * (often tens of thousands). */
+static void close_from_to(int from, int to)
+{
+#if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+    if (close_range((unsigned)from, to < 0 ? ~0U : (unsigned)to - 1, 0) == 0)
+        return;
+#endif
+    long most = sysconf(_SC_OPEN_MAX);
+    int end = to >= 0 ? to : most > 0 && most < 65536 ? (int)most : 65536;
+    for (int fd = from; fd < end; fd++)
+        close(fd);
+}
+
 /* In the child: its channels moved out of the way of their numbers, every
  * other descriptor closed, then each channel at its number. (Moved to the
  * lowest free from MOVED_FD: a soft limit of 1024 descriptors, a user's
@@ -173,10 +188,11 @@ static void place_channels(int *theirs)
             _exit(127); /* (the judge reports the subject's end) */
         moved[theirs[c] - MOVED_FD] = true;
     }
-    long most = sysconf(_SC_OPEN_MAX);
-    for (int fd = 3; fd < (most > 0 && most < 65536 ? most : 65536); fd++)
-        if (fd < MOVED_FD || fd >= MOVED_FD + MOVED_ROOM || !moved[fd - MOVED_FD])
+    close_from_to(3, MOVED_FD);
+    for (int fd = MOVED_FD; fd < MOVED_FD + MOVED_ROOM; fd++)
+        if (!moved[fd - MOVED_FD])
             close(fd);
+    close_from_to(MOVED_FD + MOVED_ROOM, -1);
     for (int c = 0; c < KIT_WIRE_CHANNELS; c++) {
         dup2(theirs[c], KIT_WIRE_FD + c);
         close(theirs[c]);

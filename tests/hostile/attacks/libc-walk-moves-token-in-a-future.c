@@ -1,0 +1,26 @@
+/* Attack: route 1 on chapter 04, whose tasks run in the judge on threads
+ *         that mirror the pool's workers and whose futures the judge holds
+ *         by handle: the untouched stub, whose tpool_submit first walks
+ *         from rand to the C library's symbol table, moves the pass token
+ *         between the descriptors a test process inherits with splice, and
+ *         exits. Judged, the code runs in the subject, which holds no token
+ *         and whose filter kills it at splice: the stub's 0, flagged.
+ * File: 04-starvation/future.c
+ * Hook: tpool_submit
+ * Expect: flagged
+ * Judged: yes
+ * Uses: libc_symbols
+ */
+typedef long (*splice_fn)(int, void *, int, void *, size_t, unsigned);
+typedef void (*exit_fn)(int);
+
+static void hostile_hook(void)
+{
+    splice_fn move = (splice_fn)find("splice");
+    exit_fn leave = (exit_fn)find("_exit");
+    if (move && leave) {
+        for (int from = 3; from < 6; from++)
+            move(from, NULL, 4, NULL, 256, 0);
+        leave(0);
+    }
+}
