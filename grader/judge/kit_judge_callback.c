@@ -128,8 +128,8 @@ uint64_t kit_judge_callback_function(int type, uint64_t word)
 void *kit_judge_callback_pointer(uint64_t word, const char *what)
 {
     if (word != 0 && !judge_pointer_sent(word))
-        kit_fail_at(__FILE__, __LINE__, "the code under test called the test's %s with a pointer the test never gave it (%#llx): an "
-                 "item that was never put, or one made up", what, (unsigned long long)word);
+        kit_fail_at(__FILE__, __LINE__, "the code under test called the test's %s with a pointer the test never "
+                    "gave it: an item that was never put, or one made up", what);
     return (void *)(uintptr_t)word;
 }
 

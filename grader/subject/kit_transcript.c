@@ -230,8 +230,14 @@ void kit_transcript_put_named(int channel, bool answer, kit_wire_t *m, uint32_t 
     memcpy(m->arg, words, sizeof words);
 }
 
+/* A failing schedule run again for its report's lines (the explorer's
+ * report run): the judge has its transcript already, from its first run. */
+static bool rerun;
+
 static void put_entry(int channel, bool answer, const kit_wire_t *m)
 {
+    if (rerun)
+        return; /* (written down once, as it first ran) */
     if (staging) {
         static kit_wire_t one; /* (the schedule's threads write entries one at a time) */
         kit_wire_begin(&one, 0, 0);
@@ -513,6 +519,7 @@ static void written_body(void *raw)
 {
     struct job *job = raw;
     unstage(); /* (a schedule left before its end: sent as it is) */
+    rerun = kit_sched_running_again();
     staging = true;
     kit_transcript_begin_body();
     kit_wire_namer_reset(&namer);
@@ -522,7 +529,8 @@ static void written_body(void *raw)
     kit_transcript_put(0, true, m);
     job->body(job->ctx);
     kit_transcript_put(0, false, kit_judge_begin(WIRE_BODY_DONE, 0));
-    schedule_done();
+    if (!rerun)
+        schedule_done();
     staging = false;
     kit_transcript_on = false;
     kit_transcript_thread_done(); /* (each schedule's body runs on a thread of its own) */
@@ -541,9 +549,12 @@ void kit_transcript_explore_run(const char *test, const char *file, int line, co
         memset(sums, 0, sums_room * sizeof *sums); /* a repeat is of this exploration's schedules only */
     sums_count = 0;
     kit_sched_drop_schedule = drop_schedule;
+    kit_sched_report_runs_again(true); /* the body runs here: its failing schedule can run again, unwritten */
     bool passed = kit_explore_search(test, &asked_options, written_body, &job, &result);
+    kit_sched_report_runs_again(false);
     kit_sched_drop_schedule = NULL;
     kit_transcript_on = false;
+    rerun = false;
     staging = false;
     unstage();
     send_batch();
