@@ -751,16 +751,3 @@ bool judge_pointer_sent(uint64_t value)
     __real_pthread_mutex_unlock(&channels_lock);
     return known;
 }
-
-/* Replayed, a value the code under test made up comes as a name no pointer
- * of the test's has (the top bit set, kit_judge_replay.c): the test's own
- * checks meet it, as the subject's copy met the value, and decide in the
- * same words. */
-void kit_judge_item_in(uint64_t word, const char *call)
-{
-    if (judge_replaying && (word >> 63) != 0)
-        return;
-    if (word != 0 && !judge_pointer_sent(word))
-        kit_fail_at(__FILE__, __LINE__, "%s gave back an item the test never put: read from a slot no put wrote, or "
-                    "made up", call);
-}

@@ -210,6 +210,9 @@ void judge_replay_post(int channel, kit_wire_t *m);
 const kit_wire_t *judge_replay_wait(int channel, kit_wire_t *into);
 /** A graded test's transcript, met to its end: the schedule's end (WIRE_RESULT or WIRE_RERUN). */
 const kit_wire_t *judge_replay_finish(void);
+/** Whether @p word stands for a value the code under test made up (the judge,
+ *  replaying: its checks are the test's own); the subject's copy: never. */
+bool judge_value_made_up(uint64_t word);
 /** A check of the judge's copy began to fail (its words are being printed). */
 void judge_replay_check_fails(void);
 /** Replaying a written-down test: its failed checks' words were printed by the subject's copy. */

@@ -133,6 +133,13 @@ void *kit_judge_callback_pointer(uint64_t word, const char *what)
     return (void *)(uintptr_t)word;
 }
 
+void kit_judge_item_in(uint64_t word, const char *call)
+{
+    if (word != 0 && !judge_pointer_sent(word) && !judge_value_made_up(word))
+        kit_fail_at(__FILE__, __LINE__, "%s gave back an item the test never put: read from a slot no put wrote, or "
+                    "made up", call);
+}
+
 uint64_t kit_judge_opaque_out(const void *pointer)
 {
     uint64_t value = (uint64_t)(uintptr_t)pointer, word = 0;
