@@ -75,11 +75,14 @@ const kit_wire_t *kit_judge_wait_any(uint32_t kind, uint32_t or_kind, uint32_t o
 /** A callback type of the chapter's table, as the generated proxies run it. */
 typedef struct {
     const char *name;  /**< the type's name and what it stands for, for a failure's words */
-    /** Run the test's function a WIRE_CALLBACK named, from its words (copied). */
-    uint64_t (*run)(const uint64_t *arg, uint32_t nargs, const unsigned char *blob, uint32_t nbytes);
+    /** Run the test's function a WIRE_CALLBACK named, from its words (copied);
+     *  what it stored through its out-pointers into @p more (#nmore words). */
+    uint64_t (*run)(const uint64_t *arg, uint32_t nargs, const unsigned char *blob, uint32_t nbytes, uint64_t *more);
     /** The judge's forwarder in @p slot: a function of this type the test
      *  holds for one of the code under test's, which calls it there. */
     uint64_t (*forwarder)(int slot);
+    /** Words its WIRE_CALLBACK_DONE carries after what it returned: at most KIT_WIRE_CALLBACK_MORE. */
+    uint32_t nmore;
 } kit_judge_callback_type_t;
 extern const kit_judge_callback_type_t kit_judge_callback_types[];
 extern const int kit_judge_ncallback_types;

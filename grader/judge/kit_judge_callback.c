@@ -246,8 +246,11 @@ void judge_run_callback(const kit_wire_t *m)
         kit_judge_violation("a call of a function of the test's of a type the chapter's table does not have (%u), "
                             "or with more bytes than it carries", type);
     memcpy(blob, m->blob, nbytes);
-    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes);
+    uint64_t more[KIT_WIRE_CALLBACK_MORE] = { 0 };
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes, more);
     kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
     kit_judge_word(done, ret);
+    for (uint32_t i = 0; i < kit_judge_callback_types[type].nmore && i < KIT_WIRE_CALLBACK_MORE; i++)
+        kit_judge_word(done, more[i]);
     kit_judge_post(done);
 }

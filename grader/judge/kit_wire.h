@@ -46,7 +46,8 @@ enum kit_wire_kind {
     WIRE_BODY_DONE,   /* the body of an exploration returned */
     WIRE_EXIT,        /* a thread of the test returned: its stand-in ends */
     WIRE_END,         /* ch 0: the test is over */
-    WIRE_CALLBACK_DONE, /* the test's function a WIRE_CALLBACK named returned: arg[0] what it returned */
+    WIRE_CALLBACK_DONE, /* the test's function a WIRE_CALLBACK named returned: arg[0] what it returned,
+                           then what it stored through its out-pointers */
     WIRE_REPLY = 32,  /* args: the return value, then out-values; blob: out-buffers */
     WIRE_GO,          /* a stand-in runs: the judge's thread starts (or the test body does) */
     WIRE_BODY,        /* ch 0: run the exploration's body once (arg[0]: the schedule) */
@@ -75,6 +76,9 @@ enum kit_wire_kind {
  * judge only keeps and gives back. */
 #define KIT_WIRE_CALLBACK (1ULL << 63)
 enum { KIT_WIRE_CALLBACKS = 32 };
+/** The most words a WIRE_CALLBACK_DONE carries after what the function
+ *  returned: what it stored through its out-pointers (a `void **`). */
+enum { KIT_WIRE_CALLBACK_MORE = 2 };
 
 /** One schedule's history of a generated scenario (WIRE_HISTORY_BATCH):
  *  event numbers count invocations and responses in the schedule's order. */
@@ -187,7 +191,7 @@ typedef struct {
     const uint32_t *call;     /**< per op: a WIRE_CALL's words */
     const uint32_t *reply;    /**< per op: its WIRE_REPLY's words */
     const uint32_t *callback; /**< per callback type: a WIRE_CALLBACK's words */
-    const uint32_t *done;     /**< per callback type: its WIRE_CALLBACK_DONE's (what a `void *` one returned) */
+    const uint32_t *done;     /**< per callback type: its WIRE_CALLBACK_DONE's (what a `void *` one returned, its out-pointers') */
 } kit_wire_items_t;
 /** The words of @p m that name a mutex, a condition or an item of the
  *  test's, a bit per word (@p items: the chapter's table, or NULL). */

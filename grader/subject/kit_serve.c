@@ -235,18 +235,20 @@ kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id)
     return m;
 }
 
-uint64_t kit_serve_callback(kit_wire_t *m)
+uint64_t kit_serve_callback(kit_wire_t *m, uint64_t *more, uint32_t nmore)
 {
     if (serving < 0)
-        return kit_transcript_callback(m);
+        return kit_transcript_callback(m, more, nmore);
     int channel = serving;
     post(channel, m);
     depth++;
     serve(channel, WIRE_CALLBACK_DONE); /* the calls the test's function makes, meanwhile */
     depth--;
     serving = channel;
-    if (requests[channel].nargs != 1)
+    if (requests[channel].nargs != 1 + nmore || nmore > KIT_WIRE_CALLBACK_MORE)
         _exit(3);
+    for (uint32_t i = 0; i < nmore; i++)
+        more[i] = requests[channel].arg[1 + i];
     return requests[channel].arg[0];
 }
 

@@ -33,8 +33,9 @@ extern char kit_serve_unset;
 kit_wire_t *kit_serve_callback_begin(uint32_t type, uint64_t id);
 /** A thread of the code under test's ends: the judge's thread that mirrors it, if any, leaves (kit_wrap.c). */
 void kit_serve_thread_ended(void);
-/** Send it, serve the calls the test's function makes, and return what it returned. */
-uint64_t kit_serve_callback(kit_wire_t *m);
+/** Send it, serve the calls the test's function makes, and return what it
+ *  returned; what it stored through its @p nmore out-pointers into @p more. */
+uint64_t kit_serve_callback(kit_wire_t *m, uint64_t *more, uint32_t nmore);
 /** A struct the call being served was handed (@p copy, named @p judge by the judge), around the call. */
 void kit_serve_ref_push(const void *copy, uint64_t judge);
 void kit_serve_ref_pop(void);

@@ -371,7 +371,7 @@ kit_wire_t *kit_transcript_callback_begin(uint32_t type, uint64_t id)
     return m;
 }
 
-uint64_t kit_transcript_callback(kit_wire_t *m)
+uint64_t kit_transcript_callback(kit_wire_t *m, uint64_t *more, uint32_t nmore)
 {
     int channel = kit_transcript_channel();
     uint64_t arg[KIT_WIRE_ARGS];
@@ -382,11 +382,16 @@ uint64_t kit_transcript_callback(kit_wire_t *m)
     kit_transcript_put(channel, true, m);
     if (&kit_judge_ncallback_types == NULL || type >= (uint32_t)kit_judge_ncallback_types)
         kit_judge_violation("a function of the test's of a type the chapter's table does not have (%u)", type);
+    if (nmore != kit_judge_callback_types[type].nmore || nmore > KIT_WIRE_CALLBACK_MORE)
+        kit_judge_violation("a function of the test's answered with %u words where its table says %u", nmore,
+                            kit_judge_callback_types[type].nmore);
     depth++;
-    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes);
+    uint64_t ret = kit_judge_callback_types[type].run(arg, nargs, blob, nbytes, more);
     depth--;
     kit_wire_t *done = kit_judge_begin(WIRE_CALLBACK_DONE, type);
     kit_wire_word(done, ret);
+    for (uint32_t i = 0; i < nmore; i++)
+        kit_wire_word(done, more[i]);
     kit_transcript_put(channel, false, done);
     return ret;
 }

@@ -41,8 +41,10 @@ void kit_transcript_put_named(int channel, bool answer, kit_wire_t *m, uint32_t 
  *  under test on a thread of the copy's while written down: its message,
  *  for the generated stand-in to add the arguments to ... */
 kit_wire_t *kit_transcript_callback_begin(uint32_t type, uint64_t id);
-/** ... then written down, the copy's function run, its return written down and returned. */
-uint64_t kit_transcript_callback(kit_wire_t *m);
+/** ... then written down, the copy's function run, its return (and the
+ *  @p nmore words it stored through its out-pointers, into @p more) written
+ *  down and returned. */
+uint64_t kit_transcript_callback(kit_wire_t *m, uint64_t *more, uint32_t nmore);
 /** Send what is written down so far (a failure ends the subject next). */
 void kit_transcript_flush(void);
 /** The calling thread's channel while a body is written down, else -1. */

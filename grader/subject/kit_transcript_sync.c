@@ -435,16 +435,16 @@ int kit_transcript_kit_thread_start_numbered(pthread_t *thread, const char *role
 
 /* ---- the harness's hooks a body calls: the subject's word, as the judge would have asked ----- */
 
-static uint64_t hook(enum kit_hook op, uint64_t a, uint64_t (*call)(uint64_t a))
+static uint64_t hook(enum kit_hook op, uint64_t a, uint64_t b, uint64_t (*call)(uint64_t a, uint64_t b))
 {
     int channel = kit_transcript_channel();
     if (channel < 0)
-        return call(a);
+        return call(a, b);
     kit_wire_t *m = kit_judge_begin(WIRE_HOOK, op);
     kit_wire_word(m, a);
-    kit_wire_word(m, 0);
+    kit_wire_word(m, b);
     kit_transcript_put(channel, false, m);
-    uint64_t value = call(a);
+    uint64_t value = call(a, b);
     m = kit_judge_begin(WIRE_REPLY, op);
     kit_wire_word(m, value);
     kit_transcript_put(channel, true, m);
@@ -453,34 +453,39 @@ static uint64_t hook(enum kit_hook op, uint64_t a, uint64_t (*call)(uint64_t a))
 
 static _Thread_local void *hook_site; /* where the copy called the hook being recorded */
 
-static uint64_t await_sleepers(uint64_t count)
+static uint64_t await_sleepers(uint64_t count, uint64_t b)
 {
+    (void)b;
     kit_sched_await_sleepers((int)count, -1, hook_site); /* the step's place: the test's line */
     return 0;
 }
 
-static uint64_t await_quiet(uint64_t unused)
+static uint64_t await_quiet(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     kit_explore_await_quiet();
     return 0;
 }
 
-static uint64_t futile_wakeups(uint64_t unused)
+static uint64_t futile_wakeups(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     return (uint64_t)kit_sched_futile_wakeups();
 }
 
-static uint64_t sched_wakeups(uint64_t unused)
+static uint64_t sched_wakeups(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     return (uint64_t)kit_sched_wakeups();
 }
 
-static uint64_t waiting_threads(uint64_t unused)
+static uint64_t waiting_threads(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     return (uint64_t)kit_waiting_threads();
 }
 
@@ -491,49 +496,63 @@ void kit_transcript_kit_explore_await_sleepers(int count)
         return;
     }
     hook_site = __builtin_return_address(0);
-    hook(HOOK_AWAIT_SLEEPERS, (uint64_t)count, await_sleepers);
+    hook(HOOK_AWAIT_SLEEPERS, (uint64_t)count, 0, await_sleepers);
+}
+
+static uint64_t lock_delays(uint64_t max_us, uint64_t seed)
+{
+    kit_lock_delays((long)max_us, seed);
+    return 0;
+}
+
+/* (Both words, as the judge's copy sends them: the delays are the subject's.) */
+void kit_transcript_kit_lock_delays(long max_us, uint64_t seed)
+{
+    hook(HOOK_LOCK_DELAYS, (uint64_t)max_us, seed, lock_delays);
 }
 
 void kit_transcript_kit_explore_await_quiet(void)
 {
-    hook(HOOK_AWAIT_QUIET, 0, await_quiet);
+    hook(HOOK_AWAIT_QUIET, 0, 0, await_quiet);
 }
 
 long kit_transcript_kit_sched_futile_wakeups(void)
 {
-    return (long)hook(HOOK_FUTILE_WAKEUPS, 0, futile_wakeups);
+    return (long)hook(HOOK_FUTILE_WAKEUPS, 0, 0, futile_wakeups);
 }
 
-static uint64_t woken_spuriously(uint64_t unused)
+static uint64_t woken_spuriously(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     return kit_sched_woken_spuriously();
 }
 
 bool kit_transcript_kit_sched_woken_spuriously(void)
 {
-    return hook(HOOK_WOKEN_SPURIOUSLY, 0, woken_spuriously) != 0;
+    return hook(HOOK_WOKEN_SPURIOUSLY, 0, 0, woken_spuriously) != 0;
 }
 
 long kit_transcript_kit_sched_wakeups(void)
 {
-    return (long)hook(HOOK_SCHED_WAKEUPS, 0, sched_wakeups);
+    return (long)hook(HOOK_SCHED_WAKEUPS, 0, 0, sched_wakeups);
 }
 
 int kit_transcript_kit_waiting_threads(void)
 {
-    return (int)hook(HOOK_WAITING_THREADS, 0, waiting_threads);
+    return (int)hook(HOOK_WAITING_THREADS, 0, 0, waiting_threads);
 }
 
-static uint64_t live_allocations(uint64_t unused)
+static uint64_t live_allocations(uint64_t a, uint64_t b)
 {
-    (void)unused;
+    (void)a;
+    (void)b;
     return (uint64_t)kit_live_allocations();
 }
 
 long kit_transcript_kit_live_allocations(void)
 {
-    return (long)hook(HOOK_LIVE_ALLOCATIONS, 0, live_allocations);
+    return (long)hook(HOOK_LIVE_ALLOCATIONS, 0, 0, live_allocations);
 }
 
 /* The judge's copy asks how many blocks live, and decides; a leak found
