@@ -591,4 +591,8 @@ int sched_changes_left_by_timeout(const struct sched_change *change, void **wait
 /* The scheduled thread running now, or -1 (kit_sched.c). */
 int sched_running_thread(void);
 
+/* kit_wrap.c's: @p thread is named @p name now ("": it ended), for
+ * kit_threads_named(). Called by the pthread_setname_np wrapper. */
+void kit_thread_named(pthread_t thread, const char *name);
+
 #endif

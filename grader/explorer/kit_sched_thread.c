@@ -74,8 +74,10 @@ int __wrap_pthread_setname_np(pthread_t thread, const char *name)
 {
     int err;
     struct sched_thread *t = named(thread, &err);
+    if (t == NULL && err == 0 && (err = __real_pthread_setname_np(thread, name)) == 0)
+        kit_thread_named(thread, name);
     if (t == NULL)
-        return err ? err : __real_pthread_setname_np(thread, name);
+        return err;
     t->renamed = true;
     size_t length = strlen(name);
     if (length >= sizeof t->kernel_name)

@@ -87,7 +87,7 @@ static void move_token(int from)
 static void write_words(int fd, unsigned words)
 {
     static const char *const names[] = { "leaks", "allocations made", "injected wake-ups", "futile wake-ups",
-                                         "scenarios' checks once quiet" };
+                                         "scenarios' checks once quiet", "threads it runs" };
     char text[160] = "";
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (words & (1u << i))

@@ -91,6 +91,7 @@ enum kit_subject_word {
     KIT_WORD_FUTILE = 1u << 3,      /**< wake-ups it says found nothing to do */
     KIT_WORD_QUIET_CHECKS = 1u << 4, /**< a generated scenario's checks of the object once it is quiet
                                           (kit_spec_t.at_quiet: what became of each task), made beside it */
+    KIT_WORD_THREADS = 1u << 5,     /**< how many of its threads it says run under a name (kit_threads_named) */
 };
 /* Notes that this test's verdict rests on @p words (enum kit_subject_word). */
 void kit_verdict_rests_on(unsigned words);
@@ -377,6 +378,10 @@ bool kit_chaos_from_env(void);
 void kit_fail_thread_create(long nth);
 /** @brief Threads started through pthread_create (in this binary) that have not ended yet. */
 int kit_threads_alive(void);
+/** @brief Threads running now whose name (pthread_setname_np, as
+ *         kit_thread_start gives it) starts with @p prefix. In a judged
+ *         test, the code under test's process says: its word. */
+long kit_threads_named(const char *prefix);
 /** @brief Spurious wake-ups injected so far (by either switch). */
 long kit_spurious_count(void);
 

@@ -68,6 +68,11 @@ void kit_fail_thread_create(long nth) { ask(HOOK_FAIL_THREAD_CREATE, (uint64_t)n
 void kit_spurious_wakeups(bool on) { ask(HOOK_SPURIOUS_WAKEUPS, on, 0, NULL, NULL, 0, 0); }
 void kit_wakeups_every(long ms) { ask(HOOK_WAKEUPS_EVERY, (uint64_t)ms, 0, NULL, NULL, 0, 0); }
 long kit_spurious_count(void) { return (long)take_word(HOOK_SPURIOUS_COUNT, KIT_WORD_WAKEUPS); }
+long kit_threads_named(const char *prefix)
+{
+    kit_verdict_rests_on(KIT_WORD_THREADS);
+    return (long)ask(HOOK_THREADS_NAMED, 0, 0, prefix != NULL ? prefix : "", NULL, 0, 0);
+}
 int kit_waiting_threads(void) { return (int)ask(HOOK_WAITING_THREADS, 0, 0, NULL, NULL, 0, 0); }
 void kit_lock_delays(long max_us, uint64_t seed) { ask(HOOK_LOCK_DELAYS, (uint64_t)max_us, seed, NULL, NULL, 0, 0); }
 void kit_chaos(uint64_t seed) { ask(HOOK_CHAOS, seed, 0, NULL, NULL, 0, 0); }

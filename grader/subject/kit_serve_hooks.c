@@ -105,6 +105,8 @@ static bool text_hooks(const kit_wire_t *q, kit_wire_t *r)
         return reply_word(r, 0);
     case HOOK_AWAIT_WAITING:
         return await_waiting((int)q->arg[0], r);
+    case HOOK_THREADS_NAMED:
+        return reply_word(r, (uint64_t)kit_threads_named(first_text(q)));
     }
     return false;
 }

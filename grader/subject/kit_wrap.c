@@ -479,6 +479,53 @@ int kit_threads_alive(void)
     return atomic_load(&threads_alive);
 }
 
+/* The names threads were given (pthread_setname_np, as kit_thread_start
+ * names them), kept while each runs: a test counts a component's workers
+ * by name (kit_threads_named) without reading /proc, which a judged test's
+ * subject may not open, and where a sanitizer's own threads show too. */
+enum { NAMED_THREADS = 256 };
+static struct named_thread {
+    pthread_t thread;
+    char name[16]; /* "" : a free entry */
+} named_threads[NAMED_THREADS];
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER; /* guards named_threads */
+
+/* The entry of thread, or a free one (NULL: the table is full). Under named_lock. */
+static struct named_thread *named_entry(pthread_t thread)
+{
+    struct named_thread *free_entry = NULL;
+    for (int i = 0; i < NAMED_THREADS; i++) {
+        if (named_threads[i].name[0] && pthread_equal(named_threads[i].thread, thread))
+            return &named_threads[i];
+        if (!named_threads[i].name[0] && free_entry == NULL)
+            free_entry = &named_threads[i];
+    }
+    return free_entry;
+}
+
+void kit_thread_named(pthread_t thread, const char *name); /* (the explorer's wrapper calls it: kit_sched_internal.h) */
+void kit_thread_named(pthread_t thread, const char *name)
+{
+    __real_pthread_mutex_lock(&named_lock);
+    struct named_thread *entry = named_entry(thread);
+    if (entry != NULL) {
+        entry->thread = thread;
+        snprintf(entry->name, sizeof entry->name, "%s", name != NULL ? name : "");
+    }
+    __real_pthread_mutex_unlock(&named_lock);
+}
+
+long kit_threads_named(const char *prefix)
+{
+    long count = 0;
+    size_t length = prefix != NULL ? strlen(prefix) : 0;
+    __real_pthread_mutex_lock(&named_lock);
+    for (int i = 0; i < NAMED_THREADS; i++)
+        count += named_threads[i].name[0] && strncmp(named_threads[i].name, prefix ? prefix : "", length) == 0;
+    __real_pthread_mutex_unlock(&named_lock);
+    return count;
+}
+
 /* In a judged test's subject (kit_serve.c): a thread that called the
  * test's functions back tells the judge's thread that mirrors it to leave.
  * Not there in a test of one process. */
@@ -489,6 +536,7 @@ static void thread_ended(void *unused)
     (void)unused;
     if (kit_serve_thread_ended != NULL)
         kit_serve_thread_ended();
+    kit_thread_named(pthread_self(), ""); /* (its entry, free again) */
     atomic_fetch_sub(&threads_alive, 1);
 }
 
