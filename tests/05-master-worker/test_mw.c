@@ -10,7 +10,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -92,42 +91,15 @@ static long drain_results(mw_t *mw, int *seen, long ids, long *wrong)
     return taken;
 }
 
-/* How many threads of this process carry a name starting with `prefix`
- * (their kernel name, as kit_thread_start() sets it on Linux), or -1 where
- * /proc is not available. Counting by name leaves out helper threads a
- * sanitizer or valgrind may start at any moment. */
-static long count_threads_named(const char *prefix)
-{
-    DIR *dir = opendir("/proc/self/task");
-    if (dir == NULL)
-        return -1;
-    long count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL) {
-        char path[300], name[64] = "";
-        if (entry->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
-        FILE *comm = fopen(path, "r");
-        if (comm == NULL)
-            continue; /* the thread has just gone */
-        if (fgets(name, sizeof name, comm) && strncmp(name, prefix, strlen(prefix)) == 0)
-            count++;
-        fclose(comm);
-    }
-    closedir(dir);
-    return count;
-}
-
-/* count_threads_named(), polled until it says `expected` (a new thread names
- * itself, a joined one leaves /proc, each a moment later), or -1 without /proc. */
+/* kit_threads_named(), polled until it says `expected` (a new thread names
+ * itself, a joined one is forgotten as it ends, each a moment later). */
 static long await_threads_named(const char *prefix, long expected)
 {
     int64_t start = kit_now_ns();
-    long count = count_threads_named(prefix);
-    while (count >= 0 && count != expected && kit_elapsed_ms(start) < KIT_HANG_MS) {
+    long count = kit_threads_named(prefix);
+    while (count != expected && kit_elapsed_ms(start) < KIT_HANG_MS) {
         kit_sleep_ms(1);
-        count = count_threads_named(prefix);
+        count = kit_threads_named(prefix);
     }
     return count;
 }
@@ -835,25 +807,23 @@ static void test_mw_await_joins_every_worker(void **state)
     name[0] = 'X'; /* the name was copied: the workers are still mwjoin-<n> */
     assert_ok(mw_start(mw));
     assert_int_equal(stats_of(mw).workers_alive, WORKERS);
-    long named = await_threads_named("mwjoin-", WORKERS);
-    if (named >= 0)
-        assert_int_equal_or_say(named, WORKERS, "threads named mwjoin-*, once the workers started");
+    assert_int_equal_or_say(await_threads_named("mwjoin-", WORKERS), WORKERS,
+                            "threads named mwjoin-*, once the workers started");
     for (long id = 0; id < 100; id++)
         assert_ok(mw_submit(mw, id, NULL, KIT_HANG_MS));
     assert_ok(mw_await(mw, KIT_HANG_MS)); /* one poison pill each, then join */
     assert_int_equal(stats_of(mw).workers_alive, 0);
-    if (named >= 0)
-        assert_int_equal_or_say(await_threads_named("mwjoin-", 0), 0,
-            "worker threads left once mw_await returned (no thread left behind)");
+    assert_int_equal_or_say(await_threads_named("mwjoin-", 0), 0,
+                            "worker threads left once mw_await returned (no thread left behind)");
     assert_ok(mw_await(mw, 0)); /* again: already done */
     assert_int_equal(stats_of(mw).completed, 100);
     mw_destroy(mw);
 
     mw = make_mw((mw_config_t){ .workers = 2, .queue_capacity = 8, .process = process_triple }); /* no name */
     assert_ok(mw_start(mw));
-    if (named >= 0 && await_threads_named("worker-", 2) != 2)
+    if (await_threads_named("worker-", 2) != 2)
         fail_msg("a component created without a name has %ld threads named worker-<n>; expected 2",
-                 count_threads_named("worker-"));
+                 kit_threads_named("worker-"));
     assert_ok(mw_await(mw, KIT_HANG_MS));
     mw_destroy(mw);
 }
@@ -1772,7 +1742,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mw_submit_counts_subtasks),
     cmocka_unit_test(test_mw_close_still_accepts_subtasks),
     cmocka_unit_test(test_mw_await_times_out_while_a_task_runs),
-    kit_real_threads_test(test_mw_await_joins_every_worker), /* it counts the kernel's threads, in /proc */
+    kit_real_threads_test(test_mw_await_joins_every_worker), /* it counts threads by name as they really start and end */
     cmocka_unit_test(test_mw_await_wakes_every_waiting_master),
     cmocka_unit_test(test_mw_await_from_a_task_gives_edeadlk),
     cmocka_unit_test(test_mw_take_result_times_out_on_one_deadline),
