@@ -143,9 +143,30 @@ static unsigned long file_address(void *addr, uintptr_t bias)
     return (unsigned long)((uintptr_t)addr - bias - 1);
 }
 
-/* Look the collected addresses of @p exe (the foreign ones, or this
- * program's) up with one run of addr2line: its function, and its file and
+/* A line of a system header ("/usr/include/stdlib.h:364", in the atoi an
+ * optimised build inlined) is no place a student changes: the line it was
+ * inlined at is. */
+static bool system_header(const char *path)
+{
+    return strncmp(path, "/usr/", 5) == 0;
+}
+
+/* One frame addr2line gave for @p place: its function, and its file and
  * line (marked when it is an earlier chapter's reference). */
+static void set_place(struct place *place, const char *function, const char *line)
+{
+    short_place(line, place->text, sizeof place->text);
+    snprintf(place->function, sizeof place->function, "%.*s", (int)strcspn(function, "\n"), function);
+    snprintf(place->path, sizeof place->path, "%.*s", (int)strcspn(line, " \n"), line);
+    size_t used = strlen(place->text);
+    if (earlier_reference(place->path))
+        snprintf(place->text + used, sizeof place->text - used, " (reference)");
+}
+
+/* Look the collected addresses of @p exe (the foreign ones, or this
+ * program's) up with one run of addr2line: each its address ("0x..."),
+ * then its frames, innermost first (-i: the functions inlined there); the
+ * place is the first frame outside the system's headers. */
 static void resolve_in(const char *exe, bool foreign)
 {
     uintptr_t bias = sched_load_bias();
@@ -157,7 +178,7 @@ static void resolve_in(const char *exe, bool foreign)
     char *command = n > 0 ? __real_malloc(size) : NULL;
     if (command == NULL)
         return;
-    int at = snprintf(command, size, "addr2line -f -e '%s'", exe);
+    int at = snprintf(command, size, "addr2line -a -f -i -e '%s'", exe);
     for (int k = 0; k < n; k++)
         at += snprintf(command + at, size - (size_t)at, " %#lx", file_address(places[index[k]].addr, bias));
     FILE *pipe = run_tool(command);
@@ -165,14 +186,20 @@ static void resolve_in(const char *exe, bool foreign)
     if (pipe == NULL)
         return;
     char function[1024], line[1024];
-    for (int k = 0; k < n && fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); k++) {
-        struct place *place = &places[index[k]];
-        short_place(line, place->text, sizeof place->text);
-        snprintf(place->function, sizeof place->function, "%.*s", (int)strcspn(function, "\n"), function);
-        snprintf(place->path, sizeof place->path, "%.*s", (int)strcspn(line, " \n"), line);
-        size_t used = strlen(place->text);
-        if (earlier_reference(place->path))
-            snprintf(place->text + used, sizeof place->text - used, " (reference)");
+    int k = -1;
+    bool placed = false; /* the current address's place is found */
+    while (fgets(function, sizeof function, pipe)) {
+        if (strncmp(function, "0x", 2) == 0) { /* the next address */
+            k++;
+            placed = false;
+            continue;
+        }
+        if (!fgets(line, sizeof line, pipe) || k < 0 || k >= n)
+            break;
+        if (placed)
+            continue;
+        set_place(&places[index[k]], function, line);
+        placed = !system_header(places[index[k]].path);
     }
     end_tool(pipe);
 }
@@ -227,12 +254,14 @@ static void inlined_callers(void *addr, kit_text_t *t, int most)
         return;
     char function[512], line[1024], place[96], previous[512] = "";
     int named = 0;
-    for (int frame = 0; fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe); frame++) {
+    bool placed = false; /* the frame the access's place names (resolve_in's choice) is passed */
+    while (fgets(function, sizeof function, pipe) && fgets(line, sizeof line, pipe)) {
         function[strcspn(function, "\n")] = '\0';
         short_place(line, place, sizeof place);
-        /* the first is the access's own function; a function split in parts names itself again */
-        if (frame > 0 && strcmp(function, previous) != 0 && named++ < most)
+        /* a function split in parts names itself again */
+        if (placed && strcmp(function, previous) != 0 && named++ < most)
             kit_text_put(t, "%s%s (%s)", t->at ? " <- " : ", called from ", function, place);
+        placed = placed || !system_header(line);
         snprintf(previous, sizeof previous, "%s", function);
     }
     end_tool(pipe);

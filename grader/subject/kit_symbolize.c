@@ -32,18 +32,21 @@ static char program[PATH_MOST];
 
 /* ---- the helper's side ---------------------------------------------------------------- */
 
-/* The words after "addr2line -f [-i ]-e '<exe>'" in @p command, or NULL. */
+/* The words after "addr2line [-a ]-f -i -e '<exe>'" (the explorer's two
+ * forms, kit_sched_report.c) in @p command, or NULL. */
 static const char *after_head(const char *command, const char *exe)
 {
+    static const char *const forms[] = { "addr2line -a -f -i -e '%s'", "addr2line -f -i -e '%s'" };
     char head[PATH_MOST + 64];
-    snprintf(head, sizeof head, "addr2line -f -e '%s'", exe);
-    if (strncmp(command, head, strlen(head)) == 0)
-        return command + strlen(head);
-    snprintf(head, sizeof head, "addr2line -f -i -e '%s'", exe);
-    return strncmp(command, head, strlen(head)) == 0 ? command + strlen(head) : NULL;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        snprintf(head, sizeof head, forms[i], exe);
+        if (strncmp(command, head, strlen(head)) == 0)
+            return command + strlen(head);
+    }
+    return NULL;
 }
 
-/* "addr2line -f [-i ]-e '<program>' 0x1a2b ..." on the subject's program or
+/* "addr2line [-a ]-f -i -e '<program>' 0x1a2b ..." on the subject's program or
  * its judge's (the same without ".subject"), and nothing else. */
 static bool is_addr2line(const char *command)
 {
