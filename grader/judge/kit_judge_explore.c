@@ -135,7 +135,12 @@ static bool take_result(const kit_wire_t *m, long bodies, kit_explore_result_t *
         r.failed = true;
         snprintf(r.message, sizeof r.message, "%s", check_message);
     }
-    if (passed && !r.gave_up && bodies != r.schedules) {
+    if (passed && bodies == 0) { /* every search runs its body once at least, on a schedule or on real threads */
+        r.failed = true;
+        snprintf(r.message, sizeof r.message, "the exploration passed, says the code under test's process, and ran "
+                                              "its body not once");
+        fprintf(stderr, "[ integrity ] %s\n", r.message);
+    } else if (passed && !r.gave_up && bodies != r.schedules) {
         r.failed = true;
         snprintf(r.message, sizeof r.message, "the exploration ran %ld bodies, and its search claims %ld schedules",
                  bodies, r.schedules);

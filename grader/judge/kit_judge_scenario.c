@@ -429,6 +429,9 @@ static void decide(const char *test, const char *file, int line, const struct sc
                             tally->message);
     if (result->failed)
         scenario_failed(test, file, line, sc->number, total, result);
+    if (tally->histories == 0) /* every search runs one schedule at least */
+        kit_judge_violation("scenario %d: a search that passed, says the code under test's process, without a "
+                            "single history", sc->number);
     if (tally->histories != result->schedules || tally->unreleased > 0)
         kit_judge_violation("scenario %d: %ld histories, %ld of them cut short, for a search of %ld schedules "
                             "that passed", sc->number, tally->histories, tally->unreleased, result->schedules);

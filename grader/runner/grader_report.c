@@ -449,6 +449,20 @@ static int close_report(FILE *out)
     return err;
 }
 
+/* report.json's "integrity": each chapter once, if any test of it was flagged. */
+static void write_flagged_chapters(FILE *out, const struct test_case *tests, int count)
+{
+    for (int i = 0, listed = 0, end; i < count; i = end) {
+        bool flagged = false;
+        for (end = i; end < count && strcmp(tests[end].chapter, tests[i].chapter) == 0; end++)
+            flagged = flagged || tests[end].integrity;
+        if (flagged) {
+            fputs(listed++ ? ", " : "", out);
+            json_string(out, tests[i].chapter);
+        }
+    }
+}
+
 int write_json_report(const char *path, const char *mode, const char *implementation,
                       const struct test_case *tests, int count, const char *debug_args)
 {
@@ -465,11 +479,7 @@ int write_json_report(const char *path, const char *mode, const char *implementa
     fprintf(out, ",\n  \"implementation\": ");
     json_string(out, implementation);
     fprintf(out, ",\n  \"score\": %d,\n  \"max\": %d,\n  \"integrity\": [", score, max);
-    for (int i = 0, listed = 0; i < count; i++)
-        if (tests[i].integrity && (i == 0 || strcmp(tests[i].chapter, tests[i - 1].chapter) != 0)) {
-            fputs(listed++ ? ", " : "", out);
-            json_string(out, tests[i].chapter);
-        }
+    write_flagged_chapters(out, tests, count);
     fprintf(out, "],\n  \"tests\": [");
     for (int i = 0; i < count; i++) {
         const struct test_case *t = &tests[i];
