@@ -87,7 +87,8 @@ static void move_token(int from)
 static void write_words(int fd, unsigned words)
 {
     static const char *const names[] = { "leaks", "allocations made", "injected wake-ups", "futile wake-ups",
-                                         "scenarios' checks once quiet", "threads it runs" };
+                                         "scenarios' checks once quiet", "threads it runs",
+                                         "a schedule it gave up on" };
     char text[160] = "";
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (words & (1u << i))
@@ -235,6 +236,8 @@ static void schedule_from_env(void)
     const char *because = getenv("KIT_REAL_THREADS_BECAUSE");
     if (because)
         fprintf(stderr, "[ schedule ] on real threads, because on its schedule: %s\n", because);
+    if (getenv("KIT_RUN_AGAIN_ON_ITS_WORD") != NULL)
+        kit_verdict_rests_on(KIT_WORD_RERUN); /* a judged test the subject gave its schedule up on */
     if (schedule_seed != 0) {
         kit_sched_on_failure = failure_begins;
         if (getenv("KIT_REPORT_RUN") != NULL && getenv("KIT_DEBUG") == NULL)
@@ -289,6 +292,7 @@ static _Noreturn void run_again_without_race_points(const char *test, const char
 _Noreturn void kit_test_run_again(const char *reason, bool saw_race)
 {
     const char *test = test_argv && test_argv[1] && test_argv[2] ? test_argv[2] : "the test";
+    setenv("KIT_RUN_AGAIN_ON_ITS_WORD", "1", 1); /* (the subject's word that it could not: labelled so) */
     if (saw_race && getenv("KIT_NO_RACE_POINTS") == NULL)
         run_again_without_race_points(test, reason);
     run_again_on_real_threads(test, reason);

@@ -92,6 +92,8 @@ enum kit_subject_word {
     KIT_WORD_QUIET_CHECKS = 1u << 4, /**< a generated scenario's checks of the object once it is quiet
                                           (kit_spec_t.at_quiet: what became of each task), made beside it */
     KIT_WORD_THREADS = 1u << 5,     /**< how many of its threads it says run under a name (kit_threads_named) */
+    KIT_WORD_RERUN = 1u << 6,       /**< that the test's one schedule could not run: the test ran again, on
+                                         real threads or without its race's switch points (kit_test_run_again) */
 };
 /* Notes that this test's verdict rests on @p words (enum kit_subject_word). */
 void kit_verdict_rests_on(unsigned words);
