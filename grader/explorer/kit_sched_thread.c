@@ -70,12 +70,26 @@ static struct sched_thread *named(pthread_t thread, int *err)
     return t;
 }
 
+/* A real thread's name. Naming another thread writes its file in /proc,
+ * which a judged test's subject may not open (its filter says EPERM): the
+ * name is the kit's then (kit_threads_named), as in one process, where the
+ * call would have succeeded. */
+static int real_thread_named(pthread_t thread, const char *name)
+{
+    int err = __real_pthread_setname_np(thread, name);
+    if (err == EPERM && strlen(name) < 16)
+        err = 0;
+    if (err == 0)
+        kit_thread_named(thread, name);
+    return err;
+}
+
 int __wrap_pthread_setname_np(pthread_t thread, const char *name)
 {
     int err;
     struct sched_thread *t = named(thread, &err);
-    if (t == NULL && err == 0 && (err = __real_pthread_setname_np(thread, name)) == 0)
-        kit_thread_named(thread, name);
+    if (t == NULL && err == 0)
+        return real_thread_named(thread, name);
     if (t == NULL)
         return err;
     t->renamed = true;
