@@ -19,13 +19,18 @@
 
 #include "keyed.h"
 #include "kit_errno.h"
+#include "kit_sched.h"
 #include "kit_thread.h"
 #include "kit_time.h"
 
-/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) the stress runs shrink. */
+/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) everything runs 10-50x
+ * slower, and judged on real threads every call and task is a round trip
+ * between two processes: stress loops shrink, timing-based bounds do not
+ * change. (On the grader's one schedule the sizes are the same both ways:
+ * the same schedule, the same score.) */
 static bool slow_run(void)
 {
-    return getenv("KIT_SLOW") != NULL;
+    return getenv("KIT_SLOW") != NULL || (kit_test_judged() && !kit_sched_active());
 }
 
 static tpool_t *make_pool(size_t threads, size_t queue, bq_policy_t policy, long keep_alive_ms)
