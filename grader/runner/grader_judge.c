@@ -71,35 +71,47 @@ static void cut_at_word(char *copy, size_t size, size_t full_length)
         strcat(copy, " ...");
 }
 
-/* Copies the lines that explain a failure: what the test said, where it
- * failed, and the seed; cmocka's own RUN/OK/summary lines are left out. */
-static void failure_lines(const char *log, char *detail, size_t size, int max_lines)
+/* One line that explains a failure, its cmocka prefixes off, into @p detail:
+ * "tests/x.c:19: error: Failure!" as "at tests/x.c:19". False: noise. */
+static bool copy_failure_line(const char *line, size_t length, char *detail, size_t size)
 {
     static const char *const prefixes[] = { "[  ERROR   ] --- ", "[   LINE   ] --- ", "[ seed     ] " };
-    int kept = 0;
-    for (const char *line = log; line && *line && kept < max_lines;) {
-        const char *end = strchr(line, '\n');
-        size_t length = end ? (size_t)(end - line) : strlen(line);
-        const char *text = line;
-        for (int p = 0; p < 3; p++) /* cmocka nests them: "[ ERROR ] --- [ LINE ] --- file:7" */
-            while (strncmp(text, prefixes[p], strlen(prefixes[p])) == 0)
-                text += strlen(prefixes[p]);
-        bool noise = length == 0 || (text == line && line[0] == '[') || line_contains(line, length, "FAILED TEST(S)");
-        if (!noise) {
-            char copy[2048]; /* an explorer's sentence with its lines fits; a longer one ends at a word */
-            textf(copy, sizeof copy, "%.*s", (int)(length - (size_t)(text - line)), text);
-            cut_at_word(copy, sizeof copy, length - (size_t)(text - line));
-            char *failure = strstr(copy, ": error: Failure!");
-            if (failure) { /* "tests/x.c:19: error: Failure!" -> "at tests/x.c:19" */
-                *failure = '\0';
-                memmove(copy + 3, copy, strlen(copy) + 1);
-                memcpy(copy, "at ", 3);
-            }
-            append_line(detail, size, copy, strlen(copy));
-            kept++;
-        }
-        line = end ? end + 1 : NULL;
+    const char *text = line;
+    for (int p = 0; p < 3; p++) /* cmocka nests them: "[ ERROR ] --- [ LINE ] --- file:7" */
+        while (strncmp(text, prefixes[p], strlen(prefixes[p])) == 0)
+            text += strlen(prefixes[p]);
+    if (length == 0 || (text == line && line[0] == '[') || line_contains(line, length, "FAILED TEST(S)"))
+        return false;
+    char copy[2048]; /* an explorer's sentence with its lines fits; a longer one ends at a word */
+    textf(copy, sizeof copy, "%.*s", (int)(length - (size_t)(text - line)), text);
+    cut_at_word(copy, sizeof copy, length - (size_t)(text - line));
+    char *failure = strstr(copy, ": error: Failure!");
+    if (failure) {
+        *failure = '\0';
+        memmove(copy + 3, copy, strlen(copy) + 1);
+        memcpy(copy, "at ", 3);
     }
+    append_line(detail, size, copy, strlen(copy));
+    return true;
+}
+
+/* Copies the lines that explain a failure: the seed first, then what the
+ * test said and where it failed; cmocka's own RUN/OK/summary lines are left
+ * out. (The seed line leads wherever the log has it: in a judged test that
+ * a subject's copy ran first, its failure's words can come before the
+ * judge's seed line.) */
+static void failure_lines(const char *log, char *detail, size_t size, int max_lines)
+{
+    int kept = 0;
+    for (int seeds = 1; seeds >= 0; seeds--)
+        for (const char *line = log; line && *line && kept < max_lines;) {
+            const char *end = strchr(line, '\n');
+            size_t length = end ? (size_t)(end - line) : strlen(line);
+            bool seed = strncmp(line, "[ seed     ] ", 13) == 0;
+            if (seed == (seeds == 1) && copy_failure_line(line, length, detail, size))
+                kept++;
+            line = end ? end + 1 : NULL;
+        }
 }
 
 static void last_lines(const char *log, char *detail, size_t size, int count)
