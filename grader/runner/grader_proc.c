@@ -114,18 +114,28 @@ static void exec_child(char *const argv[], const char *log_path, const struct li
 
 static pid_t innermost_wrapped(pid_t pid);
 
-/* The first child of @p pid, or 0. */
-static pid_t first_child(pid_t pid)
+/* The child of @p judge that runs @p subject_exe (its subject; a subject
+ * killed before the judge ran its test again is dead, its exe unreadable),
+ * or 0. */
+static pid_t running_subject(pid_t judge, const char *subject_exe)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    char path[64], exe[4096];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)judge, (int)judge);
     FILE *in = fopen(path, "r");
     int child = 0;
-    if (in == NULL || fscanf(in, "%d", &child) != 1)
-        child = 0;
+    pid_t found = 0;
+    while (in != NULL && found == 0 && fscanf(in, "%d", &child) == 1) {
+        snprintf(path, sizeof path, "/proc/%d/exe", child);
+        ssize_t n = readlink(path, exe, sizeof exe - 1);
+        if (n <= 0)
+            continue;
+        exe[n] = '\0';
+        if (strcmp(exe, subject_exe) == 0)
+            found = (pid_t)child;
+    }
     if (in)
         fclose(in);
-    return (pid_t)child;
+    return found;
 }
 
 /* The process a confined run is about: below kit-confine and bubblewrap -
@@ -137,12 +147,12 @@ static pid_t innermost(pid_t pid)
     char path[64], exe[4096];
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, exe, sizeof exe - 16);
-    pid_t subject = first_child(pid);
-    if (n <= 0 || subject <= 0)
+    if (n <= 0)
         return pid;
     exe[n] = '\0';
     strcat(exe, ".subject");
-    return access(exe, X_OK) == 0 ? subject : pid;
+    pid_t subject = access(exe, X_OK) == 0 ? running_subject(pid, exe) : 0;
+    return subject > 0 ? subject : pid;
 }
 
 static pid_t innermost_wrapped(pid_t pid)

@@ -217,6 +217,18 @@ static void thread_name(const char *line, char *name, size_t size)
         textf(name, size, "thread %d", number);
 }
 
+/* Whether the kernel's Yama module restricts ptrace here (a scope above 0). */
+static bool ptrace_restricted(void)
+{
+    FILE *in = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+    if (in != NULL && fscanf(in, "%d", &scope) != 1)
+        scope = 0;
+    if (in != NULL)
+        fclose(in);
+    return scope > 0;
+}
+
 /* gdb's `thread apply all bt`: one line per thread, where it waits and the
  * student's and the tests' frames below it; for a crash only the thread
  * that took the signal, from the faulting frame down; for a failed check only
@@ -242,9 +254,11 @@ void summarise_threads(const char *text, const struct run_options *options, enum
     if (thread)
         flush_thread(thread, view, detail, size, &shown);
     free(thread);
-    if (shown == 0 && strstr(text, "ptrace: Operation not permitted"))
+    if (shown == 0 && strstr(text, "ptrace: Operation not permitted") && ptrace_restricted())
         append_text(detail, size, "  (gdb was not allowed to attach: this machine restricts ptrace - see "
                                   "/proc/sys/kernel/yama/ptrace_scope)");
+    else if (shown == 0 && strstr(text, "ptrace: Operation not permitted"))
+        append_text(detail, size, "  (gdb was not allowed to attach to the process that ran the code)");
     else if (shown == 0)
         append_text(detail, size, "  (gdb could not read the threads' stacks)");
     else if (view == ALL_THREADS && strstr(detail, "waits in pthread_mutex_lock"))
