@@ -411,10 +411,26 @@ static void read_integrity(struct test_case *test, const char *log)
     textf(test->detail, sizeof test->detail, "INTEGRITY: %.*s\n", (int)strcspn(line, "\n"), line);
 }
 
+/* Why a test that ran out of time had left its one schedule, as its log
+ * says - often the clue ("more than 300000 switch points in one run": a
+ * loop that never ends, such as a wait whose deadline moves at every
+ * wake-up) - or "". */
+static const char *schedule_note(const char *log, char *out, size_t size)
+{
+    static const char marker[] = "[ schedule ] on real threads, because on its schedule: ";
+    const char *at = log != NULL ? strstr(log, marker) : NULL;
+    out[0] = '\0';
+    if (at != NULL) {
+        at += strlen(marker);
+        textf(out, size, "it ran on real threads because on its one schedule: %.*s\n", (int)strcspn(at, "\n"), at);
+    }
+    return out;
+}
+
 void judge_test(struct test_case *test, const struct process_end *end, bool token_ok, const char *log_path,
                 const char *stuck_threads, const struct run_options *options)
 {
-    char note[160];
+    char note[160], why[400];
     test->seconds = end->seconds;
     char *log = read_log(log_path);
     judge(test, end, token_ok, log, options);
@@ -425,8 +441,9 @@ void judge_test(struct test_case *test, const struct process_end *end, bool toke
         race_lines(log, test->detail, sizeof test->detail);
     }
     if (end->timed_out)
-        textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s%s",
-              options->limits.wall_seconds, load_note(end, options, note, sizeof note), stuck_threads);
+        textf(test->detail, sizeof test->detail, "timed out after %.0f s - likely a deadlock or a lost wake-up\n%s%s%s",
+              options->limits.wall_seconds, load_note(end, options, note, sizeof note),
+              schedule_note(log, why, sizeof why), stuck_threads);
     if (log)
         read_integrity(test, log);
     lead_with_race(test, log);
