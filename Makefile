@@ -776,8 +776,8 @@ debug: deps ## one test under gdb, unoptimised: make debug CH=NN TEST=name, as m
 	  echo "usage: make debug CH=NN TEST=test_name [SUBMISSION=dir]  (make grade CH=NN names the tests)"; exit 2; fi
 	@$(MAKE) --no-print-directory -s grader
 	@$(if $(SUBMISSION),$(call stage_submission,$(DEBUG_REPORT)) && ! cat $(DEBUG_REPORT)/gate/*.txt 2>/dev/null)
-	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(DEBUG_REPORT)),IMPL=$(GRADE_IMPL) WERROR=) \
-	  SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
+	@$(if $(SUBMISSION),$(CONFINE) --slot --) $(MAKE) --no-print-directory -s -j$(JOBS) \
+	  $(if $(SUBMISSION),$(call submission_build,$(DEBUG_REPORT)),IMPL=$(GRADE_IMPL) WERROR=) SAN=$(DEBUG_SAN) CH=$(CH) tests-bin
 	@$(call find_test_binary,$(DEBUG_TESTS)); \
 	if [ -z "$$bin" ] || [ ! -x "$$bin" ]; then echo "no test called $(TEST) in chapter $(strip $(SELECTED)): make grade CH=$(CH) lists them"; exit 2; fi; \
 	echo "Debugging $(TEST) of $(GRADE_IMPL) ($$bin)"; \
@@ -893,7 +893,8 @@ explore: $(if $(HAVE_SOLUTIONS),deps) ## search more interleavings: make explore
 	@echo "Exploring $(EXPLORE_IMPL)"
 	@$(MAKE) --no-print-directory -s grader
 	@$(if $(SUBMISSION),$(call stage_submission,$(EXPLORE_REPORT)) && ! cat $(EXPLORE_REPORT)/gate/*.txt 2>/dev/null)
-	@$(MAKE) --no-print-directory -s -j$(JOBS) $(if $(SUBMISSION),$(call submission_build,$(EXPLORE_REPORT)),IMPL=$(EXPLORE_IMPL)) tests-bin
+	@$(if $(SUBMISSION),$(CONFINE) --slot --) $(MAKE) --no-print-directory -s -j$(JOBS) \
+	  $(if $(SUBMISSION),$(call submission_build,$(EXPLORE_REPORT)),IMPL=$(EXPLORE_IMPL)) tests-bin
 	@SCHEDULES="$(SCHEDULES)" STRATEGY="$(STRATEGY)" REPLAY="$(REPLAY)" TEST="$(TEST)" KIT_SCENARIO="$(SCENARIO)" \
 	  KIT_MAKE_ARGS='$(DEBUG_ARGS)' KIT_RUN_PREFIX='$(if $(SUBMISSION),$(explore_confinement))' \
 	  tools/explore $(EXPLORE_BIN) $(ACTIVE)
