@@ -782,6 +782,11 @@ bool kit_test_judged(void)
     return &kit_judged_program != NULL && kit_judged_program;
 }
 
+bool kit_test_slow(void)
+{
+    return getenv("KIT_SLOW") != NULL || (kit_test_judged() && !kit_sched_active());
+}
+
 void kit_jitter(kit_rng_t *rng, unsigned max_us)
 {
     uint64_t roll = kit_rng_below(rng, 8);

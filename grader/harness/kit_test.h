@@ -327,6 +327,12 @@ long kit_test_repeat(long base);
  *  code under test is then a round trip to another process, and a stress
  *  loop sized for one process may run its smaller size, as under KIT_SLOW. */
 bool kit_test_judged(void);
+/** @brief Whether a stress loop should run its smaller size: under
+ *  ThreadSanitizer and valgrind (KIT_SLOW=1) everything runs 10-50x slower,
+ *  and judged on real threads every call and task is a round trip between
+ *  two processes. Never on a graded schedule: there the sizes are the same
+ *  both ways (the same schedule, the same score); timing bounds never change. */
+bool kit_test_slow(void);
 /** @brief A short random pause: nothing, a yield, or a sleep of up to @p max_us. */
 void kit_jitter(kit_rng_t *rng, unsigned max_us);
 

@@ -38,16 +38,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) everything runs 10-50x
- * slower, and judged on real threads every call and task is a round trip
- * between two processes: stress loops shrink, timing-based bounds do not
- * change. (On the grader's one schedule the sizes are the same both ways:
- * the same schedule, the same score.) */
-static bool slow_run(void)
-{
-    return getenv("KIT_SLOW") != NULL || (kit_test_judged() && !kit_sched_active());
-}
-
 static tpool_t *make_pool(size_t core, size_t capacity, long keep_alive_ms, bq_policy_t policy, const char *name)
 {
     tpool_config_t config = { core, capacity, keep_alive_ms, policy, name };
@@ -389,7 +379,7 @@ static void test_tpool_stress_never_more_than_core_threads(void **state)
     (void)state;
     static struct limit limit;
     limit = (struct limit){ .p = make_pool(LIMIT_CORE, 4, 20, bq_policy_block(), "limit") };
-    long per_submitter = kit_test_repeat(slow_run() ? 300 : 3000);
+    long per_submitter = kit_test_repeat(kit_test_slow() ? 300 : 3000);
     static struct limit_submitter submitters[LIMIT_SUBMITTERS];
     for (int i = 0; i < LIMIT_SUBMITTERS; i++)
         submitters[i] = (struct limit_submitter){ &limit, per_submitter, 0 };
@@ -844,7 +834,7 @@ static void test_tpool_stress_idle_exit_race(void **state)
     long retire_us = measure_retirement_us(p, &r, &ran);
     long steps = 2 * RACE_SPAN_US / RACE_STEP_US + 1;
     /* On a schedule, time is virtual and exact: one pass over the span is every offset there is. */
-    long rounds = kit_sched_active() ? steps : kit_test_repeat(slow_run() ? 150 : 1500);
+    long rounds = kit_sched_active() ? steps : kit_test_repeat(kit_test_slow() ? 150 : 1500);
     long first_offset = retire_us - RACE_SPAN_US, stranded_at = -1;
     int64_t last_end = race_wait_ran(&r, ran, 0);
     int64_t budget_end = kit_now_ns() + RACE_BUDGET_MS * 1000000LL;
@@ -1241,7 +1231,7 @@ static void test_tpool_stress_stats_add_up(void **state)
     /* On a schedule (graded) every call is a few switch points: fewer tasks
      * keep the run within the model's limit, so a racy pool meets the same
      * interleaving, and scores the same, in every grading. */
-    long per_submitter = kit_test_repeat(slow_run() || kit_sched_active() ? 1000 : 20000);
+    long per_submitter = kit_test_repeat(kit_test_slow() || kit_sched_active() ? 1000 : 20000);
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
         tpool_t *p = make_pool(4, 2, 5, policies[i], "tally");
         static struct tally tally;
@@ -1304,7 +1294,7 @@ static void test_tpool_stress_counters_when_tasks_end_together(void **state)
 {
     (void)state;
     long rounds = kit_sched_active() ? PAIR_ROUNDS_SCHEDULED
-                                     : kit_test_repeat(slow_run() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
+                                     : kit_test_repeat(kit_test_slow() ? PAIR_ROUNDS_SLOW : PAIR_ROUNDS_FAST);
     struct pair_round *pairs = calloc((size_t)rounds, sizeof *pairs);
     assert_non_null_or_say(pairs, "the test could not allocate its rounds");
     pairs_deadline_ns = kit_now_ns() + PAIR_BUDGET_MS * 1000000LL;

@@ -19,19 +19,8 @@
 
 #include "keyed.h"
 #include "kit_errno.h"
-#include "kit_sched.h"
 #include "kit_thread.h"
 #include "kit_time.h"
-
-/* Under ThreadSanitizer and valgrind (KIT_SLOW=1) everything runs 10-50x
- * slower, and judged on real threads every call and task is a round trip
- * between two processes: stress loops shrink, timing-based bounds do not
- * change. (On the grader's one schedule the sizes are the same both ways:
- * the same schedule, the same score.) */
-static bool slow_run(void)
-{
-    return getenv("KIT_SLOW") != NULL || (kit_test_judged() && !kit_sched_active());
-}
 
 static tpool_t *make_pool(size_t threads, size_t queue, bq_policy_t policy, long keep_alive_ms)
 {
@@ -1100,7 +1089,7 @@ static void test_keyed_stress_fifo_per_key_many_submitters(void **state)
     memset(&run, 0, sizeof run);
     run.keys = 4;
     run.submitters = 6;
-    run.per_submitter = slow_run() ? 400 : 1500;
+    run.per_submitter = kit_test_slow() ? 400 : 1500;
     run.submit_pause_us = 20;
     run_stress(&run);
     long disorder = count_disorder(&run);
@@ -1116,7 +1105,7 @@ static void test_keyed_stress_same_key_never_overlaps(void **state)
     memset(&run, 0, sizeof run);
     run.keys = 3;
     run.submitters = 4;
-    run.per_submitter = slow_run() ? 200 : 1000;
+    run.per_submitter = kit_test_slow() ? 200 : 1000;
     run.submit_pause_us = 20;
     run.task_pause_us = 40;
     run_stress(&run);
@@ -1139,7 +1128,7 @@ static void test_keyed_stress_submit_races_leaving_drain(void **state)
     memset(&run, 0, sizeof run);
     run.keys = 8;
     run.submitters = 4;
-    run.per_submitter = slow_run() ? 400 : 1200;
+    run.per_submitter = kit_test_slow() ? 400 : 1200;
     run.submit_pause_us = 30;
     kit_lock_delays(30, kit_test_seed());
     run_stress(&run);
