@@ -34,7 +34,9 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 # kit-written sources in chapters/NN-name/ that the program and the tests
 # both link (chNN_support), extra sources in tests/NN-name/ that every test
 # of the chapter links (chNN_test_support), functions its tests wrap at link
-# time (chNN_test_wraps), libraries (chNN_libs), and a
+# time (chNN_test_wraps), libraries (chNN_libs), how its tests are judged
+# (chNN_judged: yes, or processes with chNN_one_process, chNN_judge and
+# chNN_subject - chapter 07's), and a
 # service the chapter needs (chNN_needs: `make run` skips it unless CH says so).
 CHAPTER_DIRS := $(patsubst chapters/%/build.mk,%,$(sort $(wildcard chapters/*/build.mk)))
 include $(addprefix chapters/,$(addsuffix /build.mk,$(CHAPTER_DIRS)))
@@ -239,6 +241,9 @@ earlier-references: $(if $(wildcard solutions),$(foreach c,$(USED_CHAPTERS),$(ca
 chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d),$(2))) \
                $(call support_objs,$(1))
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
+# A chapter's own test sources for one way of linking its tests (chNN_one_process,
+# chNN_judge, chNN_subject: chapter 07's, judged by processes).
+chapter_test_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_$(2)))
 # Linked just before the code under test in every test program, one process
 # or subject: a replay token counts its racing places from it (kit_anchor.c).
 CODE_ANCHOR_SRC := grader/explorer/kit_anchor.c
@@ -358,7 +363,7 @@ $(OUT)/bin/$(ch$(2)_program): $(patsubst %.c,$(COMMON)/chapters/$(1)/%.o,$(ch$(2
 endef
 
 define chapter_test
-$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(call test_support_objs,$(1)) $(call chapter_test_objs,$(1),one_process) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP)
 	@mkdir -p $$(@D)
 	@rm -f $$@.subject # one process: a subject left from a judged build would make the runner take it for one
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter-out $$(JUDGED_STAMP),$$^) $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
@@ -396,7 +401,7 @@ SUBJECT_WRAPS := $(filter-out %=_fail %=_assert_in_range %=print_error,$(TEST_WR
 # programs link again (so do the subjects when make hardening's liar sets
 # SUBJECT_FIRST_OBJS).
 JUDGED_STAMP = $(OUT)/tests/.judged
-JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts))) $(SUBJECT_FIRST_OBJS)
+JUDGED_SET = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_judged,$(c))$(call is_process_judged,$(c)),$(c)$(if $(filter yes,$(ch$(call number,$(c))_transcripts)),+transcripts))) $(SUBJECT_FIRST_OBJS)
 $(JUDGED_STAMP): FORCE
 	@mkdir -p $(@D)
 	@echo '$(JUDGED_SET)' | cmp -s - $@ 2>/dev/null || echo '$(JUDGED_SET)' > $@
@@ -465,6 +470,32 @@ $(OUT)/tests/$(1)/$(3).subject: $(COMMON)/judged/$(1)/serve.o $(call COPY_OBJS,$
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(SUBJECT_FIRST) $$(filter-out $$(JUDGED_STAMP),$$^) $$(SUBJECT_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
 endef
+# ---- A chapter judged by processes (chNN_judged := processes) --------------------------
+# Chapter 07's code under test runs in processes the test starts - its
+# workers, and the reaper the master runs - never in the test's own
+# (tests/07-distributed-workers/dmw_call.h). Its judge is the test with
+# the kit's code of the chapter and chNN_judge - in place of the
+# submission's two functions, stand-ins that make each call in a process
+# of its own - and no object of the submission; NAME.subject is the one
+# program that links the submission, with chNN_subject, which makes the
+# call it is handed behind its system-call filter.
+is_process_judged = $(if $(filter debug,$(SAN)),,$(filter processes,$(ch$(call number,$(1))_judged)))
+judge_chapter_objs = $(call support_objs,$(1))
+PROCESS_SUBJECT_OBJS = $(SUPPORT_OBJS) $(COMMON)/grader/subject/kit_seccomp.o
+define process_judged_test
+$(OUT)/tests/$(1)/$(3): $(COMMON)/tests/$(1)/$(3).o $(call judge_chapter_objs,$(1)) $(call test_support_objs,$(1)) $(call chapter_test_objs,$(1),judge) $(SUPPORT_OBJS) $(KITLIB) $(JUDGED_STAMP) $(OUT)/tests/$(1)/$(3).subject
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS)
+$(OUT)/tests/$(1)/$(3).subject: $(call chapter_test_objs,$(1),subject) $(CODE_ANCHOR) $(call chapter_objs,$(1),$(TEST_OBJ)) $(PROCESS_SUBJECT_OBJS) $(KITLIB) $(JUDGED_STAMP)
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)$$(call link_test,$$(CC) $$(CFLAGS) $$(SAN_CFLAGS_$$(SAN)) $$(HARDENED_LDFLAGS) $$(SUBJECT_FIRST) $$(filter-out $$(JUDGED_STAMP),$$^) $$(TEST_WRAPS) $$(addprefix -Wl$$(comma)--wrap=,$$(ch$(2)_test_wraps)) $$(CMOCKA_LIBS) $$(ch$(2)_libs) $$(LDLIBS),$$@)
+endef
+# The objects of $(2) whose path holds any of the texts $(1) (make lint's
+# check-judge; a pattern of filter has one wildcard, too few for a path's middle).
+objects_named = $(strip $(foreach o,$(2),$(if $(strip $(foreach w,$(1),$(findstring $(w),$(o)))),$(o))))
+# What every judge of a chapter judged by processes links (make lint: none of the submission's).
+PROCESS_JUDGE_OBJS = $(foreach c,$(CHAPTER_DIRS),$(if $(call is_process_judged,$(c)),$(call judge_chapter_objs,$(c)) $(call chapter_test_objs,$(c),judge) $(call test_support_objs,$(c))))
+
 # make hardening's liar (tests/hostile/liar): objects linked into every
 # subject before its own, whose definitions win - a subject taken over whole.
 SUBJECT_FIRST_OBJS ?=
@@ -495,7 +526,7 @@ endef
 $(foreach t,$(CHAPTER_FAULT_TESTS),$(if $(call fault_test_chapter,$(t)),$(eval $(call chapter_fault_test,$(t),$(call fault_test_chapter,$(t)),$(call number,$(call fault_test_chapter,$(t))))),$(error tests/$(t).c: no chapter has the number it ends with)))
 
 $(foreach c,$(CHAPTER_DIRS),$(eval $(call chapter_program,$(c),$(call number,$(c)))))
-$(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call $(if $(call is_judged,$(c)),judged_test,chapter_test),$(c),$(call number,$(c)),$(t)))))
+$(foreach c,$(CHAPTER_DIRS),$(foreach t,$(ch$(call number,$(c))_tests),$(eval $(call $(if $(call is_judged,$(c)),judged_test,$(if $(call is_process_judged,$(c)),process_judged_test,chapter_test)),$(c),$(call number,$(c)),$(t)))))
 
 # The runner, the confinement and admission are tools, not code under test:
 # always built plainly, once.
@@ -583,7 +614,8 @@ deps: ## install what tests, grading and docs need (cmocka, pkg-config, doxygen,
 # tests, solutions/, exercises/, the grader and the benchmark. `make all`
 # writes it; tools/check-compile-commands proves it covers every compiled file.
 chapter_srcs = $(addprefix chapters/$(1)/,$(ch$(call number,$(1))_main) $(ch$(call number,$(1))_support)) \
-               $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(ch$(call number,$(1))_test_support))
+               $(addprefix tests/$(1)/,$(addsuffix .c,$(ch$(call number,$(1))_tests)) $(sort $(ch$(call number,$(1))_test_support) \
+                 $(ch$(call number,$(1))_one_process) $(ch$(call number,$(1))_judge) $(ch$(call number,$(1))_subject)))
 COMMON_SRCS = $(LIB_SRCS) $(SUPPORT_SRCS) $(foreach c,$(CHAPTER_DIRS),$(call chapter_srcs,$(c))) \
               $(addprefix tests/kit/,$(addsuffix .c,$(KIT_TESTS))) $(KIT_TEST_CODE) $(addsuffix .c,$(addprefix tests/,$(SOLUTION_LINKED_TESTS) $(CHAPTER_FAULT_TESTS))) \
               $(FEEDBACK_SRCS) $(JUDGE_SRCS) $(SERVE_SRCS) $(CODE_ANCHOR_SRC) grader/subject/kit_transcript_gate.c
@@ -980,7 +1012,8 @@ lint: ## shellcheck on every script, the editor files, compile_commands.json, th
 	@for f in .vscode/*.json; do python3 -m json.tool "$$f" >/dev/null || { echo "$$f is not valid JSON"; exit 1; }; done
 	@$(MAKE) --no-print-directory -s compile_commands.json && tools/check-compile-commands
 	@tools/check-layers
-	@$(if $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/kit_scenario_run.o %/obj/%,$(JUDGE_OBJS)),echo "a judge links the subject's side: $(filter %/grader/subject/% %/kit_sched.o %/kit_sched_%.o %/kit_scenario_run.o %/obj/%,$(JUDGE_OBJS))"; exit 1,echo "check-judge: no judge links an object of the subject's side or of a submission")
+	@$(if $(call objects_named,/grader/subject/ /kit_sched.o /kit_sched_ /kit_scenario_run.o /obj/,$(JUDGE_OBJS)),echo "a judge links the subject's side: $(call objects_named,/grader/subject/ /kit_sched.o /kit_sched_ /kit_scenario_run.o /obj/,$(JUDGE_OBJS))"; exit 1,echo "check-judge: no judge links an object of the subject's side or of a submission ($(words $(JUDGE_OBJS)) objects)")
+	@$(if $(call objects_named,/grader/subject/ /obj/ /dmw_subject.o,$(PROCESS_JUDGE_OBJS)),echo "a judge of processes links the subject's side: $(call objects_named,/grader/subject/ /obj/ /dmw_subject.o,$(PROCESS_JUDGE_OBJS))"; exit 1,echo "check-judge: no judge of processes links an object of the subject's side or of a submission ($(words $(PROCESS_JUDGE_OBJS)) objects)")
 	@tools/check-page-tags && echo "check-page-tags: every page names the tags it cites and shows none of their lines, and sends no one to the reference's files"
 	@tools/check-copied-code
 	@$(if $(HAVE_SOLUTIONS),tools/check-chapter --all --quiet && echo "check-chapter: every chapter has the parts docs/instructors.md lists (tools/check-chapter NN says more)")

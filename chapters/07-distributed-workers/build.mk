@@ -9,7 +9,15 @@ ch07_program := ch07-distributed-workers
 ch07_support := kit/dmw_redis.c kit/dmw_record.c kit/dmw_scripts.c kit/dmw_heartbeat.c \
                 kit/dmw_master.c kit/dmw_server.c
 ch07_tests   := test_dmw
-ch07_test_support := dmw_fixture.c dmw_journal.c dmw_books.c
+ch07_test_support := dmw_fixture.c dmw_journal.c dmw_books.c dmw_work.c dmw_call.c
+# Judged by processes (tests/07-distributed-workers/dmw_call.h): the code under test runs only in
+# processes the test starts. In one process (make debug, make tsan) each is a forked copy of the
+# test; judged (the grade), the test links stand-ins for the two functions instead of the
+# submission, and each call's process becomes test_dmw.subject, built from ch07_subject.
+ch07_judged  := processes
+ch07_one_process := dmw_call_here.c
+ch07_judge   := dmw_call_judged.c
+ch07_subject := dmw_subject.c dmw_call.c dmw_work.c dmw_journal.c
 # The tests' journal sees every Redis command, and who sent it: a worker (dmw_worker_run)
 # or the reaper (dmw_reap) - tests/07-distributed-workers/dmw_journal.c.
 ch07_test_wraps := redisvCommand dmw_worker_run dmw_reap

@@ -94,7 +94,16 @@ enum kit_subject_word {
     KIT_WORD_THREADS = 1u << 5,     /**< how many of its threads it says run under a name (kit_threads_named) */
     KIT_WORD_RERUN = 1u << 6,       /**< that the test's one schedule could not run: the test ran again, on
                                          real threads or without its race's switch points (kit_test_run_again) */
+    KIT_WORD_JOURNAL = 1u << 7,     /**< chapter 07: the commands and deliveries its worker processes say they made
+                                         (the tests' journal, in memory they share with the test) */
+    KIT_WORD_REPORTS = 1u << 8,     /**< chapter 07: what a worker or reaper process says it did (its stats, its
+                                         counts), beside what the call returned */
 };
+/* In a judge's forked child, its descriptors placed: become the subject
+ * @p program, started with @p mode ("--serve"), or @p mode "-unfiltered"
+ * under a wrapper (valgrind, setarch) or KIT_SUBJECT_UNFILTERED, when the
+ * subject installs no system-call filter. */
+_Noreturn void kit_exec_subject(const char *program, const char *mode);
 /* Notes that this test's verdict rests on @p words (enum kit_subject_word). */
 void kit_verdict_rests_on(unsigned words);
 /* A judged test whose one schedule could not run: this process runs it

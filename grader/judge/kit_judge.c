@@ -202,23 +202,7 @@ static void place_channels(int *theirs)
 static _Noreturn void exec_subject(int *theirs, const char *path)
 {
     place_channels(theirs);
-    char *argv[40];
-    int argc = 0;
-    char *wrapper = getenv("KIT_SUBJECT_WRAPPER") ? strdup(getenv("KIT_SUBJECT_WRAPPER")) : NULL;
-    for (char *save = NULL, *word = wrapper ? strtok_r(wrapper, " ", &save) : NULL; word && argc < 36;
-         word = strtok_r(NULL, " ", &save))
-        argv[argc++] = word;
-    argv[argc++] = (char *)path;
-    /* Under valgrind or setarch the wrapper's own calls are not the list's: no
-     * filter then; nor for make explore on the student's own machine
-     * (KIT_SUBJECT_UNFILTERED, which the grader clears), whose explorer draws
-     * a failing schedule into a file. */
-    bool unfiltered = wrapper != NULL || getenv("KIT_SUBJECT_UNFILTERED") != NULL;
-    argv[argc++] = unfiltered ? "--serve-unfiltered" : "--serve";
-    argv[argc] = NULL;
-    execvp(argv[0], argv);
-    fprintf(stderr, "[  ERROR   ] --- the judge could not start the code under test (%s): %s\n", path, strerror(errno));
-    _exit(127);
+    kit_exec_subject(path, "--serve");
 }
 
 static void open_channels(int *theirs)

@@ -16,6 +16,7 @@
 #include "kit_serve.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -23,10 +24,14 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "kit_test.h"
+#include "kit_time.h"
 
 #if defined(__x86_64__)
 #define KIT_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -42,6 +47,13 @@
 #define KILL BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
 /* if nr == N: kill the process, else go on */
 #define KILL_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), KILL
+
+/* Every filter's first words: a call of another architecture's numbering kills. */
+#define ARCH_CHECKED LOAD(arch), BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KIT_AUDIT_ARCH, 1, 0), \
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS), LOAD(nr)
+/* A signal only to this process, @p self (abort, raise, a crash point's SIGKILL). */
+#define SIGNALS_TO_ITSELF(self) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4), LOAD(args[0]), \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (self), 0, 1), ALLOW, DENY
 
 #if defined(KIT_AUDIT_ARCH)
 /* Every call but reading, writing and signalling, which depend on this
@@ -98,14 +110,37 @@ static const struct sock_filter calls[] = {
     DENY,
 };
 
+bool kit_seccomp_prepare(bool filtered)
+{
+    void *frames[4];
+    backtrace(frames, 4); /* the first backtrace loads libgcc_s: before the filter */
+    kit_now_ns();
+    /* (A sanitizer's or valgrind's own runtime needs calls the list leaves out.) */
+    return filtered && !KIT_SANITIZED;
+}
+
+/* Install @p head followed by the common list. */
+static int install(const struct sock_filter *head, size_t head_length)
+{
+    enum { CALLS = sizeof calls / sizeof calls[0], MOST_HEAD = 64 };
+    struct sock_filter filter[MOST_HEAD + CALLS];
+    if (head_length > MOST_HEAD)
+        return E2BIG;
+    memcpy(filter, head, head_length * sizeof head[0]);
+    memcpy(filter + head_length, calls, sizeof calls);
+    struct sock_fprog program = { (unsigned short)(head_length + CALLS), filter };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return errno;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
+        return errno;
+    return 0;
+}
+
 int kit_seccomp_install(int first_channel, int channels)
 {
     unsigned last = (unsigned)(first_channel + channels - 1);
     const struct sock_filter head[] = {
-        LOAD(arch),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KIT_AUDIT_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        LOAD(nr),
+        ARCH_CHECKED,
         /* Reading and writing: stdin, stdout, stderr and the channels only. */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 6, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 5, 0),
@@ -120,28 +155,53 @@ int kit_seccomp_install(int first_channel, int channels)
         BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, last, 0, 1),           /* a channel: allowed */
         DENY,
         ALLOW,
-        /* A signal only to this process (abort, raise). */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4),
-        LOAD(args[0]),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)getpid(), 0, 1),
-        ALLOW,
-        DENY,
+        SIGNALS_TO_ITSELF((unsigned)getpid()),
     };
-    enum { HEAD = sizeof head / sizeof head[0], CALLS = sizeof calls / sizeof calls[0] };
-    struct sock_filter filter[HEAD + CALLS];
-    memcpy(filter, head, sizeof head);
-    memcpy(filter + HEAD, calls, sizeof calls);
-    struct sock_fprog program = { (unsigned short)(HEAD + CALLS), filter };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return errno;
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
-        return errno;
-    return 0;
+    return install(head, sizeof head / sizeof head[0]);
+}
+
+/* A networked subject holds only the descriptors its test handed it and
+ * the sockets it opened itself (it can open nothing else): reading and
+ * writing any of them is its own business. A socket reaches the network
+ * namespace the grade confines it to: the run's server, on loopback. */
+int kit_seccomp_install_networked(void)
+{
+    const struct sock_filter head[] = {
+        ARCH_CHECKED,
+        /* Sockets of the Internet only (no netlink, no Unix sockets to pass descriptors on). */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 5),
+        LOAD(args[0]),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),
+        DENY,
+        ALLOW,
+        SIGNALS_TO_ITSELF((unsigned)getpid()),
+        ALLOW_NR(SYS_read), ALLOW_NR(SYS_write), ALLOW_NR(SYS_readv), ALLOW_NR(SYS_writev),
+        ALLOW_NR(SYS_sendto), ALLOW_NR(SYS_recvfrom), ALLOW_NR(SYS_sendmsg), ALLOW_NR(SYS_recvmsg),
+        ALLOW_NR(SYS_connect), ALLOW_NR(SYS_setsockopt), ALLOW_NR(SYS_getsockopt), ALLOW_NR(SYS_getsockname),
+        ALLOW_NR(SYS_getpeername), ALLOW_NR(SYS_shutdown), ALLOW_NR(SYS_ppoll), ALLOW_NR(SYS_pselect6),
+        ALLOW_NR(SYS_close), ALLOW_NR(SYS_fcntl), ALLOW_NR(SYS_uname),
+#if defined(SYS_poll)
+        ALLOW_NR(SYS_poll), ALLOW_NR(SYS_select),
+#endif
+    };
+    return install(head, sizeof head / sizeof head[0]);
 }
 #else
+bool kit_seccomp_prepare(bool filtered)
+{
+    (void)filtered;
+    return false;
+}
+
 int kit_seccomp_install(int first_channel, int channels)
 {
     (void)first_channel, (void)channels;
+    return ENOSYS;
+}
+
+int kit_seccomp_install_networked(void)
+{
     return ENOSYS;
 }
 #endif

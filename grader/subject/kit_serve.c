@@ -397,11 +397,8 @@ bool kit_symbolizer_stacks(void);
 
 static void confine_calls(bool filtered)
 {
-    void *frames[4];
-    backtrace(frames, 4); /* the first backtrace loads libgcc_s: before the filter */
-    kit_now_ns();
-    if (!filtered || KIT_SANITIZED)
-        return; /* (a sanitizer's or valgrind's own runtime needs calls the list leaves out) */
+    if (!kit_seccomp_prepare(filtered))
+        return;
     if (kit_symbolizer_start() == 0) { /* addr2line, the sources and gdb, from a helper */
         kit_sched_symbolizer = (kit_sched_symbolizer_t){ kit_symbolizer_popen, kit_symbolizer_pclose,
                                                          kit_symbolizer_fopen, kit_sched_symbolizer.foreign };

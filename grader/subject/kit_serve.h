@@ -42,7 +42,15 @@ void kit_serve_ref_pop(void);
 /** Two words naming @p ref for the judge: NULL, a struct a call in progress was handed, or another. */
 void kit_serve_ref_out(kit_wire_t *m, const void *ref);
 
+/** Before a subject's filter: load what the harness loads lazily (the
+ *  first backtrace's library, the clock's page); whether a filter is to be
+ *  installed - @p filtered, unless a sanitizer's runtime runs here. */
+bool kit_seccomp_prepare(bool filtered);
 /** Install the subject's system-call filter (kit_seccomp.c): 0, or an errno value. */
 int kit_seccomp_install(int first_channel, int channels);
+/** The filter of a subject that talks to a server (chapter 07's workers):
+ *  the same list, with reading and writing on any descriptor it holds,
+ *  Internet sockets, connect and close; 0, or an errno value. */
+int kit_seccomp_install_networked(void);
 
 #endif

@@ -3,8 +3,7 @@
  * @brief The chapter-07 test fixture: servers, runs, worker processes, cleanup.
  */
 #if defined(__linux__)
-#define _GNU_SOURCE /* prctl(PR_SET_PDEATHSIG, PR_SET_PTRACER), fopencookie */
-#include <sys/prctl.h>
+#define _GNU_SOURCE /* fopencookie */
 #else
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -116,6 +115,7 @@ int fixture_setup(void **state)
                                  .max_attempts = 3, .connect_timeout_ms = 2000, .reconnect_ms = 5000 };
     assert_ok(dmw_redis_open(&fx->redis, &fx->config));
     assert_ok(dmw_master_create(&fx->master, &fx->config));
+    journal_watch(dmw_redis_keys(fx->redis)->shutdown); /* (fixture_before_next_shutdown_look) */
     return 0;
 }
 
@@ -161,27 +161,6 @@ void fixture_restart_run(fixture_t *fx)
     journal_reset();
 }
 
-/* In the forked child: plain signal handling (cmocka's handlers would run
- * the test runner in the child), death with the parent, its name in the log. */
-static void become_child(fixture_t *fx, const char *name, const char *role, int crash_after)
-{
-    static const int caught[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS };
-    for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++)
-        signal(caught[i], SIG_DFL);
-#if defined(__linux__)
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-    if (getppid() != fx->owner)
-        _exit(126);
-    kit_thread_set_name(name);
-    journal_forked();
-    journal_crash_after(role, crash_after);
-#if defined(__linux__) && defined(PR_SET_PTRACER)
-    /* As the test process: a gdb may attach to it (gdb -p PID, or the runner's, for stacks). */
-    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-#endif
-}
-
 /* Under make debug: gdb stays with the test process; say how to see a worker's side. */
 static void tell_debugger(const fixture_child_t *child)
 {
@@ -198,56 +177,34 @@ static void tell_debugger(const fixture_child_t *child)
             child->role, (long)child->pid, (long)child->pid);
 }
 
-static _Noreturn void report_and_exit(int report_fd, const fixture_report_t *report)
-{
-    ssize_t written = write(report_fd, report, sizeof *report);
-    _exit(written == (ssize_t)sizeof *report ? 0 : 125);
-}
-
-static void run_worker(fixture_t *fx, const dmw_worker_config_t *worker, const char *role, int crash_after,
-                       int report_fd)
-{
-    become_child(fx, worker->name ? worker->name : "worker", role, crash_after);
-    fixture_report_t report = { 0 };
-    report.rc = dmw_worker_run(&fx->config, worker, &report.stats);
-    report_and_exit(report_fd, &report);
-}
-
-static void run_reaper(fixture_t *fx, int crash_after, int report_fd)
-{
-    become_child(fx, "reaper", "reaper", crash_after);
-    fixture_report_t report = { 0 };
-    dmw_redis_t *redis = NULL;
-    report.rc = dmw_redis_open(&redis, &fx->config);
-    if (report.rc == 0)
-        report.rc = dmw_reap(redis, &report.returned, &report.dead);
-    dmw_redis_close(redis);
-    report_and_exit(report_fd, &report);
-}
-
-/* Fork a child that runs @p worker, or the reaper when @p worker is NULL. */
+/* Fork a child that runs @p worker, or the reaper when @p worker is NULL:
+ * the call's own process (dmw_call.h). */
 static int spawn(fixture_t *fx, const dmw_worker_config_t *worker, int crash_after)
 {
     assert_true(fx->child_count < FIXTURE_MAX_CHILDREN);
     fixture_child_t *child = &fx->children[fx->child_count];
     *child = (fixture_child_t){ .report_fd = -1 };
+    dmw_call_t call;
+    if (worker)
+        dmw_call_worker(&call, &fx->config, worker, true);
+    else
+        dmw_call_reaper(&call, &fx->config, true, true);
+    call.crash_after = crash_after;
     snprintf(child->name, sizeof child->name, "%s", worker == NULL ? "reaper" : worker->name ? worker->name : "");
-    snprintf(child->role, sizeof child->role, worker == NULL ? "reaper" : "worker %s",
-             worker && worker->name ? worker->name : "(unnamed)");
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
+    snprintf(child->role, sizeof child->role, "%s", call.role);
+    int request[2], reports[2];
+    assert_int_equal(pipe(request), 0);
+    assert_int_equal(pipe(reports), 0);
     fflush(NULL); /* nothing buffered is written twice */
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        if (worker)
-            run_worker(fx, worker, child->role, crash_after, fds[1]);
-        run_reaper(fx, crash_after, fds[1]);
-    }
-    close(fds[1]);
+    if (pid == 0)
+        dmw_call_start(&call, request, reports[1]);
+    close(request[0]);
+    close(request[1]); /* (no look is armed for a spawned child: nothing to answer) */
+    close(reports[1]);
     child->pid = child->was = pid;
-    child->report_fd = fds[0];
+    child->report_fd = reports[0];
     tell_debugger(child);
     return fx->child_count++;
 }
@@ -277,11 +234,16 @@ int fixture_join(fixture_t *fx, int index, long timeout_ms)
     int ready = poll(&wait, 1, (int)timeout_ms);
     if (ready == 0)
         return ETIMEDOUT;
-    ssize_t n = read(child->report_fd, &child->report, sizeof child->report);
-    child->reported = n == (ssize_t)sizeof child->report;
+    dmw_call_message_t message;
+    ssize_t n = read(child->report_fd, &message, sizeof message);
+    child->reported = n == (ssize_t)sizeof message && message.kind == DMW_CALL_REPORT;
+    child->report = message.report;
     close(child->report_fd);
     child->report_fd = -1;
-    waitpid(child->pid, &child->status, 0); /* it has written its report or died: it is exiting */
+    if (child->reported)
+        kill(child->pid, SIGKILL); /* it is on its way out: none lingers */
+    waitpid(child->pid, &child->status, 0);
+    dmw_call_flag_death(child->status);
     child->pid = 0;
     return 0;
 }
@@ -323,17 +285,6 @@ static void assert_children_working(fixture_t *fx)
     }
 }
 
-/* "killed by SIGKILL", "exited with status 3" */
-static void death_words(int status, char *out, size_t size)
-{
-    if (WIFSIGNALED(status))
-        snprintf(out, size, "killed by %s", strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status))
-        snprintf(out, size, "exited with status %d", WEXITSTATUS(status));
-    else
-        snprintf(out, size, "ended");
-}
-
 void fixture_child_story(fixture_t *fx, int index, char *out, size_t size)
 {
     const fixture_child_t *child = &fx->children[index];
@@ -344,7 +295,7 @@ void fixture_child_story(fixture_t *fx, int index, char *out, size_t size)
         return;
     }
     char death[64], last[600] = "";
-    death_words(child->status, death, sizeof death);
+    dmw_call_death_words(child->status, death, sizeof death);
     int sent = journal_pass_length(child->was, child->role);
     const journal_command_t *command = journal_find(child->was, child->role, sent);
     if (command) {
@@ -380,12 +331,7 @@ void fixture_await_outcomes(fixture_t *fx, long count)
     }
 }
 
-/* ---- crash points and scripted interleavings --------------------------------------- */
-
-void fixture_crash_after_next_call(void)
-{
-    journal_crash_after_next_call();
-}
+/* ---- scripted interleavings ------------------------------------------------------ */
 
 void fixture_before_next_shutdown_look(fixture_t *fx, void (*fn)(void *ctx), void *ctx)
 {

@@ -15,9 +15,10 @@
  *   log, each line starting with "[ log      ]".
  *
  * fixture_teardown() runs even when the test failed: it kills every worker
- * process still there, purges the run and stops the server. Worker
- * processes are forked copies of the test process; fork them before the
- * test starts any thread (ThreadSanitizer refuses threads in a child forked
+ * process still there, purges the run and stops the server. A worker
+ * process makes its call as dmw_call.h says: a forked copy of the test in
+ * one process, the subject program judged; fork them before the test
+ * starts any thread (ThreadSanitizer refuses threads in a child forked
  * from a multi-threaded process).
  */
 #ifndef DMW_FIXTURE_H
@@ -27,6 +28,7 @@
 #include <sys/types.h>
 
 #include "dmw.h"
+#include "dmw_call.h"
 #include "dmw_master.h"
 #include "dmw_journal.h"
 #include "dmw_redis.h"
@@ -34,13 +36,6 @@
 
 /** Most worker processes one test forks. */
 #define FIXTURE_MAX_CHILDREN 16
-
-/** @brief What a worker or reaper process reports when dmw_worker_run() or dmw_reap() returns. */
-typedef struct fixture_report {
-    int rc;                   /**< dmw_worker_run()'s or dmw_reap()'s return value */
-    dmw_worker_stats_t stats; /**< a worker's stats */
-    long returned, dead;      /**< a reaper's counts */
-} fixture_report_t;
 
 /** @brief One forked worker or reaper process. */
 typedef struct fixture_child {
@@ -127,20 +122,6 @@ void fixture_await_outcomes(fixture_t *fx, long count);
 
 /** @brief An integer command's reply (LLEN, HLEN, EXISTS, ...); fails the test on error. */
 long fixture_integer(fixture_t *fx, const char *format, const char *key);
-
-/**
- * @brief A crash point: arm a crash for the calling thread. Its next Redis
- *        command gets its reply and then the process kills itself with
- *        SIGKILL, as if the machine died right there.
- *
- * A process function that calls this just before returning makes the worker
- * die right after the first command it sends for that task - for a correct
- * worker, the outcome write. The journal sees every reply through a
- * link-time wrapper of hiredis's redisvCommand() (chapter 07's build.mk
- * wraps it for the tests only), the way the harness's wrappers inject
- * spurious wake-ups: the kit's own code knows nothing of it.
- */
-void fixture_crash_after_next_call(void);
 
 /**
  * @brief A scripted interleaving: the next Redis command, from any thread

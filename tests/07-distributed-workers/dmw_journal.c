@@ -3,14 +3,16 @@
  * @brief The chapter-07 test journal: the commands and deliveries of every
  *        process of a run, their roles, and crash points (dmw_journal.h).
  */
-#define _GNU_SOURCE /* MAP_ANONYMOUS */
+#define _GNU_SOURCE /* memfd_create, dl_iterate_phdr */
 #include "dmw_journal.h"
 
 #include <errno.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,11 @@ struct delivery_slot {
     journal_delivery_t delivery;
 };
 
-/* Shared by the test process and every process it forks (MAP_SHARED). */
+/* Shared by the test process and every process of the run: forked copies,
+ * and - judged - the subject programs it starts, which map it from the
+ * descriptor they are handed (journal_attach). The test reads what they
+ * wrote as their word: every entry is copied and bounded before it is read
+ * (journal_command). */
 struct journal {
     atomic_long commands;   /* entries claimed; those past MAX_COMMANDS are dropped */
     atomic_long deliveries;
@@ -43,6 +49,7 @@ struct journal {
 };
 
 static struct journal *journal;
+static int journal_memory = -1; /* the descriptor it is mapped from */
 
 /* The calling thread's role: set while it runs dmw_worker_run() or dmw_reap(). */
 struct role {
@@ -73,15 +80,47 @@ static void (*_Atomic before_command)(void *ctx);
 static void *before_command_ctx;
 static char before_command_key[128];
 
+/* Where this program's file is loaded. The journal keeps each return
+ * address as its offset in the program's file, which a reader in another
+ * process - another program, judged - can still name (journal_describe).
+ * Found where the journal is mapped, before any thread of the run. */
+static uintptr_t bias;
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *out)
+{
+    (void)size;
+    *(uintptr_t *)out = info->dlpi_addr;
+    return 1;
+}
+
+static void *map_journal(int fd)
+{
+    dl_iterate_phdr(first_object, &bias);
+    void *shared = mmap(NULL, sizeof *journal, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return shared == MAP_FAILED ? NULL : shared;
+}
+
 void journal_open(void)
 {
     if (journal == NULL) {
-        void *shared = mmap(NULL, sizeof *journal, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (shared == MAP_FAILED)
+        journal_memory = memfd_create("dmw-journal", MFD_CLOEXEC);
+        if (journal_memory < 0 || ftruncate(journal_memory, sizeof *journal) != 0 ||
+            (journal = map_journal(journal_memory)) == NULL)
             fail_msg("cannot map the tests' command journal: %s", strerror(errno));
-        journal = shared;
     }
     journal_reset();
+}
+
+int journal_fd(void)
+{
+    return journal_memory;
+}
+
+int journal_attach(int fd)
+{
+    journal = map_journal(fd);
+    close(fd);
+    return journal ? 0 : errno;
 }
 
 /* A new run: each role's calls count from 1 again. */
@@ -176,6 +215,15 @@ int __wrap_dmw_reap(struct dmw_redis *redis, long *returned, long *dead)
 
 /* ---- the commands ------------------------------------------------------------------ */
 
+/* The program journal_describe names the offsets in: NULL, this one. */
+static const char *places_program;
+
+void journal_places_in(const char *program)
+{
+    places_program = program;
+    kit_sched_symbolizer.foreign = program;
+}
+
 /* One word of a command, quoted when it holds a space or is empty; a key
  * without its run's prefix ("dmw:{t1-0}:queue" -> "queue"). */
 static size_t put_word(char *out, size_t size, size_t at, const char *word, long length)
@@ -239,7 +287,8 @@ static void record(const char *text, const redisReply *reply, bool crash, void *
                               .crashed_after = crash, .depth = depth };
     snprintf(c->role, sizeof c->role, "%s", role.name);
     snprintf(c->text, sizeof c->text, "%s", text);
-    memcpy(c->stack, stack, sizeof(void *) * (size_t)depth);
+    for (int i = 0; i < depth; i++)
+        c->stack[i] = (void *)((uintptr_t)stack[i] - bias);
     atomic_store_explicit(&slot->whole, true, memory_order_release);
 }
 
@@ -298,6 +347,28 @@ void *__wrap_redisvCommand(redisContext *context, const char *format, va_list ar
     return reply;
 }
 
+/* The key a call may be armed for while processes the test started run
+ * (journal_watch), as commands show it. */
+static char watched_key[128];
+
+void journal_watch(const char *key)
+{
+    watched_key[0] = '\0';
+    put_word(watched_key, sizeof watched_key, 0, key, (long)strlen(key));
+}
+
+const char *journal_watched_key(void)
+{
+    return watched_key;
+}
+
+void journal_run_armed(void)
+{
+    void (*fn)(void *ctx) = atomic_exchange(&before_command, NULL);
+    if (fn != NULL)
+        fn(before_command_ctx);
+}
+
 void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), void *ctx)
 {
     before_command_key[0] = '\0';
@@ -308,49 +379,76 @@ void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), 
 
 /* ---- deliveries -------------------------------------------------------------------- */
 
-void journal_note_delivery(const dmw_task_t *task)
+int journal_note_delivery(const dmw_task_t *task)
 {
     if (journal == NULL)
-        return;
+        return 0;
     long index = atomic_fetch_add(&journal->deliveries, 1);
     if (index >= MAX_DELIVERIES)
-        return;
+        return 0;
     struct delivery_slot *slot = &journal->delivery[index];
     slot->delivery = (journal_delivery_t){ .id = task->id, .attempt = task->attempt, .pid = getpid(),
                                            .taken_at = role.active ? role.last_index : -1 };
     snprintf(slot->delivery.worker, sizeof slot->delivery.worker, "%s", role.active ? role.name : "a worker");
     atomic_store_explicit(&slot->whole, true, memory_order_release);
+    return journal_deliveries(task->id, NULL, 0);
+}
+
+/* ---- reading the journal ------------------------------------------------------------
+ * What another process wrote is its word, and may be anything: each entry
+ * is copied out of the shared memory, then bounded - its texts ended, its
+ * depth kept to its array - before anything reads it. */
+
+static long entries(_Atomic long *counter, long most)
+{
+    long count = atomic_load(counter);
+    return count < 0 ? 0 : count < most ? count : most;
 }
 
 int journal_deliveries(long id, journal_delivery_t *out, int max)
 {
-    long count = atomic_load(&journal->deliveries);
+    kit_verdict_rests_on(KIT_WORD_JOURNAL);
+    long count = entries(&journal->deliveries, MAX_DELIVERIES);
     int found = 0;
-    for (long i = 0; i < count && i < MAX_DELIVERIES; i++) {
+    for (long i = 0; i < count; i++) {
         const struct delivery_slot *slot = &journal->delivery[i];
-        if (!atomic_load_explicit(&slot->whole, memory_order_acquire) || slot->delivery.id != id)
+        if (!atomic_load_explicit(&slot->whole, memory_order_acquire))
+            continue;
+        journal_delivery_t copy = slot->delivery;
+        copy.worker[sizeof copy.worker - 1] = '\0';
+        if (copy.id != id)
             continue;
         if (found < max)
-            out[found] = slot->delivery;
+            out[found] = copy;
         found++;
     }
     return found;
 }
 
-/* ---- reading the journal ----------------------------------------------------------- */
-
 long journal_command_count(void)
 {
-    long count = atomic_load(&journal->commands);
-    return count < MAX_COMMANDS ? count : MAX_COMMANDS;
+    return entries(&journal->commands, MAX_COMMANDS);
 }
+
+/* The copies journal_command hands out: a few at once, per thread (a caller
+ * may hold the one journal_find gave while it asks for another). */
+enum { COPIES = 4 };
+static _Thread_local journal_command_t copies[COPIES];
+static _Thread_local int next_copy;
 
 const journal_command_t *journal_command(long index)
 {
     if (index < 0 || index >= journal_command_count())
         return NULL;
     const struct command_slot *slot = &journal->command[index];
-    return atomic_load_explicit(&slot->whole, memory_order_acquire) ? &slot->command : NULL;
+    if (!atomic_load_explicit(&slot->whole, memory_order_acquire))
+        return NULL;
+    journal_command_t *copy = &copies[next_copy++ % COPIES];
+    *copy = slot->command;
+    copy->role[sizeof copy->role - 1] = '\0';
+    copy->text[sizeof copy->text - 1] = '\0';
+    copy->depth = copy->depth < 0 ? 0 : copy->depth > JOURNAL_DEPTH ? JOURNAL_DEPTH : copy->depth;
+    return copy;
 }
 
 const journal_command_t *journal_find(pid_t pid, const char *role_name, int number)
@@ -365,6 +463,7 @@ const journal_command_t *journal_find(pid_t pid, const char *role_name, int numb
 
 int journal_pass_length(pid_t pid, const char *role_name)
 {
+    kit_verdict_rests_on(KIT_WORD_JOURNAL);
     int length = 0;
     for (long i = 0; i < journal_command_count(); i++) {
         const journal_command_t *c = journal_command(i);
@@ -391,7 +490,11 @@ static bool kit_place(const char *place)
 void journal_describe(const journal_command_t *c, char *out, size_t size)
 {
     char places[JOURNAL_DEPTH][160];
-    kit_describe_places(c->stack, c->depth, places);
+    void *stack[JOURNAL_DEPTH];
+    for (int i = 0; i < c->depth; i++) /* the offsets as places this process names */
+        stack[i] = places_program ? kit_sched_foreign_place((uint64_t)(uintptr_t)c->stack[i])
+                                  : (void *)((uintptr_t)c->stack[i] + bias);
+    kit_describe_places(stack, c->depth, places);
     int mine = 0;
     while (mine < c->depth && kit_place(places[mine]))
         mine++;

@@ -50,7 +50,7 @@ typedef struct journal_command {
     long long integer;            /**< ... this one */
     bool crashed_after;           /**< the process was killed right after this reply */
     int depth;                    /**< return addresses in stack */
-    void *stack[JOURNAL_DEPTH];   /**< the calls that sent it, innermost first */
+    void *stack[JOURNAL_DEPTH];   /**< the calls that sent it, innermost first: offsets in the sender's program */
 } journal_command_t;
 
 /** @brief One delivery of a task: a call of the tests' process function. */
@@ -64,6 +64,12 @@ typedef struct journal_delivery {
 
 /** @brief Map the shared journal (once, before any fork) and empty it. */
 void journal_open(void);
+/** @brief The descriptor the journal is mapped from: a process the test starts maps it (journal_attach). */
+int journal_fd(void);
+/** @brief In a program the test started: map the journal from @p fd (closed then); 0 or an errno value. */
+int journal_attach(int fd);
+/** @brief The commands' places are in @p program (judged: the subject's), not in this one. */
+void journal_places_in(const char *program);
 
 /** @brief Empty the journal: a new run starts, each role's calls count from 1 again. Only while no worker runs. */
 void journal_reset(void);
@@ -78,11 +84,27 @@ void journal_forked(void);
  */
 void journal_crash_after(const char *role, int number);
 
-/** @brief Arm a crash for the calling thread: it dies right after the reply of its next command. */
+/**
+ * @brief A crash point: arm a crash for the calling thread. Its next Redis
+ *        command gets its reply and then the process kills itself with
+ *        SIGKILL, as if the machine died right there.
+ *
+ * A process function that calls this just before returning (the tests'
+ * work, dmw_work.h, on "crash-after-outcome") makes the worker die right
+ * after the first command it sends for that task - for a correct worker,
+ * the outcome write. The journal sees every reply through a link-time
+ * wrapper of hiredis's redisvCommand() (chapter 07's build.mk wraps it for
+ * the tests only), the way the harness's wrappers inject spurious
+ * wake-ups: the kit's own code knows nothing of it.
+ */
 void journal_crash_after_next_call(void);
 
-/** @brief Note a delivery of @p task by the calling thread's role (the process function calls it). */
-void journal_note_delivery(const dmw_task_t *task);
+/**
+ * @brief Note a delivery of @p task by the calling thread's role (the process
+ *        function calls it); returns how many deliveries of the task the
+ *        journal now holds.
+ */
+int journal_note_delivery(const dmw_task_t *task);
 
 /** @brief Entries in the journal (some may be dropped once it is full). */
 long journal_command_count(void);
@@ -109,5 +131,17 @@ void journal_describe(const journal_command_t *command, char *out, size_t size);
  *        next command from any thread of this process that names @p key.
  */
 void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), void *ctx);
+
+/**
+ * @brief A key the test may arm a call for (journal_before_next_command_naming)
+ *        while a process it started runs: judged, such a process asks the
+ *        test before each command naming it (journal_watched_key), and the
+ *        test makes its armed call, if any, then.
+ */
+void journal_watch(const char *key);
+/** @brief The key journal_watch() set, as commands show it ("" if none). */
+const char *journal_watched_key(void);
+/** @brief Make the armed call now, once (judged: a worker's process asked, about to send its command). */
+void journal_run_armed(void);
 
 #endif

@@ -7,14 +7,15 @@
  * Each test runs against a Redis of its own (dmw_fixture.h). Workers are
  * either threads of the test process (kit_worker) or forked processes
  * (fixture_spawn), which can be killed, frozen and resumed like machines.
- * The process function, scripted(), does what each task's payload says.
+ * The process function, dmw_work_scripted(), does what each task's payload
+ * says. Graded, each call of the code under test - a thread's worker too -
+ * runs in a process of its own that links the submission (dmw_call.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kit_test.h"
 
 #include <errno.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,50 +29,14 @@
 #include "dmw_fixture.h"
 #include "dmw_journal.h"
 #include "dmw_master.h"
+#include "dmw_work.h"
 #include "dmw_redis.h"
 #include "kit_time.h"
 
 /** How long a test lets dmw_await() run before calling it a hang. */
 #define AWAIT_MS fixture_scale(KIT_HANG_MS)
 
-/* ---- the work ------------------------------------------------------------------ */
-
-/* Deliveries seen by this process, per task id (only tasks below MAX_IDS). */
-enum { MAX_IDS = 512 };
-static atomic_int calls[MAX_IDS];
-
-/* The payload is the script: "ok", "sleep MS", "sleep-first MS" (only on
- * the first delivery), "retry" (EAGAIN every time), "retry-first" (EAGAIN on
- * the first delivery only), "fail" (for good), "retry-quietly" and
- * "fail-quietly" (the same, leaving the text empty), "crash-after-outcome"
- * (on its first delivery the process dies right after its next command).
- * Every delivery is noted in the journal, across processes. */
-static int scripted(const dmw_task_t *task, char *text, size_t size, void *ctx)
-{
-    (void)ctx;
-    journal_note_delivery(task);
-    int call = task->id >= 0 && task->id < MAX_IDS ? atomic_fetch_add(&calls[task->id], 1) + 1 : 0;
-    long ms = 0;
-    if (sscanf(task->payload, "sleep %ld", &ms) == 1 ||
-        (sscanf(task->payload, "sleep-first %ld", &ms) == 1 && task->attempt == 1))
-        kit_sleep_ms(ms);
-    if (strcmp(task->payload, "retry") == 0 || (strcmp(task->payload, "retry-first") == 0 && task->attempt == 1)) {
-        snprintf(text, size, "still not ready");
-        return EAGAIN;
-    }
-    if (strcmp(task->payload, "fail") == 0) {
-        snprintf(text, size, "bad input");
-        return EPERM;
-    }
-    if (strcmp(task->payload, "retry-quietly") == 0)
-        return EAGAIN;
-    if (strcmp(task->payload, "fail-quietly") == 0)
-        return EPERM;
-    if (strcmp(task->payload, "crash-after-outcome") == 0 && task->attempt == 1)
-        fixture_crash_after_next_call();
-    snprintf(text, size, "result %ld, call %d", task->id, call);
-    return 0;
-}
+/* ---- the work (dmw_work.h: dmw_work_scripted() does what each task's payload says) ---- */
 
 /* How a task with this payload must end (the books' expectation). */
 static dmw_kind_t expected_kind(const char *payload)
@@ -85,7 +50,7 @@ static dmw_kind_t expected_kind(const char *payload)
 
 static dmw_worker_config_t worker_named(const char *name, long max_tasks)
 {
-    return (dmw_worker_config_t){ .name = name, .process = scripted, .take_timeout_ms = 100,
+    return (dmw_worker_config_t){ .name = name, .process = dmw_work_scripted, .take_timeout_ms = 100,
                                   .max_tasks = max_tasks };
 }
 
@@ -217,6 +182,15 @@ static const fixture_report_t *report_of(fixture_t *fx, int index)
     return &child->report;
 }
 
+/* What child @p index says it did, once it returned 0: its word (judged, the
+ * subject's report beside what its call returned). */
+static const dmw_worker_stats_t *child_stats(fixture_t *fx, int index)
+{
+    const fixture_report_t *report = report_of(fx, index);
+    kit_verdict_rests_on(KIT_WORD_REPORTS);
+    return &report->stats;
+}
+
 static long list_length(fixture_t *fx, const char *key)
 {
     return fixture_integer(fx, "LLEN %s", key);
@@ -268,6 +242,7 @@ static void test_dmw_calls_with_bad_arguments_give_einval(void **state)
     assert_err(dmw_worker_run(&config, &good, NULL), EINVAL);
     long returned = 5, dead = 5;
     assert_err(dmw_reap(NULL, &returned, &dead), EINVAL);
+    kit_verdict_rests_on(KIT_WORD_REPORTS); /* the counts are the reaper's word */
     assert_int_equal_or_say(returned + dead, 0, "dmw_reap refused with EINVAL but counted tasks returned or buried");
 
     dmw_master_t *master = (dmw_master_t *)&master; /* not NULL: create must reset it */
@@ -431,13 +406,13 @@ static void test_dmw_always_failing_task_is_dead_lettered(void **state)
         "the dead-lettered task's outcome counts another number of attempts than max_attempts");
     assert_string_equal_or_say(dead.text,
         "still not ready", "the dead-lettered task's outcome holds another text than its last error");
-    assert_int_equal_or_say(atomic_load(&calls[5]), fx->config.max_attempts,
+    assert_int_equal_or_say(dmw_work_deliveries(5), fx->config.max_attempts,
         "the always-failing task ran another number of times than max_attempts");
     assert_int_equal_or_say(failed.kind, DMW_FAILED,
         "the task that failed for good did not end failed (kinds: done 0, failed 1, dead 2)");
     assert_int_equal_or_say(failed.attempts, 1, "the task that failed for good was retried: its attempts");
     assert_string_equal_or_say(failed.text, "bad input", "the failed task's outcome holds another text than its error");
-    assert_int_equal_or_say(atomic_load(&calls[6]), 1,
+    assert_int_equal_or_say(dmw_work_deliveries(6), 1,
         "the task that failed for good ran another number of times than once");
     assert_int_equal_or_say(list_length(fx, dmw_redis_keys(fx->redis)->dead), 1, "tasks in the dead-letter list");
     assert_ok(dmw_shutdown(fx->master));
@@ -469,7 +444,7 @@ static void test_dmw_duplicate_delivery_writes_one_result(void **state)
     start_thread_worker(&w, &fx->config, "twice", 2);
     kit_worker_must_finish(&w.thread, "a worker with two deliveries to make");
     assert_worker_ok(&w);
-    assert_int_equal_or_say(atomic_load(&calls[ID]), 2,
+    assert_int_equal_or_say(dmw_work_deliveries(ID), 2,
         "the task delivered twice was processed another number of times than twice");
     assert_int_equal(w.stats.taken, 2);
     assert_int_equal(w.stats.completed, 1);
@@ -544,6 +519,7 @@ static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
 
     long returned = -1, dead = -1;
     assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    kit_verdict_rests_on(KIT_WORD_REPORTS); /* the counts are the reaper's word */
     assert_int_equal_or_say(returned, 1, "tasks dmw_reap returned to the queue, of the silent worker's");
     assert_int_equal_or_say(dead, 1, "tasks dmw_reap buried (out of attempts)");
     assert_list_holds(fx, k->queue, 1, 1, "x"); /* back, with the attempt counted */
@@ -559,6 +535,7 @@ static void test_dmw_reap_returns_orphans_with_attempt_count(void **state)
         "live"), 1, "tasks left in the live worker's processing list (a live worker is never touched)");
     assert_list_holds(fx, live, 3, 0, "x");
     assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    kit_verdict_rests_on(KIT_WORD_REPORTS); /* the counts are the reaper's word */
     assert_int_equal_or_say(returned + dead, 0,
         "tasks a second dmw_reap returned or buried (nothing is returned twice)");
     assert_int_equal_or_say(list_length(fx, k->queue), 1, "tasks in the queue after the reaps");
@@ -585,6 +562,7 @@ static void test_dmw_reap_buries_only_after_the_last_attempt(void **state)
 
     long returned = -1, dead = -1;
     assert_ok(dmw_reap(fx->redis, &returned, &dead));
+    kit_verdict_rests_on(KIT_WORD_REPORTS); /* the counts are the reaper's word */
     if (returned != 3 || dead != 1)
         fail_msg("dmw_reap returned %ld and dead-lettered %ld task(s) of two silent workers; expected 3 and 1: "
                  "with %d attempts, a task that has ended %d is returned with %d counted, only one that has "
@@ -754,7 +732,7 @@ static void test_dmw_live_slow_worker_is_not_reaped(void **state)
     await_all(fx);
     assert_ok(dmw_shutdown(fx->master));
     kit_worker_must_finish(&w.thread, "a worker after dmw_shutdown");
-    assert_int_equal_or_say(atomic_load(&calls[0]), 1,
+    assert_int_equal_or_say(dmw_work_deliveries(0), 1,
         "the task submitted just before the shutdown ran another number of times than once");
     assert_int_equal_or_say(outcome_of(fx, 0).attempts, 1,
         "the task submitted just before the shutdown counts another number of attempts than one");
@@ -783,7 +761,7 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
         "heir", "the killed worker's task was finished by another worker than the heir");
     assert_int_equal_or_say(outcome.attempts, 2, "the killed worker's task counts another number of attempts than two");
     finish_processes(fx);
-    assert_int_equal(report_of(fx, heir)->stats.completed, 1);
+    assert_int_equal(child_stats(fx, heir)->completed, 1);
     dmw_stats_t stats = assert_conserved(fx, 1);
     assert_int_equal(stats.retries, 1);
 }
@@ -863,10 +841,10 @@ static void test_dmw_paused_worker_coming_back_changes_nothing(void **state)
     assert_int_equal_or_say(outcome.attempts, 2, "the frozen worker's task counts another number of attempts than two");
     fixture_signal(fx, frozen, SIGCONT);
     assert_code_or_say(fixture_join(fx, frozen, AWAIT_MS), 0, "the wait for the frozen worker, once it came back");
-    const fixture_report_t *late = report_of(fx, frozen);
-    assert_int_equal(late->stats.taken, 1);
-    assert_int_equal(late->stats.duplicates, 1);
-    assert_int_equal(late->stats.completed, 0);
+    const dmw_worker_stats_t *late = child_stats(fx, frozen);
+    assert_int_equal(late->taken, 1);
+    assert_int_equal(late->duplicates, 1);
+    assert_int_equal(late->completed, 0);
     outcome = outcome_of(fx, 0);
     assert_string_equal_or_say(outcome.worker,
         "other", "the frozen worker, back late, overwrote the outcome (the first outcome stands)");
@@ -1266,9 +1244,9 @@ static void test_dmw_worker_reconnects_after_server_restart(void **state)
     finish_processes(fx);
     long reconnects = 0, completed = 0, duplicates = 0;
     for (int i = 0; i < WORKERS; i++) {
-        reconnects += report_of(fx, workers[i])->stats.reconnects;
-        completed += report_of(fx, workers[i])->stats.completed;
-        duplicates += report_of(fx, workers[i])->stats.duplicates;
+        reconnects += child_stats(fx, workers[i])->reconnects;
+        completed += child_stats(fx, workers[i])->completed;
+        duplicates += child_stats(fx, workers[i])->duplicates;
     }
     assert_true_or_say(reconnects >= WORKERS,
         "the workers reconnected %ld times in all after the server restarted: each must", reconnects);
@@ -1307,7 +1285,7 @@ static void test_dmw_stress_every_task_once_across_processes(void **state)
     finish_processes(fx);
     long completed = 0;
     for (int i = 0; i < PROCESSES; i++)
-        completed += report_of(fx, i)->stats.completed;
+        completed += child_stats(fx, i)->completed;
     for (long id = 0; id < MANY; id++)
         assert_int_equal_or_say(outcome_of(fx, id).kind, DMW_DONE,
             "task %ld did not end done (kinds: done 0, failed 1, dead 2)", id);
@@ -1352,19 +1330,10 @@ static void test_dmw_stress_failures_and_a_crash_conserve_tasks(void **state)
         "the killed worker's task, finished by another, counts another number of attempts than two");
 }
 
-/* Each test starts with fresh call counts (all tests share one process when
- * the binary runs them all). */
-static int setup(void **state)
-{
-    for (int id = 0; id < MAX_IDS; id++)
-        atomic_store(&calls[id], 0);
-    return fixture_setup(state);
-}
-
 /* Every test needs a Redis server and real threads (and some, other
  * processes): none runs on a schedule in grading (kit_test.h). */
 #define FIXTURE_TEST(test) \
-    { #test, test, setup, fixture_teardown, &kit_real_threads }
+    { #test, test, fixture_setup, fixture_teardown, &kit_real_threads }
 
 static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_calls_with_bad_arguments_give_einval),
