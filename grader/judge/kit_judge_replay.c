@@ -223,11 +223,12 @@ static bool same_request(const kit_wire_t *mine, const kit_wire_t *written)
     return mine->kind == WIRE_CALL || memcmp(mine->blob, written->blob, mine->nbytes) == 0;
 }
 
-/* A message in a few words: its kind, operation and first words. */
+/* A message in a few words: its kind, operation and words (enough of them
+ * that the one that differs shows: an inout's value is the sixth of a call). */
 static void describe(const kit_wire_t *m, char *out, size_t size)
 {
     int at = snprintf(out, size, "(kind %u, op %u, %u bytes; words", m->kind, m->op, m->nbytes);
-    for (uint32_t i = 0; i < m->nargs && i < 5 && at > 0 && (size_t)at < size; i++)
+    for (uint32_t i = 0; i < m->nargs && i < 10 && at > 0 && (size_t)at < size; i++)
         at += snprintf(out + at, size - (size_t)at, " %llu", (unsigned long long)m->arg[i]);
     if (at > 0 && (size_t)at < size)
         snprintf(out + at, size - (size_t)at, ")");
@@ -327,7 +328,7 @@ void judge_replay_post(int channel, kit_wire_t *m)
     if (next.answer || !same_request(m, next.m)) {
         if (check_failing) /* (the failure's own messages: the judge's copy went its own way) */
             end_on_judges_check();
-        char mine[160], written[160];
+        char mine[300], written[300];
         describe(m, mine, sizeof mine);
         describe(next.m, written, sizeof written);
         kit_judge_violation("the transcript's next step of the test's thread %d is %s %s, where the judge's copy of "

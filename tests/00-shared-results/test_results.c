@@ -45,7 +45,7 @@ static results_t *make_list(size_t hint)
 static void tally_drain(results_t *list, unsigned char *seen, size_t *bad)
 {
     long chunk[512];
-    size_t taken;
+    size_t taken = 0; /* (judged, an inout's value goes as it is: never the stack's leftovers) */
     do {
         assert_ok(results_drain(list, chunk, 512, &taken));
         for (size_t i = 0; i < taken; i++) {
@@ -120,7 +120,7 @@ static void test_results_append_survives_failed_growth(void **state)
     assert_int_equal(results_count(list), kept);
     assert_ok(results_append(list, kept)); /* the next growth succeeds */
     long *out = calloc((size_t)kept + 1, sizeof *out);
-    size_t taken;
+    size_t taken = 0; /* (judged, an inout's value goes as it is: never the stack's leftovers) */
     assert_ok(results_drain(list, out, (size_t)kept + 1, &taken));
     assert_int_equal_or_say(taken, kept + 1, "results_drain said it took another count than the records appended");
     for (long v = 0; v <= kept; v++)
@@ -138,7 +138,7 @@ static void test_results_append_and_drain_keep_order(void **state)
         assert_ok(results_append(list, v * 3));
     assert_int_equal(results_count(list), 1000);
     long out[400];
-    size_t taken;
+    size_t taken = 0; /* (judged, an inout's value goes as it is: never the stack's leftovers) */
     assert_ok(results_drain(list, out, 400, &taken));
     assert_int_equal_or_say(taken, 400, "results_drain took another count than the 400 asked for, of 1000 records");
     for (long i = 0; i < 400; i++)
