@@ -55,6 +55,19 @@
 #if !defined(KIT_SANITIZED)
 #define KIT_SANITIZED 0
 #endif
+/** 1 in a build with ThreadSanitizer, whose report ends a process with
+ *  status 66 (the grader's TSAN_OPTIONS): a data race, not a crash. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KIT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KIT_TSAN 1
+#endif
+#if !defined(KIT_TSAN)
+#define KIT_TSAN 0
+#endif
 
 /** Generous bound for "it did not hang" (ms): long enough for a loaded
  *  2-core machine under ThreadSanitizer or valgrind, short enough that a

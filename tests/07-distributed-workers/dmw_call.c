@@ -22,6 +22,8 @@
 #include "kit_test.h"
 #include "kit_thread.h"
 
+enum { TSAN_RACED = 66 }; /* the grader's TSAN_OPTIONS exitcode */
+
 /* ---- the call, by value ----------------------------------------------------------------- */
 
 static void put_text(dmw_call_text_t *to, const char *text, const char *what)
@@ -91,6 +93,7 @@ void dmw_call_become_its_process(const dmw_call_t *call)
         _exit(126);
     kit_thread_set_name(call->thread_name);
     journal_forked();
+    journal_whole_process();
     journal_crash_after(call->role, call->crash_after);
 #if defined(__linux__) && defined(PR_SET_PTRACER)
     /* As the test process: a gdb may attach to it (gdb -p PID, or the runner's, for stacks). */
@@ -149,8 +152,23 @@ _Noreturn void dmw_call_make(const dmw_call_t *call, int report_fd)
     _exit(written == (ssize_t)sizeof message ? 0 : 125);
 }
 
+/* ThreadSanitizer's report ended the call's process (status 66): the race
+ * is the test's own, as if it ran here - the test ends with the status that
+ * says so, whichever check it was at. */
+static void end_on_a_race(int status)
+{
+    if (!KIT_TSAN || !WIFEXITED(status) || WEXITSTATUS(status) != TSAN_RACED)
+        return;
+    fprintf(stderr, "[  FAILED  ] ThreadSanitizer found a data race in the code under test's process: its report is "
+                    "above\n");
+    kit_verdict_end(false);
+    fflush(NULL);
+    _exit(TSAN_RACED);
+}
+
 bool dmw_call_flag_death(int status)
 {
+    end_on_a_race(status);
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSYS)
         return false;
     fprintf(stderr, "[ integrity ] the code under test's process made a system call no test needs (its filter "

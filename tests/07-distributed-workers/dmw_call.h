@@ -47,7 +47,7 @@ typedef struct dmw_call {
     int kind;                       /**< dmw_call_kind_t */
     pid_t owner;                    /**< the test process: the call's process dies with it */
     int crash_after;                /**< journal_crash_after()'s number, 0: none */
-    char look_key[128];             /**< judged: ask the test before a command naming this key ("": never) */
+    char look_keys[JOURNAL_HOOKS][JOURNAL_KEY_MAX]; /**< judged: ask the test before a command naming one ("": none) */
     char role[JOURNAL_ROLE_MAX];    /**< the journal's role: "worker NAME" or "reaper" */
     char thread_name[DMW_NAME_MAX]; /**< the process's name in stacks and logs */
     bool has_config;                /**< config (a worker's), or the connection's config (a reaper's) */
@@ -67,7 +67,8 @@ enum { DMW_CALL_REQUEST_FD = 3, DMW_CALL_REPORT_FD = 4, DMW_CALL_JOURNAL_FD = 5 
 
 /** @brief A message on a call's report pipe. */
 typedef struct dmw_call_message {
-    int kind;                  /**< DMW_CALL_REPORT, or DMW_CALL_LOOK (judged: the armed key is about to be named) */
+    int kind;                  /**< DMW_CALL_REPORT, or DMW_CALL_LOOK (judged: a watched key is about to be named) */
+    int look;                  /**< for DMW_CALL_LOOK: which of the call's look_keys */
     fixture_report_t report;   /**< the report, for DMW_CALL_REPORT */
 } dmw_call_message_t;
 enum { DMW_CALL_REPORT = 1, DMW_CALL_LOOK = 2 };
@@ -95,9 +96,12 @@ void dmw_call_become_its_process(const dmw_call_t *call);
 _Noreturn void dmw_call_make(const dmw_call_t *call, int report_fd);
 
 /**
- * @brief A call's process that its system-call filter killed (judged: a
- *        call no code of a worker needs, such as an attack's) is flagged:
- *        the "[ integrity ]" line the grader reads. True if it was.
+ * @brief How a call's process ended, for the test's verdict: one that its
+ *        system-call filter killed (judged: a call no code of a worker
+ *        needs, such as an attack's) is flagged - the "[ integrity ]" line
+ *        the grader reads - and true is returned; one that ThreadSanitizer
+ *        ended with a race's status ends the test with that status, as a
+ *        race of its own would.
  */
 bool dmw_call_flag_death(int status);
 

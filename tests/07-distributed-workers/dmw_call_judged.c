@@ -83,10 +83,11 @@ static bool await_report(pid_t pid, int answers, int reports, fixture_report_t *
             continue;
         if (n == 0)
             break; /* it ended */
-        broken = n != (ssize_t)sizeof message || (message.kind != DMW_CALL_LOOK && message.kind != DMW_CALL_REPORT) ||
-                 (message.kind == DMW_CALL_LOOK && ++looks > MOST_LOOKS);
-        if (!broken && message.kind == DMW_CALL_LOOK) {
-            journal_run_armed();
+        bool look = n == (ssize_t)sizeof message && message.kind == DMW_CALL_LOOK;
+        broken = n != (ssize_t)sizeof message || (!look && message.kind != DMW_CALL_REPORT) ||
+                 (look && (journal_watched(message.look) == NULL || ++looks > MOST_LOOKS));
+        if (!broken && look) {
+            journal_run_armed(journal_watched(message.look));
             char go = 1;
             broken = write(answers, &go, 1) != 1;
         }
@@ -126,7 +127,8 @@ static _Noreturn void call_died(const dmw_call_t *call, pid_t pid, int status)
 static fixture_report_t make_call(dmw_call_t *call)
 {
     subject_program(); /* (found before the fork: the journal names its places) */
-    snprintf(call->look_key, sizeof call->look_key, "%s", journal_watched_key());
+    for (int i = 0; i < JOURNAL_HOOKS; i++)
+        snprintf(call->look_keys[i], sizeof call->look_keys[i], "%s", journal_watched(i) ? journal_watched(i) : "");
     int request[2], reports[2];
     if (pipe2(request, O_CLOEXEC) != 0 || pipe2(reports, O_CLOEXEC) != 0)
         fail_msg("the test could not open the pipes of a call: %s", strerror(errno));

@@ -116,6 +116,7 @@ int fixture_setup(void **state)
     assert_ok(dmw_redis_open(&fx->redis, &fx->config));
     assert_ok(dmw_master_create(&fx->master, &fx->config));
     journal_watch(dmw_redis_keys(fx->redis)->shutdown); /* (fixture_before_next_shutdown_look) */
+    journal_watch(dmw_redis_keys(fx->redis)->outcomes); /* (fixture_before_next_outcomes_command) */
     return 0;
 }
 
@@ -336,4 +337,9 @@ void fixture_await_outcomes(fixture_t *fx, long count)
 void fixture_before_next_shutdown_look(fixture_t *fx, void (*fn)(void *ctx), void *ctx)
 {
     journal_before_next_command_naming(dmw_redis_keys(fx->redis)->shutdown, fn, ctx);
+}
+
+void fixture_before_next_outcomes_command(fixture_t *fx, void (*fn)(void *ctx), void *ctx)
+{
+    journal_before_next_command_naming(dmw_redis_keys(fx->redis)->outcomes, fn, ctx);
 }

@@ -135,4 +135,12 @@ long fixture_integer(fixture_t *fx, const char *format, const char *key);
  */
 void fixture_before_next_shutdown_look(fixture_t *fx, void (*fn)(void *ctx), void *ctx);
 
+/**
+ * @brief The same for the next command, from any thread of this process or
+ *        a worker process it started, that names the run's outcomes: a test
+ *        can write an outcome between a worker's look at the outcomes and its
+ *        write, as another worker may (@p fn may arm itself again).
+ */
+void fixture_before_next_outcomes_command(fixture_t *fx, void (*fn)(void *ctx), void *ctx);
+
 #endif

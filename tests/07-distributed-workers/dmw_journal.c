@@ -51,7 +51,7 @@ struct journal {
 static struct journal *journal;
 static int journal_memory = -1; /* the descriptor it is mapped from */
 
-/* The calling thread's role: set while it runs dmw_worker_run() or dmw_reap(). */
+/* A role: set while a call of dmw_worker_run() or dmw_reap() runs. */
 struct role {
     bool active;
     char name[JOURNAL_ROLE_MAX];
@@ -59,8 +59,18 @@ struct role {
     int sent;        /* commands answered in this pass */
     long last_index; /* the journal index of the last of them, or -1 */
 };
-static _Thread_local struct role role;
-static _Thread_local bool crash_armed; /* journal_crash_after_next_call() */
+/* In the test's own process, where threads make calls side by side: each
+ * thread's own. */
+static _Thread_local struct role thread_role;
+/* In a call's own process (journal_whole_process), which makes one call:
+ * the role of every thread of it - a thread the code under test starts
+ * sends its commands for the call too, counted and crashed like the
+ * caller's. Guarded by process_lock: */
+static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct role process_role;
+static bool whole_process;             /* set before any thread of the process */
+static _Thread_local bool made_the_call; /* this thread entered the role (its beats are counted) */
+static atomic_bool crash_armed;        /* journal_crash_after_next_call(): the next counted command's */
 
 /* Passes made by each role in this process. Guarded by passes_lock: */
 static pthread_mutex_t passes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,11 +84,14 @@ static int roles_seen;
 static char crash_role[JOURNAL_ROLE_MAX];
 static int crash_number;
 
-/* journal_before_next_command_naming(): the call to make, taken (set to NULL)
- * by the first command that names the key. */
-static void (*_Atomic before_command)(void *ctx);
-static void *before_command_ctx;
-static char before_command_key[128];
+/* journal_before_next_command_naming(): the calls to make, a key each, each
+ * taken (its function set to NULL) by the first command that names its key. */
+static struct hook {
+    void (*_Atomic fn)(void *ctx); /* read without the lock only to see whether any is armed */
+    void *ctx;
+    char key[JOURNAL_KEY_MAX]; /* as commands show it */
+} hooks[JOURNAL_HOOKS];        /* guarded by hooks_lock (a hook's call is made after it is let go) */
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Where this program's file is loaded. The journal keeps each return
  * address as its offset in the program's file, which a reader in another
@@ -158,7 +171,12 @@ void journal_crash_after(const char *role_name, int number)
 
 void journal_crash_after_next_call(void)
 {
-    crash_armed = true;
+    atomic_store(&crash_armed, true);
+}
+
+void journal_whole_process(void)
+{
+    whole_process = true;
 }
 
 /* ---- roles ------------------------------------------------------------------------ */
@@ -179,13 +197,52 @@ static int next_pass(const char *name)
     return pass;
 }
 
-/* Enter a role for one call; the previous one comes back when it returns. */
+/* The role the calling thread's commands count for. */
+static struct role *current_role(void)
+{
+    return whole_process ? &process_role : &thread_role;
+}
+
+static void lock_role(void)
+{
+    if (whole_process)
+        pthread_mutex_lock(&process_lock);
+}
+
+static void unlock_role(void)
+{
+    if (whole_process)
+        pthread_mutex_unlock(&process_lock);
+}
+
+/* Enter a role for one call; the previous one comes back when it returns (leave_role). */
 static struct role enter_role(const char *name)
 {
-    struct role saved = role;
-    role = (struct role){ .active = true, .pass = next_pass(name), .last_index = -1 };
-    snprintf(role.name, sizeof role.name, "%s", name);
+    struct role entered = { .active = true, .pass = next_pass(name), .last_index = -1 };
+    snprintf(entered.name, sizeof entered.name, "%s", name);
+    lock_role();
+    struct role saved = *current_role();
+    *current_role() = entered;
+    unlock_role();
+    made_the_call = true;
     return saved;
+}
+
+static void leave_role(const struct role *saved)
+{
+    lock_role();
+    *current_role() = *saved;
+    unlock_role();
+    made_the_call = false;
+}
+
+/* Whether the calling thread's commands are counted now. */
+static bool in_a_role(void)
+{
+    lock_role();
+    bool active = current_role()->active;
+    unlock_role();
+    return active;
 }
 
 /* Linked in place of the code under test's two functions (-Wl,--wrap): the
@@ -201,7 +258,7 @@ int __wrap_dmw_worker_run(const dmw_config_t *config, const dmw_worker_config_t 
     snprintf(name, sizeof name, "worker %s", worker && worker->name ? worker->name : "(unnamed)");
     struct role saved = enter_role(name);
     int rc = __real_dmw_worker_run(config, worker, stats);
-    role = saved;
+    leave_role(&saved);
     return rc;
 }
 
@@ -209,7 +266,7 @@ int __wrap_dmw_reap(struct dmw_redis *redis, long *returned, long *dead)
 {
     struct role saved = enter_role("reaper");
     int rc = __real_dmw_reap(redis, returned, dead);
-    role = saved;
+    leave_role(&saved);
     return rc;
 }
 
@@ -273,30 +330,6 @@ static void format_command(const char *format, va_list args, char *out, size_t s
     redisFreeCommand(wire);
 }
 
-static void record(const char *text, const redisReply *reply, bool crash, void *const *stack, int depth)
-{
-    long index = atomic_fetch_add(&journal->commands, 1);
-    if (index >= MAX_COMMANDS)
-        return;
-    role.last_index = index;
-    struct command_slot *slot = &journal->command[index];
-    journal_command_t *c = &slot->command;
-    bool integer = reply->type == REDIS_REPLY_INTEGER;
-    *c = (journal_command_t){ .index = index, .pid = getpid(), .pass = role.pass, .number = role.sent,
-                              .integer_reply = integer, .integer = integer ? reply->integer : 0,
-                              .crashed_after = crash, .depth = depth };
-    snprintf(c->role, sizeof c->role, "%s", role.name);
-    snprintf(c->text, sizeof c->text, "%s", text);
-    for (int i = 0; i < depth; i++)
-        c->stack[i] = (void *)((uintptr_t)stack[i] - bias);
-    atomic_store_explicit(&slot->whole, true, memory_order_release);
-}
-
-static bool crash_point_reached(void)
-{
-    return crash_number > 0 && role.pass == 1 && role.sent == crash_number && strcmp(role.name, crash_role) == 0;
-}
-
 /* Is @p word one of the words of @p text? */
 static bool has_word(const char *text, const char *word)
 {
@@ -307,13 +340,103 @@ static bool has_word(const char *text, const char *word)
     return false;
 }
 
-static void run_hook_if_named(const char *text)
+/* Into the journal: command @p role->sent of @p role (its lock held). */
+static void record(struct role *role, const char *text, const redisReply *reply, bool crash, void *const *stack,
+                   int depth)
 {
-    if (atomic_load(&before_command) == NULL || !has_word(text, before_command_key))
+    long index = atomic_fetch_add(&journal->commands, 1);
+    if (index >= MAX_COMMANDS)
         return;
-    void (*fn)(void *ctx) = atomic_exchange(&before_command, NULL);
-    if (fn != NULL)
-        fn(before_command_ctx);
+    role->last_index = index;
+    struct command_slot *slot = &journal->command[index];
+    journal_command_t *c = &slot->command;
+    bool integer = reply->type == REDIS_REPLY_INTEGER;
+    *c = (journal_command_t){ .index = index, .pid = getpid(), .pass = role->pass, .number = role->sent,
+                              .integer_reply = integer, .integer = integer ? reply->integer : 0,
+                              .crashed_after = crash, .depth = depth };
+    snprintf(c->role, sizeof c->role, "%s", role->name);
+    snprintf(c->text, sizeof c->text, "%s", text);
+    for (int i = 0; i < depth; i++)
+        c->stack[i] = (void *)((uintptr_t)stack[i] - bias);
+    atomic_store_explicit(&slot->whole, true, memory_order_release);
+}
+
+static bool crash_point_reached(const struct role *role)
+{
+    return crash_number > 0 && role->pass == 1 && role->sent == crash_number && strcmp(role->name, crash_role) == 0;
+}
+
+/* The kit's heartbeat, beating on a thread of its own in a call's process:
+ * not the call's commands (their number would depend on time). Only the
+ * two beats are left out: no command of the protocol reads like one. */
+static bool a_beat_of_another_thread(const char *text)
+{
+    return whole_process && !made_the_call &&
+           (strncmp(text, "SET alive:", 10) == 0 || strncmp(text, "SADD workers ", 13) == 0);
+}
+
+/* Whether a command reads or writes where a task is or how it ended - the
+ * outcomes or a processing list: an armed crash waits for one, so that a
+ * command of another kind first (a PING) does not take its place. */
+static bool names_a_place_of_tasks(const char *text)
+{
+    return has_word(text, "outcomes") || strstr(text, " processing:") != NULL;
+}
+
+/* A command answered: counted for its role, recorded, and whether the
+ * process dies now (a crash point, or one armed). */
+static bool count_command(const char *text, const redisReply *reply, void *const *stack, int depth)
+{
+    bool crash = false;
+    lock_role();
+    struct role *role = current_role();
+    if (role->active && !a_beat_of_another_thread(text)) {
+        role->sent++;
+        crash = (names_a_place_of_tasks(text) && atomic_exchange(&crash_armed, false)) || crash_point_reached(role);
+        if (journal)
+            record(role, text, reply, crash, stack, depth);
+    }
+    unlock_role();
+    return crash;
+}
+
+static bool a_hook_is_armed(void)
+{
+    for (int i = 0; i < JOURNAL_HOOKS; i++)
+        if (atomic_load(&hooks[i].fn) != NULL)
+            return true;
+    return false;
+}
+
+/* Takes hook @p slot's armed call if its key @p matches (@p text names it,
+ * or it is @p text): its function, NULL if none, and its context. */
+static void (*take_hook(int slot, const char *text, bool (*matches)(const char *, const char *), void **ctx))(void *)
+{
+    void (*fn)(void *ctx) = NULL;
+    pthread_mutex_lock(&hooks_lock);
+    if (atomic_load(&hooks[slot].fn) != NULL && matches(text, hooks[slot].key)) {
+        fn = atomic_exchange(&hooks[slot].fn, NULL);
+        *ctx = hooks[slot].ctx;
+    }
+    pthread_mutex_unlock(&hooks_lock);
+    return fn;
+}
+
+/* Each hook whose key @p text names or is, once (a call may arm its hook
+ * again: for the next command). */
+static void run_hooks(const char *text, bool (*matches)(const char *, const char *))
+{
+    for (int slot = 0; slot < JOURNAL_HOOKS; slot++) {
+        void *ctx = NULL;
+        void (*fn)(void *ctx) = take_hook(slot, text, matches, &ctx);
+        if (fn != NULL)
+            fn(ctx);
+    }
+}
+
+static bool is_key(const char *text, const char *key)
+{
+    return strcmp(text, key) == 0;
 }
 
 /* Linked in place of hiredis's redisvCommand() (-Wl,--wrap=redisvCommand):
@@ -327,54 +450,65 @@ void *__wrap_redisvCommand(redisContext *context, const char *format, va_list ar
     char text[JOURNAL_TEXT_MAX] = "";
     void *stack[JOURNAL_DEPTH + 1];
     int depth = 0;
-    if (role.active || atomic_load(&before_command) != NULL)
+    bool counted = in_a_role();
+    if (counted || a_hook_is_armed())
         format_command(format, args, text, sizeof text);
-    if (role.active)
+    if (counted)
         depth = backtrace(stack, JOURNAL_DEPTH + 1);
-    run_hook_if_named(text);
+    run_hooks(text, has_word);
     redisReply *reply = __real_redisvCommand(context, format, args);
     if (reply == NULL)
         return NULL;
-    bool crash = crash_armed;
-    if (role.active) {
-        role.sent++;
-        crash = crash || crash_point_reached();
-        if (journal)
-            record(text, reply, crash, stack + 1, depth > 0 ? depth - 1 : 0); /* not this wrapper's own frame */
-    }
-    if (crash)
+    /* (the stack without this wrapper's own frame) */
+    if (count_command(text, reply, stack + 1, depth > 0 ? depth - 1 : 0))
         raise(SIGKILL); /* a crash point: the reply arrived, then the "machine" died */
     return reply;
 }
 
-/* The key a call may be armed for while processes the test started run
- * (journal_watch), as commands show it. */
-static char watched_key[128];
+/* The keys a call may be armed for while processes the test started run
+ * (journal_watch), as commands show them. */
+static char watched[JOURNAL_HOOKS][JOURNAL_KEY_MAX];
+
+/* @p key as commands show it ("dmw:{t1-0}:outcomes" -> "outcomes"). */
+static void shown(const char *key, char *out, size_t size)
+{
+    out[0] = '\0';
+    put_word(out, size, 0, key, (long)strlen(key));
+}
 
 void journal_watch(const char *key)
 {
-    watched_key[0] = '\0';
-    put_word(watched_key, sizeof watched_key, 0, key, (long)strlen(key));
+    char text[JOURNAL_KEY_MAX];
+    shown(key, text, sizeof text);
+    for (int i = 0; i < JOURNAL_HOOKS; i++)
+        if (watched[i][0] == '\0' || strcmp(watched[i], text) == 0) {
+            snprintf(watched[i], sizeof watched[i], "%s", text);
+            return;
+        }
 }
 
-const char *journal_watched_key(void)
+const char *journal_watched(int index)
 {
-    return watched_key;
+    return index >= 0 && index < JOURNAL_HOOKS && watched[index][0] ? watched[index] : NULL;
 }
 
-void journal_run_armed(void)
+void journal_run_armed(const char *key)
 {
-    void (*fn)(void *ctx) = atomic_exchange(&before_command, NULL);
-    if (fn != NULL)
-        fn(before_command_ctx);
+    run_hooks(key, is_key);
 }
 
 void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), void *ctx)
 {
-    before_command_key[0] = '\0';
-    put_word(before_command_key, sizeof before_command_key, 0, key, (long)strlen(key)); /* as the text shows it */
-    before_command_ctx = ctx;
-    atomic_store(&before_command, fn);
+    char text[JOURNAL_KEY_MAX];
+    shown(key, text, sizeof text);
+    pthread_mutex_lock(&hooks_lock);
+    int slot = 0; /* the key's own, or the first never used */
+    while (slot < JOURNAL_HOOKS - 1 && hooks[slot].key[0] && strcmp(hooks[slot].key, text) != 0)
+        slot++;
+    snprintf(hooks[slot].key, sizeof hooks[slot].key, "%s", text);
+    hooks[slot].ctx = ctx;
+    atomic_store(&hooks[slot].fn, fn);
+    pthread_mutex_unlock(&hooks_lock);
 }
 
 /* ---- deliveries -------------------------------------------------------------------- */
@@ -387,9 +521,12 @@ int journal_note_delivery(const dmw_task_t *task)
     if (index >= MAX_DELIVERIES)
         return 0;
     struct delivery_slot *slot = &journal->delivery[index];
+    lock_role();
+    const struct role *role = current_role();
     slot->delivery = (journal_delivery_t){ .id = task->id, .attempt = task->attempt, .pid = getpid(),
-                                           .taken_at = role.active ? role.last_index : -1 };
-    snprintf(slot->delivery.worker, sizeof slot->delivery.worker, "%s", role.active ? role.name : "a worker");
+                                           .taken_at = role->active ? role->last_index : -1 };
+    snprintf(slot->delivery.worker, sizeof slot->delivery.worker, "%s", role->active ? role->name : "a worker");
+    unlock_role();
     atomic_store_explicit(&slot->whole, true, memory_order_release);
     return journal_deliveries(task->id, NULL, 0);
 }

@@ -37,6 +37,10 @@
 #define JOURNAL_TEXT_MAX 300
 /** Return addresses kept per command. */
 #define JOURNAL_DEPTH 10
+/** Keys the test may arm a call for at once (journal_before_next_command_naming). */
+#define JOURNAL_HOOKS 4
+/** Longest key, as commands show it, its NUL included. */
+#define JOURNAL_KEY_MAX 64
 
 /** @brief One command a worker or a reaper sent, and its reply. */
 typedef struct journal_command {
@@ -78,6 +82,15 @@ void journal_reset(void);
 void journal_forked(void);
 
 /**
+ * @brief In a call's own process, which makes one call (dmw_call.h), before
+ *        any thread: every thread of it counts its commands for that call,
+ *        one numbering, one crash point - a thread the code under test
+ *        starts too (only the kit heartbeat's beats from another thread are
+ *        left out). Without it, each thread counts only its own call's.
+ */
+void journal_whole_process(void);
+
+/**
  * @brief Kill this process right after the reply of command @p number of
  *        the first pass of @p role. 0 switches it off. Set it in the process
  *        that must die (a forked worker or reaper), never in the test process.
@@ -85,14 +98,15 @@ void journal_forked(void);
 void journal_crash_after(const char *role, int number);
 
 /**
- * @brief A crash point: arm a crash for the calling thread. Its next Redis
- *        command gets its reply and then the process kills itself with
- *        SIGKILL, as if the machine died right there.
+ * @brief A crash point: arm a crash. The next Redis command of the call that
+ *        names the outcomes or a processing list - whichever thread of the
+ *        call sends it - gets its reply and then the process kills itself
+ *        with SIGKILL, as if the machine died right there.
  *
  * A process function that calls this just before returning (the tests'
  * work, dmw_work.h, on "crash-after-outcome") makes the worker die right
- * after the first command it sends for that task - for a correct worker,
- * the outcome write. The journal sees every reply through a link-time
+ * after the first command it sends for that task's places - for a correct
+ * worker, the outcome write. The journal sees every reply through a link-time
  * wrapper of hiredis's redisvCommand() (chapter 07's build.mk wraps it for
  * the tests only), the way the harness's wrappers inject spurious
  * wake-ups: the kit's own code knows nothing of it.
@@ -128,20 +142,22 @@ void journal_describe(const journal_command_t *command, char *out, size_t size);
 
 /**
  * @brief Call @p fn(@p ctx) once, on the thread about to send it, before the
- *        next command from any thread of this process that names @p key.
+ *        next command from any thread of this process that names @p key
+ *        (one call a key, JOURNAL_HOOKS keys at most; @p fn may arm itself
+ *        again, for the command after).
  */
 void journal_before_next_command_naming(const char *key, void (*fn)(void *ctx), void *ctx);
 
 /**
  * @brief A key the test may arm a call for (journal_before_next_command_naming)
  *        while a process it started runs: judged, such a process asks the
- *        test before each command naming it (journal_watched_key), and the
- *        test makes its armed call, if any, then.
+ *        test before each command naming it (journal_watched), and the test
+ *        makes its armed call, if any, then. At most JOURNAL_HOOKS keys.
  */
 void journal_watch(const char *key);
-/** @brief The key journal_watch() set, as commands show it ("" if none). */
-const char *journal_watched_key(void);
-/** @brief Make the armed call now, once (judged: a worker's process asked, about to send its command). */
-void journal_run_armed(void);
+/** @brief Watched key @p index (from 0), as commands show it, or NULL. */
+const char *journal_watched(int index);
+/** @brief Make the call armed for @p key (as commands show it) now, once (judged: a worker's process asked). */
+void journal_run_armed(const char *key);
 
 #endif

@@ -20,15 +20,28 @@
 #include "dmw_call.h"
 #include "kit_serve.h"
 
-/* Before each command naming the watched key (@p key): the test makes the
- * call it armed for it, if any, then answers. */
-static void ask_the_test(void *key)
+static dmw_call_t call;
+
+/* Before each command naming a watched key (look_keys[*@p which]): the test
+ * makes the call it armed for it, if any, then answers. */
+static void ask_the_test(void *which)
 {
-    dmw_call_message_t look = { .kind = DMW_CALL_LOOK };
+    dmw_call_message_t look = { .kind = DMW_CALL_LOOK, .look = *(const int *)which };
     char go;
     if (write(DMW_CALL_REPORT_FD, &look, sizeof look) != (ssize_t)sizeof look || read(DMW_CALL_REQUEST_FD, &go, 1) != 1)
         _exit(125); /* the test is gone */
-    journal_before_next_command_naming(key, ask_the_test, key); /* and at the next one */
+    journal_before_next_command_naming(call.look_keys[look.look], ask_the_test, which); /* and at the next one */
+}
+
+static void watch_for_the_test(void)
+{
+    static int index[JOURNAL_HOOKS];
+    for (int i = 0; i < JOURNAL_HOOKS; i++) {
+        index[i] = i;
+        call.look_keys[i][sizeof call.look_keys[i] - 1] = '\0';
+        if (call.look_keys[i][0])
+            journal_before_next_command_naming(call.look_keys[i], ask_the_test, &index[i]);
+    }
 }
 
 static void confine(bool filtered)
@@ -50,13 +63,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s is started by its test, test_dmw, with the call to make: run test_dmw\n", argv[0]);
         return 2;
     }
-    static dmw_call_t call;
     bool handed = read(DMW_CALL_REQUEST_FD, &call, sizeof call) == (ssize_t)sizeof call;
     if (!handed || journal_attach(DMW_CALL_JOURNAL_FD) != 0)
         return 125;
-    call.look_key[sizeof call.look_key - 1] = '\0';
-    if (call.look_key[0])
-        journal_before_next_command_naming(call.look_key, ask_the_test, call.look_key);
+    watch_for_the_test();
     dmw_call_become_its_process(&call);
     confine(filtered);
     dmw_call_make(&call, DMW_CALL_REPORT_FD);

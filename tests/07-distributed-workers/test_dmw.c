@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,79 @@ static void test_dmw_duplicate_delivery_writes_one_result(void **state)
     assert_conserved(fx, 1);
 }
 
+/* Another worker's outcome for the same task, written between a worker's
+ * look at the outcomes and its own write (a frozen worker thawing there, a
+ * second delivery): the first outcome wins, so it must stay. A look, then
+ * a write, lets the second overwrite the first; one step (HSETNX) cannot.
+ * The test writes it before the worker's second command naming the
+ * outcomes - a worker that writes with its first never has one. */
+struct meanwhile {
+    fixture_t *fx;
+    int looks;          /* commands naming the outcomes the worker was about to send */
+    atomic_bool done;   /* the other outcome is written, or the test reads the run now: nothing more */
+    atomic_bool wrote;  /* the other outcome was written */
+};
+
+static void write_another_outcome_on_second_look(void *ctx)
+{
+    struct meanwhile *m = ctx;
+    if (atomic_load(&m->done))
+        return;
+    if (++m->looks < 2) {
+        fixture_before_next_outcomes_command(m->fx, write_another_outcome_on_second_look, m);
+        return;
+    }
+    atomic_store(&m->done, true);
+    dmw_outcome_t other = { .id = 0, .kind = DMW_DONE, .attempts = 1 };
+    snprintf(other.worker, sizeof other.worker, "other");
+    snprintf(other.text, sizeof other.text, "result 0, from another worker");
+    char text[DMW_OUTCOME_MAX];
+    redisReply *reply = NULL;
+    assert_ok(dmw_outcome_encode(&other, text, sizeof text));
+    assert_ok(dmw_redis_call(m->fx->redis, &reply, "HSETNX %s 0 %s", dmw_redis_keys(m->fx->redis)->outcomes, text));
+    freeReplyObject(reply);
+    atomic_store(&m->wrote, true);
+}
+
+/* The last command of @p role that named the outcomes, in words with its line. */
+static void last_outcomes_command(const char *role, char *out, size_t size)
+{
+    snprintf(out, size, "its write");
+    for (long i = journal_command_count() - 1; i >= 0; i--) {
+        const journal_command_t *c = journal_command(i);
+        if (c && strcmp(c->role, role) == 0 && strstr(c->text, " outcomes ") != NULL) {
+            char said[600];
+            journal_describe(c, said, sizeof said);
+            snprintf(out, size, "its write, %s", said);
+            return;
+        }
+    }
+}
+
+static void test_dmw_outcome_written_meanwhile_is_kept(void **state)
+{
+    fixture_t *fx = *state;
+    static struct meanwhile m; /* static: the hook may still hold it if a check fails */
+    m = (struct meanwhile){ .fx = fx };
+    assert_ok(dmw_submit(fx->master, 0, "ok"));
+    fixture_before_next_outcomes_command(fx, write_another_outcome_on_second_look, &m);
+    static struct thread_worker w; /* static: a failed check leaves the worker thread its memory */
+    start_thread_worker(&w, &fx->config, "late", 1);
+    kit_worker_must_finish(&w.thread, "a worker with one delivery to make");
+    atomic_store(&m.done, true);
+    assert_worker_ok(&w);
+    dmw_outcome_t outcome = outcome_of(fx, 0);
+    if (atomic_load(&m.wrote) && strcmp(outcome.worker, "other") != 0) {
+        char write[700];
+        last_outcomes_command("worker late", write, sizeof write);
+        fail_msg("task 0's outcome is worker %s's (\"%s\"), written over the outcome worker other wrote between "
+                 "worker late's look at the outcomes and %s: the first outcome must win - write it in one step that "
+                 "happens only if there is none (HSETNX), never a look and then a write", outcome.worker,
+                 outcome.text, write);
+    }
+    assert_conserved(fx, 1);
+}
+
 /* ---- the reaper ------------------------------------------------------------------------ */
 
 static void push_record(fixture_t *fx, const char *key, long id, int attempts, const char *payload)
@@ -766,7 +840,8 @@ static void test_dmw_killed_worker_task_is_recovered(void **state)
     assert_int_equal(stats.retries, 1);
 }
 
-/* The worker dies right after its first command once the work is done. With
+/* The worker dies right after its first command once the work is done that
+ * touches where the task is or how it ended (the outcomes, its list). With
  * the outcome written before the acknowledgement, the task is safe whatever
  * that command was: either it wrote the outcome, or the task is still in the
  * worker's list for the reaper. Had the acknowledgement gone first, the task
@@ -779,12 +854,13 @@ static void tell_first_crash(void *ctx, char *out, size_t size)
         if (c && c->crashed_after && strcmp(c->role, "worker first") == 0) {
             char said[600];
             journal_describe(c, said, sizeof said);
-            snprintf(out, size, "worker first was killed right after its first command once task 0 was done, its "
-                     "command %d: %s", c->number, said);
+            snprintf(out, size, "worker first was killed right after its first command on task 0's places once it "
+                     "was done, its command %d: %s", c->number, said);
             return;
         }
     }
-    snprintf(out, size, "worker first was to be killed right after its first command once task 0 was done");
+    snprintf(out, size, "worker first was to be killed right after its first command on task 0's places once it was "
+             "done");
 }
 
 static void test_dmw_crash_between_outcome_and_ack_loses_nothing(void **state)
@@ -1343,6 +1419,7 @@ static const struct CMUnitTest tests[] = {
     FIXTURE_TEST(test_dmw_worker_drains_tasks_submitted_just_before_the_shutdown),
     FIXTURE_TEST(test_dmw_always_failing_task_is_dead_lettered),
     FIXTURE_TEST(test_dmw_duplicate_delivery_writes_one_result),
+    FIXTURE_TEST(test_dmw_outcome_written_meanwhile_is_kept),
     FIXTURE_TEST(test_dmw_reap_returns_orphans_with_attempt_count),
     FIXTURE_TEST(test_dmw_reap_buries_only_after_the_last_attempt),
     FIXTURE_TEST(test_dmw_live_slow_worker_is_not_reaped),

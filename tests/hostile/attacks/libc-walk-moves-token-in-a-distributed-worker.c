@@ -3,7 +3,7 @@
  *         library's symbol table, moves the pass token between the
  *         descriptors a test process inherits with splice, and exits. In
  *         one process the worker is the test itself, or a forked copy of it
- *         that holds its descriptors: 21 of 63 (the stub's 0), nothing
+ *         that holds its descriptors: 24 of 66 (the stub's 0), nothing
  *         flagged. Judged,
  *         every call runs in the subject program, which holds no token and
  *         whose filter kills it at splice: the stub's 0, flagged.
