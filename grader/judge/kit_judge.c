@@ -33,14 +33,7 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *mutex);
  * order through a socket, and is told: every message sent releases, every
  * message received acquires. (It may so miss a race between two threads of
  * the test's own; the code under test's races are the subject's to find.) */
-#if defined(__SANITIZE_THREAD__)
-#define KIT_JUDGE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KIT_JUDGE_TSAN 1
-#endif
-#endif
-#if defined(KIT_JUDGE_TSAN)
+#if KIT_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char schedule_order;

@@ -92,9 +92,7 @@ void dmw_call_become_its_process(const dmw_call_t *call)
     if (getppid() != call->owner)
         _exit(126);
     kit_thread_set_name(call->thread_name);
-    journal_forked();
-    journal_whole_process();
-    journal_crash_after(call->role, call->crash_after);
+    journal_call_process(call->role, call->crash_after);
 #if defined(__linux__) && defined(PR_SET_PTRACER)
     /* As the test process: a gdb may attach to it (gdb -p PID, or the runner's, for stacks). */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);

@@ -46,7 +46,7 @@ typedef struct dmw_call_text {
 typedef struct dmw_call {
     int kind;                       /**< dmw_call_kind_t */
     pid_t owner;                    /**< the test process: the call's process dies with it */
-    int crash_after;                /**< journal_crash_after()'s number, 0: none */
+    int crash_after;                /**< journal_call_process()'s crash point, 0: none */
     char look_keys[JOURNAL_HOOKS][JOURNAL_KEY_MAX]; /**< judged: ask the test before a command naming one ("": none) */
     char role[JOURNAL_ROLE_MAX];    /**< the journal's role: "worker NAME" or "reaper" */
     char thread_name[DMW_NAME_MAX]; /**< the process's name in stacks and logs */

@@ -62,7 +62,7 @@ struct role {
 /* In the test's own process, where threads make calls side by side: each
  * thread's own. */
 static _Thread_local struct role thread_role;
-/* In a call's own process (journal_whole_process), which makes one call:
+/* In a call's own process (journal_call_process), which makes one call:
  * the role of every thread of it - a thread the code under test starts
  * sends its commands for the call too, counted and crashed like the
  * caller's. Guarded by process_lock: */
@@ -80,7 +80,7 @@ static struct {
 } passes[MAX_ROLES];
 static int roles_seen;
 
-/* This process's crash point (journal_crash_after()): set in a forked process before it works. */
+/* This process's crash point (journal_call_process()): set in a call's process before it works. */
 static char crash_role[JOURNAL_ROLE_MAX];
 static int crash_number;
 
@@ -157,26 +157,17 @@ void journal_reset(void)
     atomic_store(&journal->deliveries, 0);
 }
 
-void journal_forked(void)
+void journal_call_process(const char *role_name, int crash_after)
 {
     forget_roles();
-    crash_number = 0;
-}
-
-void journal_crash_after(const char *role_name, int number)
-{
+    whole_process = true;
     snprintf(crash_role, sizeof crash_role, "%s", role_name);
-    crash_number = number;
+    crash_number = crash_after;
 }
 
 void journal_crash_after_next_call(void)
 {
     atomic_store(&crash_armed, true);
-}
-
-void journal_whole_process(void)
-{
-    whole_process = true;
 }
 
 /* ---- roles ------------------------------------------------------------------------ */

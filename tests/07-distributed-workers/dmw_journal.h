@@ -78,24 +78,16 @@ void journal_places_in(const char *program);
 /** @brief Empty the journal: a new run starts, each role's calls count from 1 again. Only while no worker runs. */
 void journal_reset(void);
 
-/** @brief In a freshly forked process: its passes count from 1 again, and no crash point is set. */
-void journal_forked(void);
-
 /**
- * @brief In a call's own process, which makes one call (dmw_call.h), before
- *        any thread: every thread of it counts its commands for that call,
- *        one numbering, one crash point - a thread the code under test
- *        starts too (only the kit heartbeat's beats from another thread are
- *        left out). Without it, each thread counts only its own call's.
+ * @brief In a call's own process (dmw_call.h), which makes one call, before
+ *        any thread: its passes count from 1 again; every thread of it counts
+ *        its commands for that call, one numbering - a thread the code under
+ *        test starts too (only the kit heartbeat's beats from another thread
+ *        are left out); and it is killed right after the reply of command
+ *        @p crash_after of the first pass of @p role (0: never). In the test's
+ *        own process, each thread counts only its own call's commands.
  */
-void journal_whole_process(void);
-
-/**
- * @brief Kill this process right after the reply of command @p number of
- *        the first pass of @p role. 0 switches it off. Set it in the process
- *        that must die (a forked worker or reaper), never in the test process.
- */
-void journal_crash_after(const char *role, int number);
+void journal_call_process(const char *role, int crash_after);
 
 /**
  * @brief A crash point: arm a crash. The next Redis command of the call that
