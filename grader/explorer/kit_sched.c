@@ -326,6 +326,7 @@ static void take_mutex(int obj, int thread)
 {
     if (sched.threads[thread]->holding == 0)
         sched_changes_section(thread);
+    sched_split_taken(thread, obj, sched.threads[thread]->where, sched.threads[thread]->holding == 0);
     sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
@@ -931,6 +932,7 @@ static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, v
         at(me, RUNNABLE, OP_LOCK, obj, where);
         return relock(obj, kind);
     }
+    sched_split_locking(me->id, where);
     at(me, LOCKING, OP_LOCK, obj, where);
     me->deadline = deadline ? deadline_on(deadline, CLOCK_REALTIME, "locking M%d with pthread_mutex_timedlock",
                                           sched.objects[obj].serial)
@@ -950,6 +952,7 @@ static int mutex_trylock(pthread_mutex_t *mutex, void *where)
 {
     int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
+    sched_split_locking(me->id, where);
     at(me, RUNNABLE, OP_TRYLOCK, obj, where);
     switch_point();
     if (kind == PTHREAD_MUTEX_RECURSIVE && sched.objects[obj].owner == me->id) {
@@ -990,6 +993,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
     me->holding--;
     sched_memory_release(me->id, obj);
     sched_changes_let_go(me->id, obj, where, -1);
+    sched_split_let_go(me->id, obj, where, me->holding == 0, false);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
     switch_point();
@@ -1051,6 +1055,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     me->holding--;
     sched_memory_release(me->id, lock);
     sched_changes_let_go(me->id, lock, where, obj);
+    sched_split_let_go(me->id, lock, where, me->holding == 0, true);
     sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();

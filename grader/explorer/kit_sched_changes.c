@@ -150,6 +150,7 @@ void sched_changes_begin(void)
     nstalls = 0;
     as_of = NULL;
     sched_notes.open = 0;
+    sched_split_begin();
 }
 
 /* A thread's notes start empty (not at each schedule's start for every
@@ -171,6 +172,7 @@ void sched_changes_thread_begins(int thread)
     nkept[thread] = 0;
     running_wait[thread].open = false;
     kept_wait[thread].nplaces = 0;
+    sched_split_thread_begins(thread);
 }
 
 /* Add @p where to a path's places[from..*n), once, while it has fewer than @p most. */

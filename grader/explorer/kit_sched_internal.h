@@ -436,6 +436,42 @@ void sched_changes_apply(int thread);
  * on the path after its latest write. */
 void sched_changes_on_path(int thread, void *where, bool write);
 
+/* A critical section split in two within one call (kit_sched_split.c),
+ * followed while the paths are: a thread's read under a mutex, the mutex let
+ * go and taken again in the same call, another thread's change of that
+ * memory in between, and the thread's use of it after. */
+struct sched_at {
+    void *where;
+    void *sites[2]; /* where the innermost calls of the code under test open then were made from */
+};
+struct sched_split {
+    int thread, mutex;             /* who split its section, and the mutex it let go */
+    struct sched_at lock, look, let_go; /* the first section: where it took the mutex, read, let go */
+    struct sched_at retake, use;   /* the second: where it took a mutex again, and used that memory */
+    struct sched_change change;    /* the other thread's write in between */
+    bool looked_only;              /* the first section read it without writing it: a check */
+    bool use_writes;               /* the use is a write: the act */
+    bool half_made;                /* look is the first section's write, change another thread's read of it */
+    bool went_on;                  /* use is the second section's first access, not of the look's memory */
+    int between;                   /* the thread's accesses of the code under test between the sections */
+};
+void sched_split_begin(void);
+void sched_split_thread_begins(int thread);
+/* The running @p thread asks for a mutex at @p where: its calls now are
+ * the ones it takes the mutex in (sched_split_taken may run on another's stack). */
+void sched_split_locking(int thread, void *where);
+/* @p thread took @p mutex at @p where, its @p first held (it may not be the running thread). */
+void sched_split_taken(int thread, int mutex, void *where, bool first);
+/* @p thread let @p mutex go at @p where: in a wait, or its @p last mutex. */
+void sched_split_let_go(int thread, int mutex, void *where, bool last, bool wait);
+/* The running @p thread's load or store of the code under test. */
+void sched_split_access(int thread, const void *addr, unsigned size, bool write, void *where);
+/* What this schedule found, the first @p most; their number. */
+int sched_split_found(struct sched_split *out, int most);
+/* The running thread's outermost call of the code under test, numbered
+ * (-1: none open) - two sections in the same call have the same number. */
+long sched_memory_call_serial(void);
+
 /* Whether thread's note of a load (or a store) is plain: a thread with
  * notes, no path to follow, room for one more pending write. */
 static inline bool sched_changes_plain(int thread, bool write)
@@ -470,6 +506,8 @@ static inline void sched_changes_read(int thread, const void *addr, unsigned siz
         return;
     if (sched_notes.open > 0 || sched_notes.paths)
         sched_changes_on_path(thread, where, false);
+    if (sched_notes.paths)
+        sched_split_access(thread, addr, size, false, where);
     sched_changes_note(thread, addr, size, false, where);
 }
 
@@ -480,6 +518,8 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
         return;
     if (sched_notes.open > 0 || sched_notes.paths)
         sched_changes_on_path(thread, where, true);
+    if (sched_notes.paths)
+        sched_split_access(thread, addr, size, true, where);
     if (sched_notes.section[thread].npending == SCHED_NOTE_PENDING)
         sched_changes_apply(thread);
     sched_changes_note(thread, addr, size, true, where);

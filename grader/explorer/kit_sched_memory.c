@@ -459,6 +459,7 @@ static _Thread_local kit_code_call_t call_last;     /* the last outermost one th
 static _Thread_local bool call_returned;       /* whether call_last holds one */
 #define CALL_SITES 8
 static _Thread_local void *call_sites[CALL_SITES]; /* where each open call was made from, outermost first */
+static _Thread_local long call_serial;         /* the outermost calls begun, the open one's number */
 
 static _Thread_local void *api_site;   /* kit_sched_api_site's place (NULL: none to name) */
 static _Thread_local bool api_site_set; /* ... until the next outermost call takes it */
@@ -477,8 +478,15 @@ void sched_call_entered(void *site, void *function)
     }
     if (call_depth < CALL_SITES)
         call_sites[call_depth] = site;
-    if (call_depth++ == 0)
+    if (call_depth++ == 0) {
         call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
+        call_serial++;
+    }
+}
+
+long sched_memory_call_serial(void)
+{
+    return call_depth > 0 ? call_serial : -1;
 }
 
 /* The places the open calls of this thread were made from, innermost first:

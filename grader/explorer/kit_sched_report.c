@@ -2047,6 +2047,167 @@ static void explain_below_zero(bool scheduled)
     }
 }
 
+/* A split section's places, each the student's line: the place itself, or
+ * the student's call that led into an earlier chapter's code there. */
+struct split_lines {
+    void *lock, *look, *let_go, *retake, *use;
+};
+
+static void want_at(const struct sched_at *at)
+{
+    want_place(at->where);
+    for (int i = 0; i < 2; i++)
+        want_place(at->sites[i]);
+}
+
+/* The student's line of @p at, or NULL. */
+static void *students_line(const struct sched_at *at)
+{
+    if (students_code(at->where))
+        return at->where;
+    for (int i = 0; i < 2; i++)
+        if (students_code(at->sites[i]))
+            return at->sites[i];
+    return NULL;
+}
+
+/* @p f's places as the student's lines; false if one has none. */
+static bool split_lines_of(const struct sched_split *f, struct split_lines *out)
+{
+    *out = (struct split_lines){ students_line(&f->lock), students_line(&f->look), students_line(&f->let_go),
+                                 students_line(&f->retake), students_line(&f->use) };
+    return out->lock && out->look && out->let_go && out->retake && out->use;
+}
+
+/* Of the split sections found, the one to tell, into @p lines: every place
+ * a line of the student's, the mutex let go and taken again in one function
+ * (where the split is to be seen), at different lines (a loop taking its
+ * mutex at the same line each turn goes round, it does not split a
+ * decision); nothing run between the two (an unlock and a lock a line
+ * apart, not a worker's task between two sections) unless the second
+ * section wrote the very memory the first only read (a check, then its
+ * act). Then the look's own memory used again before a change seen half
+ * made before a thread that merely went on; nothing between; a check
+ * before a change of its own; an act before a look. -1 if none. */
+static int split_to_tell(const struct sched_split *found, int n, struct split_lines *lines)
+{
+    enum { NEXT_TO = 4 }; /* accesses between two sections that are one split */
+    int best = -1, best_score = -1;
+    for (int i = 0; i < n; i++) {
+        const struct sched_split *f = &found[i];
+        struct split_lines l;
+        bool next_to = f->between <= NEXT_TO, check_then_act = f->looked_only && f->use_writes && !f->went_on;
+        if (!split_lines_of(f, &l) || same_line(l.lock, l.retake) || (!next_to && !check_then_act) ||
+            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0)
+            continue;
+        int kind = f->went_on ? 0 : f->half_made ? 1 : 2; /* the look's own memory used again tells most */
+        int score = 8 * kind + 4 * next_to + 2 * (f->looked_only || f->half_made) + f->use_writes;
+        if (score > best_score) {
+            best = i;
+            best_score = score;
+            *lines = l;
+        }
+    }
+    return best;
+}
+
+/* code_at's "`x` " as "`x`", to stand before a comma. */
+static void drop_trailing_space(char *code)
+{
+    size_t n = strlen(code);
+    if (n > 0 && code[n - 1] == ' ')
+        code[n - 1] = '\0';
+}
+
+/* ", `code`" of the line at @p where, or "". */
+static void code_after_comma(void *where, char *out, size_t size)
+{
+    char code[100];
+    code_at(where, code, sizeof code);
+    drop_trailing_space(code);
+    snprintf(out, size, "%s%s", code[0] ? ", " : "", code);
+}
+
+/* "why: one call of mw_submit on A changed memory at ..., let mw->lock go
+ * ..., and changed more at ...; in between, B read what the first change
+ * left ...": another thread saw the change half made. */
+static void tell_half_made(kit_text_t *x, const struct sched_split *f, const struct split_lines *l, const char *mutex)
+{
+    const char *name = sched.threads[f->thread]->name, *reader = sched.threads[f->change.thread]->name;
+    char first[110], more[110], read[110], first_at[460], more_at[460], read_at[460];
+    code_after_comma(l->look, first, sizeof first);
+    code_after_comma(l->use, more, sizeof more);
+    code_after_comma(f->change.where, read, sizeof read);
+    where_text(l->look, first_at, sizeof first_at);
+    where_text(l->use, more_at, sizeof more_at);
+    where_text(f->change.where, read_at, sizeof read_at);
+    kit_text_put(x, "why: one call of %s on %s held %s twice: it changed memory at %s%s, let the mutex go at %s, took "
+                 "it again at %s and changed more at %s%s; in between, %s read what the first change left, at %s%s "
+                 "(after step %ld) - it saw the change half made. A change others must see whole belongs in one "
+                 "critical section: make both under one hold of the mutex",
+                 place_of(l->let_go)->function, name, mutex, first_at, first, place_of(l->let_go)->text,
+                 place_of(l->retake)->text, more_at, more, reader, read_at, read, f->change.step);
+}
+
+/* "why: one call of bq_try_put on A held q->lock twice: it read memory at
+ * ..., let the mutex go at ..., took it again at ... and then read that
+ * memory at ...; in between, B changed it: ...": a stale look acted on. */
+static void tell_stale_look(kit_text_t *x, const struct sched_split *f, const struct split_lines *l, const char *mutex)
+{
+    const char *name = sched.threads[f->thread]->name;
+    char look[110], use[110], look_at[460], use_at[460];
+    code_after_comma(l->look, look, sizeof look);
+    code_after_comma(l->use, use, sizeof use);
+    where_text(l->look, look_at, sizeof look_at);
+    where_text(l->use, use_at, sizeof use_at);
+    kit_text_put(x, "why: one call of %s on %s held %s twice: it read memory at %s%s, let the mutex go at %s, took it "
+                 "again at %s and then %s at %s%s; in between, %s changed what it had read: ",
+                 place_of(l->let_go)->function, name, mutex, look_at, look, place_of(l->let_go)->text,
+                 place_of(l->retake)->text,
+                 f->went_on ? "went on" : f->use_writes ? "changed that memory" : "read that memory", use_at, use,
+                 sched.threads[f->change.thread]->name);
+    name_write(x, &f->change);
+    kit_text_put(x, ". What %s saw before it let go no longer held when it went on: the look and what it decides "
+                 "belong in one critical section - hold the mutex from the check to the change (or look again after "
+                 "taking it back)", name);
+}
+
+/* A failure on a run whose paths were followed, where one call of the
+ * student's held a mutex twice with another thread's change of what it had
+ * read, or look at what it had changed, in between (kit_sched_split.c):
+ * the line that split the section is the one to change. Told before what
+ * the failure's symptom says of a value (it is the cause), after a hang's
+ * story. */
+static void explain_split(bool scheduled)
+{
+    struct sched_split found[16];
+    struct split_lines lines;
+    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+        return;
+    int n = sched_split_found(found, 16);
+    nplaces = 0;
+    for (int i = 0; i < n; i++) {
+        const struct sched_at *places[] = { &found[i].lock, &found[i].look, &found[i].let_go, &found[i].retake,
+                                            &found[i].use };
+        for (size_t k = 0; k < sizeof places / sizeof places[0]; k++)
+            want_at(places[k]);
+        want_place(found[i].change.where);
+        want_callers(&found[i].change);
+    }
+    resolve_places();
+    int which = split_to_tell(found, n, &lines);
+    if (which < 0)
+        return;
+    char why[1600], mutex[64];
+    kit_text_t x = { why, sizeof why, 0 };
+    object_name(found[which].mutex, mutex, sizeof mutex);
+    if (found[which].half_made)
+        tell_half_made(&x, &found[which], &lines, mutex);
+    else
+        tell_stale_look(&x, &found[which], &lines, mutex);
+    insert_why(why, scheduled);
+}
+
 #define STALLS_TOLD 8 /* kit_sched_changes.c keeps as many */
 
 /* The sleeper of the @p back-th latest stall (kit_sched_changes.c) as it
@@ -2133,6 +2294,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     rename_in_message();
     explain_hang(scheduled);
     explain_stall(scheduled);
+    explain_split(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);
     explain_below_zero(scheduled);
