@@ -775,7 +775,22 @@ void sched_changes_store_over(int thread, const void *addr, unsigned size)
                                                                     (uintptr_t)addr, size };
 }
 
-bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before)
+/* The first write after write number @p seq, by a thread other than
+ * @p thread, to memory at @p addr, into @p out (where NULL: none kept). */
+static void next_write_by_another(long seq, int thread, uintptr_t addr, struct sched_change *out)
+{
+    *out = (struct sched_change){ NULL, -1, -1, -1 };
+    for (long i = seq + 1; i < sched_notes.nwrites; i++) {
+        const struct sched_write_note *note = &sched_notes.writes[i % WRITES];
+        if (note->span.addr == addr && note->thread != thread) {
+            *out = (struct sched_change){ note->where, note->thread, note->step, i };
+            return;
+        }
+    }
+}
+
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before,
+                              struct sched_change *after)
 {
     long oldest = sched_notes.nwrites > WRITES ? sched_notes.nwrites - WRITES : 0, n = nover_zero - 1 - back;
     if (back < 0 || back >= OVER_ZERO || n < 0 || over_zero[n % OVER_ZERO].schedule != schedules_begun ||
@@ -792,6 +807,7 @@ bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_c
             break;
         }
     }
+    next_write_by_another(out->seq, out->thread, over_zero[n % OVER_ZERO].addr, after);
     return true;
 }
 

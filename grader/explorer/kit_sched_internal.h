@@ -612,9 +612,11 @@ int sched_changes_section_latest(int thread, struct sched_change *out, int most)
  * over what it holds: kept if that is 0, while the paths are followed (a
  * count lowered below zero, sched_changes_below_zero). */
 void sched_changes_store_over(int thread, const void *addr, unsigned size);
-/* The @p back-th latest such store (0: the latest) and the write to the
- * same memory before it (@p before->where NULL: none kept); false if none. */
-bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before);
+/* The @p back-th latest such store (0: the latest), the write to the same
+ * memory before it and another thread's first write of it after it (each
+ * where NULL: none kept); false if none. */
+bool sched_changes_below_zero(int back, struct sched_change *out, struct sched_change *before,
+                              struct sched_change *after);
 /* Whether the memory of that store, not freed since, holds a small value
  * below zero now (-1, -2, ...: a count an earlier chapter's code keeps,
  * whose source is not at hand, lowered below zero or wrapped). */

@@ -2005,28 +2005,63 @@ static void name_write(kit_text_t *x, const struct sched_change *change)
                  sched.threads[change->thread]->name, change->step);
 }
 
+/* Whether source @p code raises something: "x++", "++x", "x += n". */
+static bool raises(const char *code)
+{
+    return strstr(code, "++") != NULL || strstr(code, "+=") != NULL;
+}
+
+/* "; the write before it, which took it to 0, was ... one raise lowered
+ * twice" - or, when both lowerings are one line and another thread raised
+ * the count right after, that the raise came too late: the thing counted
+ * was out where a thread could finish it before it was counted. */
+static void tell_before_and_after(kit_text_t *x, const struct sched_change *change, const struct sched_change *before,
+                                  const struct sched_change *after)
+{
+    char code[100];
+    code_at(after->where, code, sizeof code);
+    bool late_raise = after->where != NULL && students_code(after->where) && raises(code) &&
+                      (before->where == NULL || same_line(before->where, change->where));
+    if (late_raise) {
+        kit_text_put(x, "; the raise it undid came only after it: ");
+        name_write(x, after);
+        kit_text_put(x, " - what the count counts was already where another thread could finish it before it was "
+                     "counted: raise the count before (in the critical section that makes the work visible, or "
+                     "earlier), not after");
+        return;
+    }
+    code_at(before->where, code, sizeof code);
+    if (before->where != NULL && (students_code(before->where) ? lowers(code) : students_call(before))) {
+        kit_text_put(x, "; the write before it, which took it to 0, was ");
+        name_write(x, before);
+        kit_text_put(x, ": one raise lowered twice - keep one of the two (each raise is undone once, by one thread)");
+    }
+}
+
 /* A failure nothing above explained, on a run whose paths were followed,
  * after the student's code lowered a count that was 0 (kit_sched_changes.c
  * keeps each store of 4 or 8 bytes made over a 0; of those, a line that
  * lowers): "why: `f->counted_waiters--;` at future.c:259 ... lowered memory
  * that held 0 ...; the write before it was `f->counted_waiters--;` at
  * future.c:115 in finish_locked ..." - a count lowered twice for one raise
- * names the second lowering, and the first. */
+ * names the second lowering, and the first; a count raised too late names
+ * the raise that came after. */
 static void explain_below_zero(bool scheduled)
 {
-    struct sched_change change, before;
-    char code[100], why[1400];
+    struct sched_change change, before, after;
+    char code[100], why[1800];
     if (sched.deadlocked || strstr(sched.message, "\n  why: "))
         return;
     nplaces = 0;
-    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
-        want_place(change.where);
-        want_place(before.where);
-        want_callers(&change);
-        want_callers(&before);
+    for (int b = 0; sched_changes_below_zero(b, &change, &before, &after); b++) {
+        const struct sched_change *writes[] = { &change, &before, &after };
+        for (int i = 0; i < 3; i++) {
+            want_place(writes[i]->where);
+            want_callers(writes[i]);
+        }
     }
     resolve_places();
-    for (int b = 0; sched_changes_below_zero(b, &change, &before); b++) {
+    for (int b = 0; sched_changes_below_zero(b, &change, &before, &after); b++) {
         code_at(change.where, code, sizeof code);
         if (students_code(change.where) ? !lowers(code) : !students_call(&change) || !sched_changes_still_below_zero(b))
             continue; /* the student's line that lowers, or a call of the student's into code that took it below 0 */
@@ -2035,13 +2070,7 @@ static void explain_below_zero(bool scheduled)
         name_write(&x, &change);
         kit_text_put(&x, " lowered memory that held 0: a count taken below zero (an unsigned one wraps to its "
             "largest value) was lowered once more than it was raised");
-        code_at(before.where, code, sizeof code);
-        if (before.where != NULL && (students_code(before.where) ? lowers(code) : students_call(&before))) {
-            kit_text_put(&x, "; the write before it, which took it to 0, was ");
-            name_write(&x, &before);
-            kit_text_put(&x, ": one raise lowered twice - keep one of the two (each raise is undone once, by one "
-                "thread)");
-        }
+        tell_before_and_after(&x, &change, &before, &after);
         insert_why(why, scheduled);
         return;
     }
@@ -2164,7 +2193,7 @@ static void tell_stale_look(kit_text_t *x, const struct sched_split *f, const st
                  "again at %s and then %s at %s%s; in between, %s changed what it had read: ",
                  place_of(l->let_go)->function, name, mutex, look_at, look, place_of(l->let_go)->text,
                  place_of(l->retake)->text,
-                 f->went_on ? "went on" : f->use_writes ? "changed that memory" : "read that memory", use_at, use,
+                 f->went_on ? "went on" : f->use_writes ? "changed that memory" : "used that memory", use_at, use,
                  sched.threads[f->change.thread]->name);
     name_write(x, &f->change);
     kit_text_put(x, ". What %s saw before it let go no longer held when it went on: the look and what it decides "

@@ -221,6 +221,12 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
 /* ---- The test to debug first ---------------------------------------------
  * THE RULE: of a chapter's lines that did not pass and name a command that
  * debugs them, the one closest to the cause, by these facts in turn:
+ *  0. whether its words hold a diagnosis that names a line of the student's
+ *     code - the explorer's "why:" (a lost wake-up's missing signal, a
+ *     critical section split in two, a count raised too late), a race's
+ *     access to change, a signal that woke the wrong sleeper, a wait that
+ *     must loop: the cause itself, told, whatever its symptom was (not for
+ *     a function not written yet);
  *  1. what failed: a check of what the code returned or did, a crash or a
  *     race, before a hang (a deadlock, a lost wake-up, a time-out - also one
  *     in a teardown after the test's own checks passed), before a function
@@ -285,9 +291,25 @@ static bool names_student_line(const struct test_case *test)
     return false;
 }
 
-/* Whether line a is closer to the cause than line b (THE RULE, 1 to 4). */
+/* Whether a test's words tell the cause, not only its symptom, at a line
+ * of the student's code (THE RULE, 0). */
+static bool diagnosed(const struct test_case *test)
+{
+    static const char *const marks[] = { "why: ", "the likely cause: ", "which woke another sleeper",
+                                         "a wait must loop" };
+    if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
+        return false;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (strstr(test->detail, marks[i]))
+            return names_student_line(test);
+    return false;
+}
+
+/* Whether line a is closer to the cause than line b (THE RULE, 0 to 4). */
 static bool closer_to_cause(const struct test_case *a, const struct test_case *b)
 {
+    if (diagnosed(a) != diagnosed(b))
+        return diagnosed(a);
     if (failure_kind(a) != failure_kind(b))
         return failure_kind(a) < failure_kind(b);
     if (names_student_line(a) != names_student_line(b))

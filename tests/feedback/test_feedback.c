@@ -668,6 +668,37 @@ static void test_feedback_count_lowered_twice_is_named(void **state)
     counter_destroy(c);
 }
 
+static void *add_one_below_one(void *raw)
+{
+    counter_add_once_below(raw, 1);
+    return NULL;
+}
+
+/* Two threads each add 1 only while the counter is below 1: it ends at 1. */
+static void two_adds_below_one(void *ctx)
+{
+    (void)ctx;
+    counter_t *c = counter_create();
+    pthread_t adders[2];
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_create(&adders[i], NULL, add_one_below_one, c));
+    for (int i = 0; i < 2; i++)
+        explore_ok(pthread_join(adders[i], NULL));
+    long value = counter_read(c);
+    counter_destroy(c);
+    kit_explore_check(value == 1, "two threads each added 1 only while the counter was below 1, and it holds %ld",
+                      value);
+}
+
+/* A check and its act in two critical sections: the other thread's add
+ * between them is told, with the line that let the mutex go. */
+static void test_feedback_split_section_names_the_unlock(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 50 };
+    kit_explore(&options, two_adds_below_one, NULL);
+}
+
 /* A write past the block: the lines the writer ran on its way there (the test that let it through) are named. */
 static void test_feedback_overrun_names_the_lines_before_it(void **state)
 {
@@ -742,6 +773,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
     cmocka_unit_test(test_feedback_overrun_names_the_lines_before_it),
+    cmocka_unit_test(test_feedback_split_section_names_the_unlock),
 };
 
 KIT_TEST_MAIN(tests)
