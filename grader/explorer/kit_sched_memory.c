@@ -957,6 +957,14 @@ void sched_memory_atomic(const volatile void *addr, unsigned size, bool write, v
 
 /* ---- Telling a use after free or a double free -------------------------------------- */
 
+/* Whether a caller's place is the kit's own plumbing - a judged subject's
+ * serving of the test's call (serve.c), the kit's thread start (kit_*.c) -
+ * which tells a student nothing: the chain of calls ends before it. */
+static bool kit_plumbing(const char *place)
+{
+    return strncmp(place, "serve.c:", 8) == 0 || strncmp(place, "kit_", 4) == 0;
+}
+
 /* "bq.c:120 in bq_take, called from test_bq.c:40 in take_one": a place and the calls that led there. */
 static void describe_chain(kit_text_t *t, void *pc, void *const *callers, int ncallers)
 {
@@ -968,7 +976,7 @@ static void describe_chain(kit_text_t *t, void *pc, void *const *callers, int nc
         pcs[n++] = callers[i];
     kit_describe_places(pcs, n, places);
     kit_text_put(t, "%s", places[0]);
-    for (int i = 1; i < n; i++)
+    for (int i = 1; i < n && !kit_plumbing(places[i]); i++)
         if (strcmp(places[i], "a place without a line") != 0 && strstr(places[i], ":? ") == NULL)
             kit_text_put(t, "%s%s", i == 1 ? ", called from " : " <- ", places[i]);
 }

@@ -987,6 +987,8 @@ struct producer {
     bool blocking_only; /* put only, or a mix of put, offer and try_put(block) */
     uint64_t seed;
     int failures;
+    int first_error;        /* what the first put that failed returned */
+    const char *first_call; /* ... and which call it was */
 };
 
 struct consumer {
@@ -1000,15 +1002,18 @@ struct consumer {
     int *mine;               /* this consumer's tally per item (merged by the main thread) */
 };
 
-static int put_one(struct producer *p, void *value)
+static int put_one(struct producer *p, void *value, const char **call)
 {
     bq_policy_t block = bq_policy_block();
     switch (p->blocking_only ? 0 : p->index % 3) {
     case 1:
+        *call = "bq_offer (with a long timeout)";
         return bq_offer(p->q, value, LONG_WAIT_MS);
     case 2:
+        *call = "bq_try_put (policy block)";
         return bq_try_put(p->q, value, &block);
     default:
+        *call = "bq_put";
         return bq_put(p->q, value);
     }
 }
@@ -1020,8 +1025,12 @@ static void *produce(void *raw)
     kit_rng_seed(&rng, p->seed, (uint64_t)p->index);
     for (int seq = 0; seq < p->count; seq++) {
         /* value = producer * count + seq: who sent it, and in which order */
-        if (put_one(p, item((intptr_t)p->index * p->count + seq)) != 0)
-            p->failures++;
+        const char *call;
+        int err = put_one(p, item((intptr_t)p->index * p->count + seq), &call);
+        if (err != 0 && p->failures++ == 0) {
+            p->first_error = err;
+            p->first_call = call;
+        }
         if (seq % 64 == 0)
             kit_jitter(&rng, 50);
     }
@@ -1114,7 +1123,10 @@ static void run_producers_consumers(size_t capacity, bool blocking_only)
     for (int i = 0; i < CONSUMERS; i++)
         kit_worker_must_finish(&consumer_threads[i], "consumer after close");
     for (int i = 0; i < PRODUCERS; i++)
-        assert_int_equal_or_say(producers[i].failures, 0, "producer %d: calls to bq_put that failed", i);
+        if (producers[i].failures != 0)
+            fail_msg("producer %d: %d of its %d puts into an open queue failed, expected none; the first, a call of "
+                     "%s, returned %s", i, producers[i].failures, producers[i].count, producers[i].first_call,
+                     kit_errno_name(producers[i].first_error));
     bq_stats_t stats = stats_of(q);
     assert_int_equal(stats.enqueued, (size_t)(PRODUCERS * count));
     assert_int_equal(stats.taken, (size_t)(PRODUCERS * count));

@@ -202,8 +202,8 @@ static void consumers_and_the_end(void *ctx)
     kit_explore_check(err == 0 && other == NULL, "%s: %s and %s", close_only ? "mw_close" : "two masters awaiting",
                       kit_errno_name(err), kit_errno_name((int)(long)other));
     kit_explore_check(c[0].results + c[1].results == 3 && c[0].end == ECANCELED && c[1].end == ECANCELED,
-                      "the consumers took %d results (3) and ended with %s and %s (ECANCELED: the results are "
-                      "over)", c[0].results + c[1].results, kit_errno_name(c[0].end), kit_errno_name(c[1].end));
+                      "the consumers took %d results, expected 3, and ended with %s and %s, expected ECANCELED "
+                      "and ECANCELED (the results are over)", c[0].results + c[1].results, kit_errno_name(c[0].end), kit_errno_name(c[1].end));
     kit_explore_check(waited_ms == 0, "the work ended %ld ms (virtual) after it was done: a wake-up was lost and "
                       "a time-out ended the wait", waited_ms);
     explore_ok(mw_consumer_end(mw));
