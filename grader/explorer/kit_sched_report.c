@@ -2108,6 +2108,21 @@ static bool split_lines_of(const struct sched_split *f, struct split_lines *out)
     return out->lock && out->look && out->let_go && out->retake && out->use;
 }
 
+/* Whether @p later is a line of the same file a few lines after @p earlier
+ * (an unlock and the lock right after it, not two sections with a call out
+ * between them, such as a task the explorer does not see run). */
+static bool lines_after(void *earlier, void *later)
+{
+    enum { FEW = 3 };
+    const struct place *a = place_of(earlier), *b = place_of(later);
+    const char *colon_a = a ? strrchr(a->text, ':') : NULL, *colon_b = b ? strrchr(b->text, ':') : NULL;
+    if (colon_a == NULL || colon_b == NULL || colon_a - a->text != colon_b - b->text ||
+        strncmp(a->text, b->text, (size_t)(colon_a - a->text)) != 0)
+        return false;
+    long apart = atol(colon_b + 1) - atol(colon_a + 1);
+    return apart > 0 && apart <= FEW;
+}
+
 /* Of the split sections found, the one to tell, into @p lines: every place
  * a line of the student's, the mutex let go and taken again in one function
  * (where the split is to be seen), at different lines (a loop taking its
@@ -2115,7 +2130,8 @@ static bool split_lines_of(const struct sched_split *f, struct split_lines *out)
  * decision); nothing run between the two (an unlock and a lock a line
  * apart, not a worker's task between two sections) unless the second
  * section wrote the very memory the first only read (a check, then its
- * act). Then the look's own memory used again before a change seen half
+ * act) - and for a change seen half made or a thread that merely went on,
+ * the lock a few lines after the unlock, in so many words. Then the look's own memory used again before a change seen half
  * made before a thread that merely went on; nothing between; a check
  * before a change of its own; an act before a look. -1 if none. */
 static int split_to_tell(const struct sched_split *found, int n, struct split_lines *lines)
@@ -2127,7 +2143,8 @@ static int split_to_tell(const struct sched_split *found, int n, struct split_li
         struct split_lines l;
         bool next_to = f->between <= NEXT_TO, check_then_act = f->looked_only && f->use_writes && !f->went_on;
         if (!split_lines_of(f, &l) || same_line(l.lock, l.retake) || (!next_to && !check_then_act) ||
-            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0)
+            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0 ||
+            ((f->half_made || f->went_on) && !lines_after(l.let_go, l.retake)))
             continue;
         int kind = f->went_on ? 0 : f->half_made ? 1 : 2; /* the look's own memory used again tells most */
         int score = 8 * kind + 4 * next_to + 2 * (f->looked_only || f->half_made) + f->use_writes;
