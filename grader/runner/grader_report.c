@@ -292,13 +292,15 @@ static bool names_student_line(const struct test_case *test)
 }
 
 /* Whether a test's words tell the cause, not only its symptom, at a line
- * of the student's code (THE RULE, 0). */
+ * of the student's code - or name the bug's kind outright, a wait that
+ * must loop (THE RULE, 0). */
 static bool diagnosed(const struct test_case *test)
 {
-    static const char *const marks[] = { "why: ", "the likely cause: ", "which woke another sleeper",
-                                         "a wait must loop" };
+    static const char *const marks[] = { "why: ", "the likely cause: ", "which woke another sleeper" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
         return false;
+    if (strstr(test->detail, "a wait must loop"))
+        return true;
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (strstr(test->detail, marks[i]))
             return names_student_line(test);
