@@ -2127,11 +2127,10 @@ static bool lines_after(void *earlier, void *later)
  * a line of the student's, the mutex let go and taken again in one function
  * (where the split is to be seen), at different lines (a loop taking its
  * mutex at the same line each turn goes round, it does not split a
- * decision); nothing run between the two (an unlock and a lock a line
- * apart, not a worker's task between two sections) unless the second
- * section wrote the very memory the first only read (a check, then its
- * act) - and for a change seen half made or a thread that merely went on,
- * the lock a few lines after the unlock, in so many words. Then the look's own memory used again before a change seen half
+ * decision); the lock a few lines after the unlock with nothing the
+ * explorer saw run between them (not a worker's task between two
+ * sections: the task is the test's code, unseen) unless the second section
+ * wrote the very memory the first only read (a check, then its act). Then the look's own memory used again before a change seen half
  * made before a thread that merely went on; nothing between; a check
  * before a change of its own; an act before a look. -1 if none. */
 static int split_to_tell(const struct sched_split *found, int n, struct split_lines *lines)
@@ -2141,13 +2140,15 @@ static int split_to_tell(const struct sched_split *found, int n, struct split_li
     for (int i = 0; i < n; i++) {
         const struct sched_split *f = &found[i];
         struct split_lines l;
-        bool next_to = f->between <= NEXT_TO, check_then_act = f->looked_only && f->use_writes && !f->went_on;
-        if (!split_lines_of(f, &l) || same_line(l.lock, l.retake) || (!next_to && !check_then_act) ||
-            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0 ||
-            ((f->half_made || f->went_on) && !lines_after(l.let_go, l.retake)))
+        if (!split_lines_of(f, &l))
+            continue;
+        bool near = f->between <= NEXT_TO && lines_after(l.let_go, l.retake);
+        bool check_then_act = f->looked_only && f->use_writes && !f->went_on && !f->half_made;
+        if (same_line(l.lock, l.retake) || !(near || check_then_act) ||
+            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0)
             continue;
         int kind = f->went_on ? 0 : f->half_made ? 1 : 2; /* the look's own memory used again tells most */
-        int score = 8 * kind + 4 * next_to + 2 * (f->looked_only || f->half_made) + f->use_writes;
+        int score = 8 * kind + 4 * near + 2 * (f->looked_only || f->half_made) + f->use_writes;
         if (score > best_score) {
             best = i;
             best_score = score;
