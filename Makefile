@@ -239,7 +239,15 @@ USED_IMPL_OBJS = $(foreach c,$(USED_CHAPTERS),$(call impl_objs,$(c),$(KIND)))
 earlier-references: $(if $(wildcard solutions),$(foreach c,$(USED_CHAPTERS),$(call ref_objs,$(c),$(COMMON)/ref) $(call ref_objs,$(c),$(COMMON)/ref-sched)))
 # $(call chapter_objs,chapter,kind): what a program (kind impl) or a test (kind TEST_OBJ) links.
 chapter_objs = $(call impl_objs,$(1),$(2)) $(foreach d,$(ch$(call number,$(1))_uses),$(call used_objs,$(d),$(2))) \
-               $(call support_objs,$(1))
+               $(call support_objs,$(1)) $(if $(filter sched,$(2)),$(WATCHED_LIB_OBJS))
+# lib/ code whose memory is a chapter's shared state (the keyed executor's
+# map of lanes): linked into the tests instrumented, ahead of libkit.a's
+# plain copy, so the explorer sees its loads and stores as the code under
+# test's - a lookup made without the mutex is a race, a check made in one
+# critical section and acted on in another is told, each at the student's
+# call (kit_sched_report.c names lib/ lines as the kit's).
+WATCHED_LIB_SRCS := lib/runtime/kit_map.c
+WATCHED_LIB_OBJS := $(patsubst lib/%.c,$(COMMON)/watched/%.o,$(WATCHED_LIB_SRCS))
 test_support_objs = $(patsubst %.c,$(COMMON)/tests/$(1)/%.o,$(ch$(call number,$(1))_test_support))
 # A chapter's own test sources for one way of linking its tests (chNN_one_process,
 # chNN_judge, chNN_subject: chapter 07's, judged by processes).
@@ -351,6 +359,11 @@ $(COMMON)/ref-sched/%.o: solutions/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -c $< -o $@ && \
 	  $(call redirect_accesses,--strip-debug $@)
+
+$(WATCHED_LIB_OBJS): $(COMMON)/watched/%.o: lib/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(call say,CC,$< (instrumented))$(CC) $(KIT_CFLAGS) $(INSTRUMENT) $(INCLUDES) -c $< -o $@ && \
+	  $(call redirect_accesses,$@)
 
 $(KITLIB): $(patsubst %.c,$(COMMON)/%.o,$(LIB_SRCS))
 	@mkdir -p $(@D)

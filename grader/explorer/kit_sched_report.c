@@ -285,12 +285,21 @@ static void print_access(const struct sched_race *race, int which, const char *a
             place ? place->function : "", place && place->function[0] ? ")" : "", chain, after);
 }
 
-/* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's reference. */
+/* Whether @p place is in the kit's library (lib/: the map chapter 06's
+ * lanes live in, linked instrumented - Makefile, WATCHED_LIB_SRCS). */
+static bool kit_library(const struct place *place)
+{
+    return place && strstr(place->path, "/lib/runtime/") != NULL;
+}
+
+/* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's
+ * reference, not the kit's library. */
 static bool students_code(void *pc)
 {
     const struct place *place = place_of(pc);
     return place && strcmp(place->text, "?") != 0 && strstr(place->text, ":?") == NULL &&
-           strncmp(place->text, "test_", 5) != 0 && strstr(place->text, "(reference)") == NULL;
+           strncmp(place->text, "test_", 5) != 0 && strstr(place->text, "(reference)") == NULL &&
+           !kit_library(place);
 }
 
 /* Which of the race's two accesses to change: the one made with no mutex
@@ -303,6 +312,19 @@ static int access_to_change(const struct sched_race *race)
     if (!students_code(race->pc[which]) && students_code(race->pc[1 - which]))
         which = 1 - which;
     return which;
+}
+
+/* "keyed.c:400 (in keyed_active_keys)": the student's call that led into
+ * the kit's library to the race's later access, into @p out; false if none. */
+static bool students_call_of(const struct sched_race *race, char *out, size_t size)
+{
+    for (int i = 0; i < race->ncallers; i++)
+        if (students_code(race->callers[i])) {
+            const struct place *site = place_of(race->callers[i]);
+            snprintf(out, size, "%s (in %s)", site->text, site->function);
+            return true;
+        }
+    return false;
 }
 
 /* "the access to change: the write by A at bq.c:383 (in reject_by_running), made with no mutex held";
@@ -318,6 +340,17 @@ static void print_access_to_change(const struct sched_race *race)
                                                          : "your code's side of the two";
     char caller[300] = "";
     kit_text_t text = { caller, sizeof caller, 0 };
+    if (kit_library(place)) { /* the student's call of it is to change: named where it was kept */
+        if (which == 0 && students_call_of(race, caller, sizeof caller))
+            fprintf(stderr, "[ race     ]   the access to change: the %s by %s in %s (the kit's library), called "
+                    "at %s, %s\n", race->write[which] ? "write" : "read", race->thread[which], place->function,
+                    caller, why);
+        else
+            fprintf(stderr, "[ race     ]   the access to change: the %s by %s in %s (the kit's library): your call "
+                    "of %s, %s\n", race->write[which] ? "write" : "read", race->thread[which], place->function,
+                    place->function, why);
+        return;
+    }
     if (place && place->function[0])
         inlined_callers(race->pc[which], &text, 1);
     fprintf(stderr, "[ race     ]   the access to change: the %s by %s at %s%s%s%s%s, %s\n",
@@ -1992,8 +2025,8 @@ static void name_write(kit_text_t *x, const struct sched_change *change)
     where_text(change->where, there, sizeof there);
     kit_text_t caller = { there + strlen(there), sizeof there - strlen(there), 0 };
     const struct place *place = place_of(change->where);
-    bool own_line = strchr(there, ':') != NULL;
-    if (!own_line) /* an earlier chapter's reference: no line to show, its function and the calls that led there */
+    bool own_line = strchr(there, ':') != NULL && !kit_library(place);
+    if (!own_line) /* an earlier chapter's reference, the kit's library: its function and the calls that led there */
         snprintf(there, sizeof there, "a write in %s (the kit's code)",
                  place && place->function[0] && strcmp(place->function, "??") != 0 ? place->function : "a function");
     caller = (kit_text_t){ there + strlen(there), sizeof there - strlen(there), 0 };
@@ -2080,6 +2113,8 @@ static void explain_below_zero(bool scheduled)
  * the student's call that led into an earlier chapter's code there. */
 struct split_lines {
     void *lock, *look, *let_go, *retake, *use;
+    char let_go_at[96]; /* "future.c:158": where the call let the mutex go (a getter's call, if in one) */
+    char function[96];  /* the function the call split its section in */
 };
 
 static void want_at(const struct sched_at *at)
@@ -2100,24 +2135,56 @@ static void *students_line(const struct sched_at *at)
     return NULL;
 }
 
-/* @p f's places as the student's lines; false if one has none. */
+/* "future.c:158": the line of @p function that the code at @p addr was
+ * inlined into (a getter that locks, called there) into @p out, or "". */
+static void inlined_into(void *addr, const char *function, char *out, size_t size)
+{
+    char chain[600] = "", key[120];
+    kit_text_t text = { chain, sizeof chain, 0 };
+    inlined_callers(addr, &text, 3);
+    snprintf(key, sizeof key, " %s (", function);
+    const char *at = strstr(chain, key);
+    out[0] = '\0';
+    if (at != NULL) {
+        at += strlen(key);
+        snprintf(out, size, "%.*s", (int)strcspn(at, ")"), at);
+    }
+}
+
+/* @p f's places as the student's lines; false if one has none, or the
+ * mutex was let go outside the function that took it again (or a
+ * function that one called: a getter that locks, whose call's line is
+ * then where it let go). */
 static bool split_lines_of(const struct sched_split *f, struct split_lines *out)
 {
     *out = (struct split_lines){ students_line(&f->lock), students_line(&f->look), students_line(&f->let_go),
-                                 students_line(&f->retake), students_line(&f->use) };
-    return out->lock && out->look && out->let_go && out->retake && out->use;
+                                 students_line(&f->retake), students_line(&f->use), "", "" };
+    if (!(out->lock && out->look && out->let_go && out->retake && out->use))
+        return false;
+    const struct place *let_go = place_of(out->let_go), *retake = place_of(out->retake);
+    snprintf(out->function, sizeof out->function, "%s", retake->function);
+    snprintf(out->let_go_at, sizeof out->let_go_at, "%s", let_go->text);
+    if (strcmp(let_go->function, retake->function) == 0)
+        return true;
+    const struct place *call = place_of(f->let_go.sites[0]);
+    if (call != NULL && students_code(f->let_go.sites[0]) && strcmp(call->function, retake->function) == 0) {
+        snprintf(out->let_go_at, sizeof out->let_go_at, "%s", call->text);
+        return true;
+    }
+    inlined_into(out->let_go, retake->function, out->let_go_at, sizeof out->let_go_at);
+    return out->let_go_at[0] != '\0';
 }
 
 /* Whether @p later is a line of the same file a few lines after @p earlier
  * (an unlock and the lock right after it, not two sections with a call out
  * between them, such as a task the explorer does not see run). */
-static bool lines_after(void *earlier, void *later)
+static bool lines_after(const char *earlier, void *later)
 {
     enum { FEW = 3 };
-    const struct place *a = place_of(earlier), *b = place_of(later);
-    const char *colon_a = a ? strrchr(a->text, ':') : NULL, *colon_b = b ? strrchr(b->text, ':') : NULL;
-    if (colon_a == NULL || colon_b == NULL || colon_a - a->text != colon_b - b->text ||
-        strncmp(a->text, b->text, (size_t)(colon_a - a->text)) != 0)
+    const struct place *b = place_of(later);
+    const char *colon_a = strrchr(earlier, ':'), *colon_b = b ? strrchr(b->text, ':') : NULL;
+    if (colon_a == NULL || colon_b == NULL || colon_a - earlier != colon_b - b->text ||
+        strncmp(earlier, b->text, (size_t)(colon_a - earlier)) != 0)
         return false;
     long apart = atol(colon_b + 1) - atol(colon_a + 1);
     return apart > 0 && apart <= FEW;
@@ -2125,13 +2192,16 @@ static bool lines_after(void *earlier, void *later)
 
 /* Of the split sections found, the one to tell, into @p lines: every place
  * a line of the student's, the mutex let go and taken again in one function
- * (where the split is to be seen), at different lines (a loop taking its
+ * (split_lines_of: where the split is to be seen), at different lines (a loop taking its
  * mutex at the same line each turn goes round, it does not split a
  * decision); the lock a few lines after the unlock with nothing the
  * explorer saw run between them (not a worker's task between two
- * sections: the task is the test's code, unseen) unless the second section
- * wrote the very memory the first only read (a check, then its act). Then the look's own memory used again before a change seen half
- * made before a thread that merely went on; nothing between; a check
+ * sections: the task is the test's code, unseen), or with work between
+ * (a lane allocated) when the memory used again was one the first section
+ * only looked at; or, wherever the lock is, the second section writing the
+ * very memory the first only read (a check, then its act). Then the
+ * look's own memory used again before a change seen half made before a
+ * thread that merely went on; nothing between; a check
  * before a change of its own; an act before a look. -1 if none. */
 static int split_to_tell(const struct sched_split *found, int n, struct split_lines *lines)
 {
@@ -2142,10 +2212,10 @@ static int split_to_tell(const struct sched_split *found, int n, struct split_li
         struct split_lines l;
         if (!split_lines_of(f, &l))
             continue;
-        bool near = f->between <= NEXT_TO && lines_after(l.let_go, l.retake);
-        bool check_then_act = f->looked_only && f->use_writes && !f->went_on && !f->half_made;
-        if (same_line(l.lock, l.retake) || !(near || check_then_act) ||
-            strcmp(place_of(l.let_go)->function, place_of(l.retake)->function) != 0)
+        bool direct_check = f->looked_only && !f->went_on && !f->half_made;
+        bool near = lines_after(l.let_go_at, l.retake) && (f->between <= NEXT_TO || direct_check);
+        bool check_then_act = direct_check && f->use_writes;
+        if (same_line(l.lock, l.retake) || !(near || check_then_act))
             continue;
         int kind = f->went_on ? 0 : f->half_made ? 1 : 2; /* the look's own memory used again tells most */
         int score = 8 * kind + 4 * near + 2 * (f->looked_only || f->half_made) + f->use_writes;
@@ -2192,7 +2262,7 @@ static void tell_half_made(kit_text_t *x, const struct sched_split *f, const str
                  "it again at %s and changed more at %s%s; in between, %s read what the first change left, at %s%s "
                  "(after step %ld) - it saw the change half made. A change others must see whole belongs in one "
                  "critical section: make both under one hold of the mutex",
-                 place_of(l->let_go)->function, name, mutex, first_at, first, place_of(l->let_go)->text,
+                 l->function, name, mutex, first_at, first, l->let_go_at,
                  place_of(l->retake)->text, more_at, more, reader, read_at, read, f->change.step);
 }
 
@@ -2209,7 +2279,7 @@ static void tell_stale_look(kit_text_t *x, const struct sched_split *f, const st
     where_text(l->use, use_at, sizeof use_at);
     kit_text_put(x, "why: one call of %s on %s held %s twice: it read memory at %s%s, let the mutex go at %s, took it "
                  "again at %s and then %s at %s%s; in between, %s changed what it had read: ",
-                 place_of(l->let_go)->function, name, mutex, look_at, look, place_of(l->let_go)->text,
+                 l->function, name, mutex, look_at, look, l->let_go_at,
                  place_of(l->retake)->text,
                  f->went_on ? "went on" : f->use_writes ? "changed that memory" : "used that memory", use_at, use,
                  sched.threads[f->change.thread]->name);
