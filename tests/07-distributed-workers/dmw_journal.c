@@ -615,6 +615,22 @@ static bool kit_place(const char *place)
     return false;
 }
 
+/* ", called from finish (dmw_worker.c:114)": the code under test's call of
+ * the function that sent the command (places[mine]), when it is the code
+ * under test's too - the order of two steps is often decided there, not in
+ * the helper that sends one of them - or "". */
+static void code_caller(char places[][160], int depth, int mine, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (mine + 1 >= depth || kit_place(places[mine + 1]))
+        return;
+    const char *function = strstr(places[mine + 1], " in ");
+    const char *own = strstr(places[mine], " in ");
+    if (function == NULL || (own && strcmp(own, function) == 0))
+        return; /* (a function split in parts, or recursion: the same name again) */
+    snprintf(out, size, ", called from %s (%.*s)", function + 4, (int)(function - places[mine + 1]), places[mine + 1]);
+}
+
 void journal_describe(const journal_command_t *c, char *out, size_t size)
 {
     char places[JOURNAL_DEPTH][160];
@@ -632,9 +648,11 @@ void journal_describe(const journal_command_t *c, char *out, size_t size)
     }
     /* The kit's helper the code under test called, unless it is the plain call. */
     const char *helper = mine > 0 ? strstr(places[mine - 1], " in ") : NULL;
+    char caller[200];
+    code_caller(places, c->depth, mine, caller, sizeof caller);
     if (helper && strcmp(helper, " in dmw_redis_call") != 0 && strcmp(helper, " in dmw_redis_block") != 0 &&
         strcmp(helper, " in call") != 0)
-        snprintf(out, size, "`%s` (%s, called at %s)", c->text, helper + 4, places[mine]);
+        snprintf(out, size, "`%s` (%s, called at %s%s)", c->text, helper + 4, places[mine], caller);
     else
-        snprintf(out, size, "`%s` (%s)", c->text, places[mine]);
+        snprintf(out, size, "`%s` (%s%s)", c->text, places[mine], caller);
 }
