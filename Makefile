@@ -157,7 +157,8 @@ SUPPORT_SRCS := grader/harness/kit_test.c grader/subject/kit_wrap.c grader/subje
                 grader/explorer/kit_sched_svg.c grader/explorer/kit_scenario.c grader/explorer/kit_scenario_check.c \
                 grader/explorer/kit_scenario_run.c grader/explorer/kit_sched_lockorder.c \
                 grader/explorer/kit_sched_context.c grader/explorer/kit_sched_thread.c \
-                grader/explorer/kit_sched_changes.c grader/explorer/kit_sched_split.c grader/explorer/kit_text.c
+                grader/explorer/kit_sched_changes.c grader/explorer/kit_sched_split.c grader/explorer/kit_sched_recheck.c \
+                grader/explorer/kit_text.c
 GRADER_SRCS := grader/runner/grader_main.c grader/runner/grader_proc.c \
                grader/runner/grader_judge.c grader/runner/grader_tests.c \
                grader/runner/grader_report.c grader/runner/grader_stacks.c \

@@ -506,6 +506,8 @@ static void let_go(struct sched_thread *t, enum sched_how how)
             sched_changes_timed_out(t->id, t->obj, t->obj2, t->where); /* where the time-out path leads */
         if (!t->harness)
             sched_changes_woke(t->id, t->obj2, t->where); /* the way out of the wait, in a report */
+        if (how == SPURIOUS && !t->harness)
+            sched_recheck_woke(t->id, t->obj, t->where); /* does it look again at what it waits for? */
         if (how == SPURIOUS)
             sched.spurious_left--;
         t->left_wait = how;
@@ -994,6 +996,7 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
     sched_memory_release(me->id, obj);
     sched_changes_let_go(me->id, obj, where, -1);
     sched_split_let_go(me->id, obj, where, me->holding == 0, false);
+    sched_recheck_let_go(me->id, where);
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
     switch_point();
@@ -1056,6 +1059,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     sched_memory_release(me->id, lock);
     sched_changes_let_go(me->id, lock, where, obj);
     sched_split_let_go(me->id, lock, where, me->holding == 0, true);
+    sched_recheck_let_go(me->id, where);
     sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();

@@ -151,6 +151,7 @@ void sched_changes_begin(void)
     as_of = NULL;
     sched_notes.open = 0;
     sched_split_begin();
+    sched_recheck_begin();
 }
 
 /* A thread's notes start empty (not at each schedule's start for every
@@ -288,6 +289,15 @@ void sched_changes_wait(int thread)
     memcpy(wait_reads[thread], section->reads, sizeof wait_reads[thread]);
     nwait[thread] = section->nreads < READS ? section->nreads : READS;
     wait_from[thread] = sched_notes.nwrites;
+}
+
+int sched_changes_wait_reads(int thread, struct sched_span *out, int most)
+{
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return 0;
+    int n = nwait[thread] < most ? nwait[thread] : most;
+    memcpy(out, wait_reads[thread], (size_t)n * sizeof *out);
+    return n;
 }
 
 /* Whether another thread wrote, since @p thread's last wait began, memory

@@ -472,6 +472,27 @@ int sched_split_found(struct sched_split *out, int most);
  * (-1: none open) - two sections in the same call have the same number. */
 long sched_memory_call_serial(void);
 
+/* A wait that returned spuriously, after which its thread let the mutex go
+ * without reading again what the wait's section read (kit_sched_recheck.c,
+ * followed while the paths are): a wait in an `if`. */
+struct sched_unlooked {
+    int thread, cond;
+    void *wait;   /* the wait's place */
+    void *let_go; /* where its thread then let the mutex go */
+    long step;    /* steps recorded before it woke */
+};
+void sched_recheck_begin(void);
+/* @p thread's wait on @p cond at @p where returned spuriously. */
+void sched_recheck_woke(int thread, int cond, void *where);
+/* The running @p thread's load (paths followed). */
+void sched_recheck_read(int thread, const void *addr, unsigned size);
+/* @p thread let its mutex go at @p where (unlocked, or in a wait). */
+void sched_recheck_let_go(int thread, void *where);
+/* The schedule's first such wait; false if none. */
+bool sched_recheck_found(struct sched_unlooked *out);
+/* What @p thread's last wait's section read, at most @p most; their number. */
+int sched_changes_wait_reads(int thread, struct sched_span *out, int most);
+
 /* Whether thread's note of a load (or a store) is plain: a thread with
  * notes, no path to follow, room for one more pending write. */
 static inline bool sched_changes_plain(int thread, bool write)
@@ -506,8 +527,10 @@ static inline void sched_changes_read(int thread, const void *addr, unsigned siz
         return;
     if (sched_notes.open > 0 || sched_notes.paths)
         sched_changes_on_path(thread, where, false);
-    if (sched_notes.paths)
+    if (sched_notes.paths) {
         sched_split_access(thread, addr, size, false, where);
+        sched_recheck_read(thread, addr, size);
+    }
     sched_changes_note(thread, addr, size, false, where);
 }
 

@@ -2109,6 +2109,36 @@ static void explain_below_zero(bool scheduled)
     }
 }
 
+/* A failure on a run whose paths were followed, after a wait of the
+ * student's returned spuriously and its thread let the mutex go without
+ * reading again what the wait's section read (kit_sched_recheck.c): "why:
+ * test's wait on q->changed at msgq.c:169 in msgq_destroy returned after a
+ * spurious wake-up ... a wait must loop until its condition holds" - the
+ * wait is the line to change. */
+static void explain_unlooked(bool scheduled)
+{
+    struct sched_unlooked u;
+    if (sched.deadlocked || strstr(sched.message, "\n  why: ") || !sched_recheck_found(&u))
+        return;
+    nplaces = 0;
+    want_place(u.wait);
+    want_place(u.let_go);
+    resolve_places();
+    if (!students_code(u.wait))
+        return;
+    char why[1400], cond[64], wait_at[460], let_go_at[460];
+    kit_text_t x = { why, sizeof why, 0 };
+    const char *name = sched.threads[u.thread]->name;
+    where_text(u.wait, wait_at, sizeof wait_at);
+    where_text(u.let_go, let_go_at, sizeof let_go_at);
+    object_name(u.cond, cond, sizeof cond);
+    kit_text_put(&x, "why: %s's wait on %s at %s returned after a spurious wake-up (after step %ld: no "
+             "signal, nothing changed - POSIX allows it), and %s let the mutex go at %s without looking again at "
+             "what it waited for: it went on as though that had come. A wait must loop until its condition holds "
+             "(a while, not an if)", name, cond, wait_at, u.step, name, let_go_at);
+    insert_why(why, scheduled);
+}
+
 /* A split section's places, each the student's line: the place itself, or
  * the student's call that led into an earlier chapter's code there. */
 struct split_lines {
@@ -2411,6 +2441,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     rename_in_message();
     explain_hang(scheduled);
     explain_stall(scheduled);
+    explain_unlooked(scheduled);
     explain_split(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);
