@@ -257,6 +257,7 @@ struct sched_race {
     void *callers[4];     /* where the calls that led to pc[0] were made, innermost first */
     int ncallers;
     int holding;          /* the mutexes the thread of pc[0] held at it */
+    bool freeing;         /* pc[0] is a free (or a destroy's) of the block: pc[1], a use nothing ordered before it */
 };
 #define RACE_CALLERS 4
 /* A lock-order inversion (kit_sched_lockorder.c): thread[i] held M serial[i][0]

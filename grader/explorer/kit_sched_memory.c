@@ -380,6 +380,8 @@ static inline bool seen_by(const struct sched_thread *me, const struct shadow_ce
 static void check_cells(struct sched_thread *me, struct shadow_entry *e, uintptr_t addr, uint8_t bytes, bool write,
                         void *pc);
 
+static bool freeing; /* the access being checked is a free of its block (kit_sched_freed) */
+
 void kit_sched_freed(const void *block, size_t size, void *where)
 {
     struct sched_thread *me = tracked();
@@ -403,8 +405,11 @@ void kit_sched_freed(const void *block, size_t size, void *where)
             continue;
         if (e->cell[0].write == FREED)
             use_after_free(me, g << 3, true, where);
-        if (e->cell[0].write != GUARD && e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0])))
+        if (e->cell[0].write != GUARD && e->cell[0].bytes != 0 && !(e->cell[1].bytes == 0 && seen_by(me, &e->cell[0]))) {
+            freeing = true;
             check_cells(me, e, g << 3, 0xff, true, where);
+            freeing = false;
+        }
         memcpy(e->cell, freed, sizeof e->cell);
     }
 }
@@ -660,7 +665,7 @@ static __attribute__((noinline, cold)) void record_race(const struct sched_threa
         return;
     raced = true;
     first_race = (struct sched_race){ .addr = addr, .pc = { pc, pc_of_place(cell->place) }, .write = { write, cell->write & WRITE },
-                                      .step = sched.nsteps, .holding = me->holding };
+                                      .step = sched.nsteps, .holding = me->holding, .freeing = freeing };
     first_race.ncallers = open_call_sites(first_race.callers, RACE_CALLERS);
     snprintf(first_race.thread[0], sizeof first_race.thread[0], "%s", me->name);
     snprintf(first_race.thread[1], sizeof first_race.thread[1], "%s", sched.threads[cell->thread]->name);

@@ -306,8 +306,26 @@ static bool students_code(void *pc)
  * held (the later one, if its thread held none; else the earlier, which
  * did not hold the mutex the later one held), the student's own code
  * before a test's or a reference's. */
+/* Whether the race's later access was made inside a call of a destroy
+ * function (its own function's name, or a caller's, ends in "_destroy"):
+ * the contract lets destroy touch the object alone - whoever else did so
+ * unordered with it used the object while it was being destroyed. */
+static bool in_destroy(const struct sched_race *race)
+{
+    const struct place *place = place_of(race->pc[0]);
+    for (int i = -1; i < race->ncallers; i++) {
+        const struct place *p = i < 0 ? place : place_of(race->callers[i]);
+        size_t n = p ? strlen(p->function) : 0;
+        if (n >= 8 && strcmp(p->function + n - 8, "_destroy") == 0)
+            return true;
+    }
+    return false;
+}
+
 static int access_to_change(const struct sched_race *race)
 {
+    if ((race->freeing || in_destroy(race)) && (students_code(race->pc[1]) || kit_library(place_of(race->pc[1]))))
+        return 1; /* the free, the destroy may be right: the use that nothing ordered before it is not */
     int which = race->holding == 0 ? 0 : 1;
     if (!students_code(race->pc[which]) && students_code(race->pc[1 - which]))
         which = 1 - which;
@@ -335,8 +353,11 @@ static void print_access_to_change(const struct sched_race *race)
 {
     int which = access_to_change(race);
     const struct place *place = place_of(race->pc[which]);
-    const char *why = which == 0 && race->holding == 0   ? "made with no mutex held"
-                      : which == 1 && race->holding > 0 ? "made without the mutex the other one held"
+    const char *why = (race->freeing || in_destroy(race)) && which == 1
+                          ? "which nothing ordered before the destroy that freed its memory: that thread could still "
+                            "reach the object when it was destroyed"
+                      : which == 0 && race->holding == 0 ? "made with no mutex held"
+                      : which == 1 && race->holding > 0  ? "made without the mutex the other one held"
                                                          : "your code's side of the two";
     char caller[300] = "";
     kit_text_t text = { caller, sizeof caller, 0 };
@@ -1213,6 +1234,42 @@ static void explain_changed_before(kit_text_t *x, const struct sched_thread *t, 
     kit_text_put(x, ", and nothing changed it since: the step that should undo that change (or wake it) did not run");
 }
 
+/* Whether some thread sleeps on condition variable @p cond now. */
+static bool someone_sleeps_on(int cond)
+{
+    for (int i = 0; i < sched.nthreads; i++)
+        if (sched.threads[i] != NULL && sched.threads[i]->state == WAITING && sched.threads[i]->obj == cond)
+            return true;
+    return false;
+}
+
+/* "; main signalled l->writer_may_go at rwl.c:236 (step 15) after that
+ * change, and nobody sleeps on it: ... the wrong condition variable": the
+ * changer woke another condition variable, one nobody sleeps on, after the
+ * change sleeper t waited for - the wake-up was likely meant for t, which
+ * waits on the wrong one. (Where nobody signalled t's own.) */
+static void name_other_signal(kit_text_t *x, const struct sched_thread *t, const struct sched_change *change)
+{
+    char other[NAME_CHARS], at[160], here[160];
+    for (long i = change->step; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->thread != change->thread || (step->op != OP_SIGNAL && step->op != OP_BROADCAST) ||
+            step->obj == t->obj || sched.objects[step->obj].kind != 'C' || someone_sleeps_on(step->obj))
+            continue;
+        if (place_of(step->where) == NULL) { /* (not among the places the story wanted: looked up now) */
+            want_place(step->where);
+            resolve_places();
+        }
+        where_text(step->where, at, sizeof at);
+        where_text(t->where, here, sizeof here);
+        kit_text_put(x, "; %s %s %s at %s (step %ld) after that change, and nobody sleeps on %s: if that wake-up was "
+                     "meant for %s, %s waits on the wrong condition variable at %s", sched.threads[step->thread]->name,
+                     step->op == OP_SIGNAL ? "signalled" : "broadcast", object_name(step->obj, other, sizeof other),
+                     at, i + 1, other, t->name, t->name, here);
+        return;
+    }
+}
+
 /* Why sleeper t on object t->obj was not woken, naming the line to change:
  * the change after which nobody signalled (unsignalled_change), or that it
  * was changed before it slept and never undone; or the signal since it
@@ -1245,6 +1302,8 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
             kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s",
                 object, object);
         }
+        if (signal < 0)
+            name_other_signal(x, t, &change);
         name_later_section(x, t, &change, signalled_thread(signal), object);
     } else if (!explain_holders(x, t, signal, since, object) && signal < 0) {
         kit_text_put(x, "; nobody %s %s since", t->state == SEMAPHORE ? "posted" : "signalled", object);

@@ -299,7 +299,7 @@ static bool diagnosed(const struct test_case *test)
     static const char *const marks[] = { "why: ", "the likely cause: ", "which woke another sleeper" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
         return false;
-    if (strstr(test->detail, "a wait must loop"))
+    if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))
         return true;
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (strstr(test->detail, marks[i]))
