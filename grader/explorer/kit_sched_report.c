@@ -286,10 +286,11 @@ static void print_access(const struct sched_race *race, int which, const char *a
 }
 
 /* Whether @p place is in the kit's library (lib/: the map chapter 06's
- * lanes live in, linked instrumented - Makefile, WATCHED_LIB_SRCS). */
+ * lanes live in, linked instrumented - Makefile, WATCHED_LIB_SRCS - and
+ * the latches and gates the tests wait at). */
 static bool kit_library(const struct place *place)
 {
-    return place && strstr(place->path, "/lib/runtime/") != NULL;
+    return place && (strstr(place->path, "/lib/runtime/") != NULL || strstr(place->path, "/lib/program/") != NULL);
 }
 
 /* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's
@@ -1243,16 +1244,19 @@ static bool someone_sleeps_on(int cond)
     return false;
 }
 
-/* "; main signalled l->writer_may_go at rwl.c:236 (step 15) after that
- * change, and nobody sleeps on it: ... the wrong condition variable": the
- * changer woke another condition variable, one nobody sleeps on, after the
- * change sleeper t waited for - the wake-up was likely meant for t, which
- * waits on the wrong one. (Where nobody signalled t's own.) */
+/* "; main signalled l->writer_may_go at rwl.c:236 (step 15) right after
+ * that change, and nobody sleeps on it: ... the wrong condition variable":
+ * the changer woke another condition variable of the student's, one nobody
+ * sleeps on, after the change sleeper t waited for and before it took t's
+ * mutex again - the wake-up was likely meant for t: the signal or t's wait
+ * names the wrong one. (Where nobody signalled t's own.) */
 static void name_other_signal(kit_text_t *x, const struct sched_thread *t, const struct sched_change *change)
 {
     char other[NAME_CHARS], at[160], here[160];
     for (long i = change->step; i < sched.nsteps; i++) {
         const struct sched_step *step = &sched.steps[i];
+        if (step->thread == change->thread && step->op == OP_LOCK && step->obj == t->obj2)
+            return; /* the changer's next section: a wake-up there is for another change */
         if (step->thread != change->thread || (step->op != OP_SIGNAL && step->op != OP_BROADCAST) ||
             step->obj == t->obj || sched.objects[step->obj].kind != 'C' || someone_sleeps_on(step->obj))
             continue;
@@ -1260,12 +1264,15 @@ static void name_other_signal(kit_text_t *x, const struct sched_thread *t, const
             want_place(step->where);
             resolve_places();
         }
+        if (!students_code(step->where))
+            continue; /* (the test's own latch, an earlier chapter's queue) */
         where_text(step->where, at, sizeof at);
         where_text(t->where, here, sizeof here);
-        kit_text_put(x, "; %s %s %s at %s (step %ld) after that change, and nobody sleeps on %s: if that wake-up was "
-                     "meant for %s, %s waits on the wrong condition variable at %s", sched.threads[step->thread]->name,
+        kit_text_put(x, "; %s %s %s at %s (step %ld) right after that change, and nobody sleeps on %s: if that "
+                     "wake-up was meant for %s, one of the two names the wrong condition variable - that %s, or "
+                     "%s's wait at %s", sched.threads[step->thread]->name,
                      step->op == OP_SIGNAL ? "signalled" : "broadcast", object_name(step->obj, other, sizeof other),
-                     at, i + 1, other, t->name, t->name, here);
+                     at, i + 1, other, t->name, step->op == OP_SIGNAL ? "signal" : "broadcast", t->name, here);
         return;
     }
 }
