@@ -293,8 +293,14 @@ static void touch_step(enum sched_op op, enum sched_how how, int obj, int other)
  * gates not counted). */
 static void count_wakeups(struct sched_thread *t, enum sched_op op, int obj)
 {
-    if (op == OP_WAIT && t->woke_from == obj && !t->harness)
+    if (op == OP_WAIT && t->woke_from == obj && !t->harness) {
         sched.futile_wakeups++;
+        sched.futile.thread = t->id;
+        sched.futile.cond = obj;
+        sched.futile.by = t->woken_by;
+        sched.futile.broadcast = t->woken_at < 0;
+        sched.futile.slept = t->where;
+    }
     t->woke_from = -1;
     if (op == OP_WAKE && !t->harness && t->how == GO) {
         sched.wakeups++;
@@ -1103,6 +1109,7 @@ int kit_sched_cond_signal(pthread_cond_t *cond, bool all, void *where)
     for (int i = first; i < last; i++) {
         waiters[i]->woken = true;
         waiters[i]->woken_at = all ? -1 : sched.nsteps; /* a broadcast's wake-up is no one's alone */
+        waiters[i]->woken_by = where;
     }
     sched_changes_signalled(me->id, obj);
     me->how = GO;

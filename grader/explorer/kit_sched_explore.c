@@ -306,6 +306,7 @@ static void reset_schedule(void)
     sched.spurious_left = sched.options.spurious;
     sched.points = 0;
     sched.wakeups = sched.futile_wakeups = 0;
+    sched.futile.thread = -1;
     sched.nsteps = 0;
     sched.ndecisions = 0;
     sched.failed = false;

@@ -116,6 +116,7 @@ struct sched_thread {
     int obj, obj2, target;            /* the objects (or thread) of that operation */
     bool woken;                       /* WAITING: a signal chose it */
     long woken_at;                    /* WAITING and woken: the steps recorded before that signal (-1: a broadcast) */
+    void *woken_by;                   /* ... and where that signal or broadcast was made */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     int64_t deadline;                 /* virtual ns, or -1 */
     void *where;                      /* the call's return address */
@@ -202,6 +203,12 @@ struct sched_world {
     int spurious_left;
     long points;                      /* switch points passed */
     long wakeups, futile_wakeups;     /* wake-ups in the code under test; those that slept again at once */
+    struct {                          /* the schedule's last futile wake-up (thread -1: none) */
+        int thread, cond;             /* who woke for nothing, from which condition variable */
+        void *by;                     /* the signal or broadcast that woke it */
+        bool broadcast;
+        void *slept;                  /* where it slept again */
+    } futile;
     struct sched_step *steps;         /* options.max_steps */
     long nsteps;
     struct sched_decision *decisions; /* 2 * options.max_steps */

@@ -2205,6 +2205,36 @@ static void explain_unlooked(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* A failed check about futile wake-ups ("... futile wake-up ..." in its
+ * words, as the tests of chapters 02 and 08 that count them say), on a
+ * schedule that had one: "why: the last futile wake-up: writer-2 was woken
+ * by the broadcast at rwl.c:289 in rwl_write_unlock ..." - the wake-up
+ * that should have woken fewer is the line to change. */
+static void explain_futile(bool scheduled)
+{
+    if (sched.deadlocked || strstr(sched.message, "\n  why: ") || !strstr(sched.message, "futile wake-up") ||
+        sched.futile.thread < 0 || sched.futile.thread >= sched.nthreads)
+        return;
+    nplaces = 0;
+    want_place(sched.futile.by);
+    want_place(sched.futile.slept);
+    resolve_places();
+    if (!students_code(sched.futile.by))
+        return;
+    char why[1200], cond[64], by[460], slept[460];
+    kit_text_t x = { why, sizeof why, 0 };
+    where_text(sched.futile.by, by, sizeof by);
+    where_text(sched.futile.slept, slept, sizeof slept);
+    object_name(sched.futile.cond, cond, sizeof cond);
+    kit_text_put(&x, "why: the last futile wake-up: %s was woken from %s by the %s at %s, found nothing to do and "
+                 "slept again at %s - %s", sched.threads[sched.futile.thread]->name, cond,
+                 sched.futile.broadcast ? "broadcast" : "signal", by, slept,
+                 sched.futile.broadcast ? "a broadcast wakes every sleeper: where one of them can go on, signal one"
+                                        : "a signal should go to a thread that can go on (a condition variable of "
+                                          "its own for each kind of sleeper)");
+    insert_why(why, scheduled);
+}
+
 /* A split section's places, each the student's line: the place itself, or
  * the student's call that led into an earlier chapter's code there. */
 struct split_lines {
@@ -2508,6 +2538,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_hang(scheduled);
     explain_stall(scheduled);
     explain_unlooked(scheduled);
+    explain_futile(scheduled);
     explain_split(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);

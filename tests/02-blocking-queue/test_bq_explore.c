@@ -311,8 +311,9 @@ static void check_no_futile_wakeup(long before, const char *change, const char *
 {
     long futile = kit_sched_futile_wakeups() - before;
     kit_explore_check(futile == 0,
-                      "%s woke %ld sleeping %s, and %ld of them found nothing to do and slept again: with only %s "
-                      "asleep, it must wake one of them (bq.h: only the side that can now proceed)",
+                      "%s woke %ld sleeping %s, and %ld of them found nothing to do and slept again (a futile "
+                      "wake-up): with only %s asleep, it must wake one of them (bq.h: only the side that can now "
+                      "proceed)",
                       change, futile + 1, sleepers, futile, sleepers);
 }
 

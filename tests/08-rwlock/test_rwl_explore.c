@@ -282,9 +282,9 @@ static void check_writers_woken_alone(long before, const char *change)
 {
     long futile = kit_sched_futile_wakeups() - before;
     kit_explore_check(futile == 0,
-                      "%s and the writers' own unlocks woke sleeping writers %ld time%s for nothing - each found "
-                      "the lock taken and slept again: with only writers asleep, an unlock wakes one writer, the "
-                      "one that can go in (rwl.h: a writer is woken alone)",
+                      "%s and the writers' own unlocks woke sleeping writers %ld time%s for nothing (a futile "
+                      "wake-up: each found the lock taken and slept again): with only writers asleep, an unlock "
+                      "wakes one writer, the one that can go in (rwl.h: a writer is woken alone)",
                       change, futile, futile == 1 ? "" : "s");
 }
 
