@@ -596,7 +596,8 @@ bool scenario_check_quiet(struct run *r, kit_text_t *t)
         return false;
     if (search_history(r, &k))
         return true;
-    char state[600] = "";
+    char state[600];
+    state[0] = '\0';
     unsigned char after[STATE_MAX];
     if (k.lost_call >= 0) { /* every call that returned fits an order: a sleeper was forgotten */
         int returned_calls = 0;

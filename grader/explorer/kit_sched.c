@@ -332,7 +332,8 @@ static void take_mutex(int obj, int thread)
 {
     if (sched.threads[thread]->holding == 0)
         sched_changes_section(thread);
-    sched_split_taken(thread, obj, sched.threads[thread]->where, sched.threads[thread]->holding == 0);
+    if (sched_notes.paths) /* (a report's run: kit_sched_split.c) */
+        sched_split_taken(thread, obj, sched.threads[thread]->where, sched.threads[thread]->holding == 0);
     sched.threads[thread]->holding++;
     sched.objects[obj].owner = thread;
     sched.objects[obj].times_held = 1;
@@ -513,7 +514,7 @@ static void let_go(struct sched_thread *t, enum sched_how how)
         if (!t->harness)
             sched_changes_woke(t->id, t->obj2, t->where); /* the way out of the wait, in a report */
         if (how == SPURIOUS && !t->harness)
-            sched_recheck_woke(t->id, t->obj, t->where); /* does it look again at what it waits for? */
+            sched_recheck_woke(t->id, t->obj, t->where); /* does it look again at what it waits for? (a report's run) */
         if (how == SPURIOUS)
             sched.spurious_left--;
         t->left_wait = how;
@@ -940,7 +941,8 @@ static int mutex_lock(pthread_mutex_t *mutex, const struct timespec *deadline, v
         at(me, RUNNABLE, OP_LOCK, obj, where);
         return relock(obj, kind);
     }
-    sched_split_locking(me->id, where);
+    if (sched_notes.paths)
+        sched_split_locking(me->id, where);
     at(me, LOCKING, OP_LOCK, obj, where);
     me->deadline = deadline ? deadline_on(deadline, CLOCK_REALTIME, "locking M%d with pthread_mutex_timedlock",
                                           sched.objects[obj].serial)
@@ -960,7 +962,8 @@ static int mutex_trylock(pthread_mutex_t *mutex, void *where)
 {
     int kind = kind_of(mutex, where);
     int obj = object_of(mutex, 'M');
-    sched_split_locking(me->id, where);
+    if (sched_notes.paths)
+        sched_split_locking(me->id, where);
     at(me, RUNNABLE, OP_TRYLOCK, obj, where);
     switch_point();
     if (kind == PTHREAD_MUTEX_RECURSIVE && sched.objects[obj].owner == me->id) {
@@ -1001,8 +1004,10 @@ int kit_sched_mutex_unlock(pthread_mutex_t *mutex, void *where)
     me->holding--;
     sched_memory_release(me->id, obj);
     sched_changes_let_go(me->id, obj, where, -1);
-    sched_split_let_go(me->id, obj, where, me->holding == 0, false);
-    sched_recheck_let_go(me->id, where);
+    if (sched_notes.paths) { /* (a report's run: kit_sched_split.c, kit_sched_recheck.c) */
+        sched_split_let_go(me->id, obj, where, me->holding == 0, false);
+        sched_recheck_let_go(me->id, where);
+    }
     me->how = GO;
     record_step(me, OP_UNLOCK, obj, -1);
     switch_point();
@@ -1064,8 +1069,10 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
     me->holding--;
     sched_memory_release(me->id, lock);
     sched_changes_let_go(me->id, lock, where, obj);
-    sched_split_let_go(me->id, lock, where, me->holding == 0, true);
-    sched_recheck_let_go(me->id, where);
+    if (sched_notes.paths) {
+        sched_split_let_go(me->id, lock, where, me->holding == 0, true);
+        sched_recheck_let_go(me->id, where);
+    }
     sched_changes_wait(me->id);
     record_step(me, OP_WAIT, obj, lock);
     switch_point();

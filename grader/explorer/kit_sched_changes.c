@@ -174,6 +174,7 @@ void sched_changes_thread_begins(int thread)
     running_wait[thread].open = false;
     kept_wait[thread].nplaces = 0;
     sched_split_thread_begins(thread);
+    sched_recheck_thread_begins(thread);
 }
 
 /* Add @p where to a path's places[from..*n), once, while it has fewer than @p most. */
@@ -235,6 +236,16 @@ int sched_changes_callers(const struct sched_change *change, void **out)
         return 0;
     memcpy(out, callers_of[change->seq % WRITES].sites, sizeof callers_of[0].sites);
     return callers_of[change->seq % WRITES].n;
+}
+
+void sched_changes_followed(int thread, const void *addr, unsigned size, bool write, void *where)
+{
+    sched_changes_on_path(thread, where, write);
+    if (!sched_notes.paths)
+        return;
+    sched_split_access(thread, addr, size, write, where);
+    if (!write)
+        sched_recheck_read(thread, addr, size);
 }
 
 void sched_changes_on_path(int thread, void *where, bool write)

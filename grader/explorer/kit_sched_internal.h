@@ -116,7 +116,6 @@ struct sched_thread {
     int obj, obj2, target;            /* the objects (or thread) of that operation */
     bool woken;                       /* WAITING: a signal chose it */
     long woken_at;                    /* WAITING and woken: the steps recorded before that signal (-1: a broadcast) */
-    void *woken_by;                   /* ... and where that signal or broadcast was made */
     bool harness;                     /* WAITING in a gate or latch of the tests, not in the code under test */
     int64_t deadline;                 /* virtual ns, or -1 */
     void *where;                      /* the call's return address */
@@ -128,6 +127,7 @@ struct sched_thread {
     int woke_from;                    /* the condition it last woke from, until its next step; else -1 */
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
+    void *woken_by;                   /* WAITING and woken: where that signal or broadcast was made */
     /* The thread: */
     char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */
     bool renamed;                     /* its name changed since it was copied (pthread_setname_np, kit_thread.c) */
@@ -203,12 +203,6 @@ struct sched_world {
     int spurious_left;
     long points;                      /* switch points passed */
     long wakeups, futile_wakeups;     /* wake-ups in the code under test; those that slept again at once */
-    struct {                          /* the schedule's last futile wake-up (thread -1: none) */
-        int thread, cond;             /* who woke for nothing, from which condition variable */
-        void *by;                     /* the signal or broadcast that woke it */
-        bool broadcast;
-        void *slept;                  /* where it slept again */
-    } futile;
     struct sched_step *steps;         /* options.max_steps */
     long nsteps;
     struct sched_decision *decisions; /* 2 * options.max_steps */
@@ -232,6 +226,12 @@ struct sched_world {
     long pct_change[8];               /* PCT: points where the running thread drops */
     int pct_depth;
     long pct_length;                  /* PCT: longest schedule seen, in points */
+    struct {                          /* the schedule's last futile wake-up (thread -1: none) */
+        int thread, cond;             /* who woke for nothing, from which condition variable */
+        void *by;                     /* the signal or broadcast that woke it */
+        bool broadcast;
+        void *slept;                  /* where it slept again */
+    } futile;
 };
 
 extern struct sched_world sched;
@@ -490,6 +490,7 @@ struct sched_unlooked {
     long step;    /* steps recorded before it woke */
 };
 void sched_recheck_begin(void);
+void sched_recheck_thread_begins(int thread);
 /* @p thread's wait on @p cond at @p where returned spuriously. */
 void sched_recheck_woke(int thread, int cond, void *where);
 /* The running @p thread's load (paths followed). */
@@ -500,6 +501,12 @@ void sched_recheck_let_go(int thread, void *where);
 bool sched_recheck_found(struct sched_unlooked *out);
 /* What @p thread's last wait's section read, at most @p most; their number. */
 int sched_changes_wait_reads(int thread, struct sched_span *out, int most);
+
+/* A load or store while a time-out's path or a report's paths are followed
+ * (out of line: a passing schedule's notes stay one test and two stores):
+ * sched_changes_on_path, and the report's split sections and waits not
+ * looked at again. */
+void sched_changes_followed(int thread, const void *addr, unsigned size, bool write, void *where);
 
 /* Whether thread's note of a load (or a store) is plain: a thread with
  * notes, no path to follow, room for one more pending write. */
@@ -534,11 +541,7 @@ static inline void sched_changes_read(int thread, const void *addr, unsigned siz
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
     if (sched_notes.open > 0 || sched_notes.paths)
-        sched_changes_on_path(thread, where, false);
-    if (sched_notes.paths) {
-        sched_split_access(thread, addr, size, false, where);
-        sched_recheck_read(thread, addr, size);
-    }
+        sched_changes_followed(thread, addr, size, false, where);
     sched_changes_note(thread, addr, size, false, where);
 }
 
@@ -548,9 +551,7 @@ static inline void sched_changes_write(int thread, const void *addr, unsigned si
     if (thread < 0 || thread >= SCHED_MAX_THREADS || size == 0)
         return;
     if (sched_notes.open > 0 || sched_notes.paths)
-        sched_changes_on_path(thread, where, true);
-    if (sched_notes.paths)
-        sched_split_access(thread, addr, size, true, where);
+        sched_changes_followed(thread, addr, size, true, where);
     if (sched_notes.section[thread].npending == SCHED_NOTE_PENDING)
         sched_changes_apply(thread);
     sched_changes_note(thread, addr, size, true, where);

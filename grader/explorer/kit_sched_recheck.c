@@ -33,8 +33,12 @@ static bool any_found;
 void sched_recheck_begin(void)
 {
     any_found = false;
-    for (int i = 0; i < SCHED_MAX_THREADS; i++)
-        threads[i].open = false;
+}
+
+void sched_recheck_thread_begins(int thread)
+{
+    if (thread >= 0 && thread < SCHED_MAX_THREADS)
+        threads[thread].open = false;
 }
 
 void sched_recheck_woke(int thread, int cond, void *where)

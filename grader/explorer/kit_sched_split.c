@@ -106,10 +106,15 @@ void sched_split_begin(void)
 
 void sched_split_thread_begins(int thread)
 {
-    if (thread >= 0 && thread < SCHED_MAX_THREADS) {
-        gap_closes(thread);
-        threads[thread] = (struct split_thread){ .before_call = -1 };
-    }
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    gap_closes(thread);
+    struct split_thread *t = &threads[thread]; /* (the fields a section begins from: every schedule pays this) */
+    t->open = t->in_gap = t->retaken = t->again = t->going_on = false;
+    t->nnow = t->nbefore = t->narmed = t->nheld = t->between = 0;
+    t->before_call = -1;
+    t->seen.read.where = NULL;
+    t->locking.where = NULL;
 }
 
 void sched_split_taken(int thread, int mutex, void *where, bool first)
