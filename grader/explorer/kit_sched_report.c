@@ -240,8 +240,9 @@ const char *sched_place_of(void *addr)
 
 /* The functions an optimised build inlined around @p addr, each with the
  * line it was inlined at - "future_is_done (future.c:151)" for a helper
- * that future_is_done called - outermost last, as addr2line -i lists them. */
-static void inlined_callers(void *addr, kit_text_t *t, int most)
+ * that future_is_done called, or with @p place_first "future.c:151 in
+ * future_is_done" - outermost last, as addr2line -i lists them. */
+static void inlined_frames(void *addr, kit_text_t *t, int most, bool place_first)
 {
     char exe[512];
     uintptr_t bias = sched_load_bias();
@@ -259,12 +260,29 @@ static void inlined_callers(void *addr, kit_text_t *t, int most)
         function[strcspn(function, "\n")] = '\0';
         short_place(line, place, sizeof place);
         /* a function split in parts names itself again */
-        if (placed && strcmp(function, previous) != 0 && named++ < most)
-            kit_text_put(t, "%s%s (%s)", t->at ? " <- " : ", called from ", function, place);
+        if (placed && strcmp(function, previous) != 0 && named++ < most) {
+            const char *joint = t->at ? " <- " : ", called from ";
+            if (place_first)
+                kit_text_put(t, "%s%s in %s", joint, place, function);
+            else
+                kit_text_put(t, "%s%s (%s)", joint, function, place);
+        }
         placed = placed || !system_header(line);
         snprintf(previous, sizeof previous, "%s", function);
     }
     end_tool(pipe);
+}
+
+static void inlined_callers(void *addr, kit_text_t *t, int most)
+{
+    inlined_frames(addr, t, most, false);
+}
+
+void kit_describe_inlined_calls(void *pc, char *out, size_t size)
+{
+    kit_text_t text = { out, size, 0 };
+    out[0] = '\0';
+    inlined_frames(pc, &text, 3, true);
 }
 
 /* One of the race's two accesses: "a write by producer-0 at msgq.c:57 (msgq_put)", and for the
@@ -1827,6 +1845,9 @@ static void print_threads_and_steps(const char *tag, long first)
     }
     if (sched.nthreads > sched.nlive)
         fprintf(stderr, "%s   (and %d thread(s) that have ended)\n", tag, sched.nthreads - sched.nlive);
+    if (sched.nsteps >= sched.options.max_steps) /* a long scheduled test went on past its record (kit_sched.c) */
+        fprintf(stderr, "%s (this schedule went on past its first %ld steps: the steps after those were not kept)\n",
+                tag, sched.options.max_steps);
     fprintf(stderr, "%s The last %ld of %ld steps%s:\n", tag, sched.nsteps - first, sched.nsteps,
             first > 0 ? " (KIT_STEPS=all lists every one)" : "");
     for (long i = first; i < sched.nsteps; i++) {

@@ -412,9 +412,8 @@ static void read_integrity(struct test_case *test, const char *log)
 }
 
 /* Why a test that ran out of time had left its one schedule, as its log
- * says - often the clue ("more than 300000 switch points in one run": a
- * loop that never ends, such as a wait whose deadline moves at every
- * wake-up) - or "". */
+ * says - often the clue (code the scheduler cannot follow, such as a spin on
+ * a flag with no wait in it) - or "". */
 static const char *schedule_note(const char *log, char *out, size_t size)
 {
     static const char marker[] = "[ schedule ] on real threads, because on its schedule: ";
