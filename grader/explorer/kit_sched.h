@@ -275,6 +275,9 @@ void kit_sched_woke_early(void);
 bool kit_sched_clock_note(char *out, size_t size);
 /* "bq.c:40 in bq_create" for each of @p n return addresses (addr2line). */
 void kit_describe_places(void *const *pcs, int n, char (*out)[160]);
+/* ", called from keyed.c:178 in run_lane": the calls an optimised build
+ * inlined at return address @p pc (its place names the innermost), or "". */
+void kit_describe_inlined_calls(void *pc, char *out, size_t size);
 /* ", called from wait_for (future.c:256)": the function the compiler inlined the code at @p pc
  * into, and the line of that call; "" if it was not inlined. */
 void kit_describe_caller(void *pc, char *out, size_t size);
@@ -340,6 +343,10 @@ void kit_sched_guard(const void *block, size_t size, void *where);
 /* Who freed the block that holds @p addr on this schedule, and where, in
  * words ("main at bq.c:310 in bq_destroy"); false if none did. */
 bool kit_sched_who_freed(const void *addr, char *out, size_t size);
+/* "keyed.c:400 in keyed_active_keys, called from keyed.c:178 in run_lane":
+ * the calling thread's call at @p where and the calls of the code under test
+ * that led to it, up to the kit's plumbing. */
+void kit_sched_call_chain(void *where, char *out, size_t size);
 /* The schedule under way, as a number that changes from one to the next;
  * 0 off a schedule. */
 unsigned long kit_sched_schedule(void);

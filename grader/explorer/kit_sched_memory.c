@@ -462,8 +462,11 @@ static _Thread_local int call_depth;           /* calls of the code under test n
 static _Thread_local kit_code_call_t call_now;      /* the outermost one, while it runs */
 static _Thread_local kit_code_call_t call_last;     /* the last outermost one that returned */
 static _Thread_local bool call_returned;       /* whether call_last holds one */
-#define CALL_SITES 8
-static _Thread_local void *call_sites[CALL_SITES]; /* where each open call was made from, outermost first */
+#define CALL_SITES 8 /* (a power of two) */
+/* Where the innermost CALL_SITES open calls were made from, a ring indexed by
+ * depth: deep in a worker (the pool's thread, its task, the task's helpers)
+ * the calls that tell a student most are the innermost. */
+static _Thread_local void *call_sites[CALL_SITES];
 static _Thread_local long call_serial;         /* the outermost calls begun, the open one's number */
 
 static _Thread_local void *api_site;   /* kit_sched_api_site's place (NULL: none to name) */
@@ -481,8 +484,7 @@ void sched_call_entered(void *site, void *function)
         site = api_site;
         api_site_set = false;
     }
-    if (call_depth < CALL_SITES)
-        call_sites[call_depth] = site;
+    call_sites[call_depth & (CALL_SITES - 1)] = site;
     if (call_depth++ == 0) {
         call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
         call_serial++;
@@ -499,8 +501,9 @@ long sched_memory_call_serial(void)
 static int open_call_sites(void **out, int most)
 {
     int n = 0;
-    for (int depth = (call_depth < CALL_SITES ? call_depth : CALL_SITES) - 1; depth >= 0 && n < most; depth--)
-        out[n++] = call_sites[depth];
+    int outermost_kept = call_depth > CALL_SITES ? call_depth - CALL_SITES : 0;
+    for (int depth = call_depth - 1; depth >= outermost_kept && n < most; depth--)
+        out[n++] = call_sites[depth & (CALL_SITES - 1)];
     return n;
 }
 
@@ -979,11 +982,13 @@ static void describe_chain(kit_text_t *t, void *pc, void *const *callers, int nc
     pcs[n++] = pc;
     for (int i = 0; i < ncallers && i < RACE_CALLERS; i++)
         pcs[n++] = callers[i];
+    char inlined[480];
     kit_describe_places(pcs, n, places);
-    kit_text_put(t, "%s", places[0]);
+    kit_describe_inlined_calls(pc, inlined, sizeof inlined);
+    kit_text_put(t, "%s%s", places[0], inlined);
     for (int i = 1; i < n && !kit_plumbing(places[i]); i++)
         if (strcmp(places[i], "a place without a line") != 0 && strstr(places[i], ":? ") == NULL)
-            kit_text_put(t, "%s%s", i == 1 ? ", called from " : " <- ", places[i]);
+            kit_text_put(t, "%s%s", i == 1 && inlined[0] == '\0' ? ", called from " : " <- ", places[i]);
 }
 
 static void describe_free(kit_text_t *t, const struct freed_block *b)
@@ -1004,6 +1009,14 @@ bool kit_sched_who_freed(const void *addr, char *out, size_t size)
     kit_text_t t = { out, size, 0 };
     describe_free(&t, b);
     return true;
+}
+
+void kit_sched_call_chain(void *where, char *out, size_t size)
+{
+    void *callers[RACE_CALLERS];
+    int ncallers = tracked() ? open_call_sites(callers, RACE_CALLERS) : 0;
+    kit_text_t t = { out, size, 0 };
+    describe_chain(&t, where, callers, ncallers);
 }
 
 /* A memory error's first words: "WHAT: thread writes memory at place, called from ...". */
