@@ -945,6 +945,60 @@ static void test_future_get_finished_own_pool_wait_is_uncounted_once(void **stat
     kit_gate_destroy(&busy.gate);
 }
 
+/* A wait that ends because its future was cancelled is un-counted too: a
+ * cancelled future is finished (future.h). Pool of two, one worker busy: the
+ * other submits task C, publishes C's future and waits for it (counted as
+ * blocked); main cancels C, still queued behind the busy worker, and the
+ * wait ends with ECANCELED. Left counted, the pool believes a worker is
+ * blocked for ever, and a later wait on its own work gets a false EDEADLK
+ * while a worker could run it. Static: a task still running if the test
+ * fails must not write into a stack frame that is gone. */
+static struct cancelled_wait {
+    tpool_t *p;
+    kit_gate_t published; /* opened once c is set */
+    future_t *c;          /* the queued task's future, which the worker waits for */
+    int submit_err, get_err;
+} cancelled_wait;
+
+static void *wait_for_a_task_main_cancels(void *raw)
+{
+    (void)raw;
+    cancelled_wait.submit_err = tpool_submit(cancelled_wait.p, return_arg, dishes[3], &cancelled_wait.c);
+    kit_gate_open(&cancelled_wait.published);
+    if (cancelled_wait.submit_err == 0)
+        cancelled_wait.get_err = future_get(cancelled_wait.c, NULL);
+    future_release(cancelled_wait.c);
+    return NULL;
+}
+
+static void test_future_get_cancelled_own_pool_wait_is_uncounted(void **state)
+{
+    (void)state;
+    cancelled_wait = (struct cancelled_wait){ .p = make_pool_with(2, 8, bq_policy_block(), "cancel"), .get_err = -1 };
+    assert_ok(kit_gate_init(&cancelled_wait.published));
+    static struct gated_task busy;
+    future_t *running = start_gated(cancelled_wait.p, &busy, NULL);
+    await_running(&busy, "the task keeping one worker busy");
+    future_t *waiter = submit(cancelled_wait.p, wait_for_a_task_main_cancels, NULL);
+    kit_gate_wait(&cancelled_wait.published);
+    assert_ok(cancelled_wait.submit_err);
+    kit_await_waiting_threads(1, "a worker in future_get on a task queued behind a busy worker");
+    assert_code_or_say(future_cancel(cancelled_wait.c), 0, "future_cancel on a task still queued behind a busy worker");
+    assert_ok(future_get_timed(waiter, NULL, KIT_HANG_MS));
+    assert_code_or_say(cancelled_wait.get_err, ECANCELED,
+                       "a worker's future_get on a task of its own pool that main cancelled before it started");
+    kit_gate_open(&busy.gate);
+    assert_ok(future_get(running, NULL));
+    restaurant_starves_once(cancelled_wait.p, "after a worker's future_get on a task of its own pool was counted as "
+                                              "blocked and ended because main cancelled that task (a cancelled "
+                                              "future is finished: its waiters are un-counted, future.h): ");
+    future_release(waiter);
+    future_release(running);
+    tpool_destroy(cancelled_wait.p);
+    kit_gate_destroy(&busy.gate);
+    kit_gate_destroy(&cancelled_wait.published);
+}
+
 /* A chain in one pool of two: B runs on one worker; A, on the other, waits
  * for B's future - a task *running* on another worker of the pool, not
  * queued. Then B waits for a task C it queued in the same pool. Nobody is
@@ -1180,6 +1234,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_get_waits_while_another_worker_can_progress),
     cmocka_unit_test(test_future_get_timed_out_own_pool_wait_is_uncounted),
     cmocka_unit_test(test_future_get_finished_own_pool_wait_is_uncounted_once),
+    cmocka_unit_test(test_future_get_cancelled_own_pool_wait_is_uncounted),
     cmocka_unit_test(test_future_get_counts_a_wait_for_a_task_running_on_another_worker),
     cmocka_unit_test(test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool),
     cmocka_unit_test(test_future_split_pools_serve_every_order),
