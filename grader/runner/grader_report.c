@@ -222,11 +222,15 @@ void print_test_line(const struct test_case *test, bool show_points, const char 
  * THE RULE: of a chapter's lines that did not pass and name a command that
  * debugs them, the one closest to the cause, by these facts in turn:
  *  0. whether its words hold a diagnosis that names a line of the student's
- *     code - the explorer's "why:" (a lost wake-up's missing signal, a
- *     critical section split in two, a count raised too late), a race's
- *     access to change, a signal that woke the wrong sleeper, a wait that
- *     must loop: the cause itself, told, whatever its symptom was (not for
- *     a function not written yet);
+ *     code - the explorer's "why:" (a critical section split in two, a count
+ *     raised too late, a path that must undo a count), a race's access to
+ *     change, a signal that woke the wrong sleeper, a wait that must loop:
+ *     the cause itself, told, whatever its symptom was (not for a function
+ *     not written yet). A lost wake-up's story ("that change needs a signal
+ *     or broadcast") or a failed check's last write ranks below those: it
+ *     names the last change a sleeper or a check saw, which is only where
+ *     the cause showed when a count left wrong earlier or a wait that should
+ *     never have begun (a reader's second read lock) is the cause;
  *  1. what failed: a check of what the code returned or did, a crash or a
  *     race, before a hang (a deadlock, a lost wake-up, a time-out - also one
  *     in a teardown after the test's own checks passed), before a function
@@ -291,27 +295,41 @@ static bool names_student_line(const struct test_case *test)
     return false;
 }
 
-/* Whether a test's words tell the cause, not only its symptom, at a line
- * of the student's code - or name the bug's kind outright, a wait that
- * must loop (THE RULE, 0). */
-static bool diagnosed(const struct test_case *test)
+static bool says_any(const char *words, const char *const *phrases, size_t count)
 {
-    static const char *const marks[] = { "why: ", "the likely cause: ", "which woke another sleeper" };
-    if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
-        return false;
-    if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))
-        return true;
-    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-        if (strstr(test->detail, marks[i]))
-            return names_student_line(test);
+    for (size_t i = 0; i < count; i++)
+        if (strstr(words, phrases[i]))
+            return true;
     return false;
+}
+
+/* How surely a test's words tell the cause, not only its symptom, at a line
+ * of the student's code (THE RULE, 0): 2 the cause itself, or the bug's kind
+ * outright (a wait that must loop); 1 the last change a lost wake-up or a
+ * failed check saw, which may be only where the cause showed; 0 a symptom. */
+static int diagnosis(const struct test_case *test)
+{
+    static const char *const causes[] = { "the likely cause: ", "which woke another sleeper", "must undo it too",
+                                          " twice: it ", "came only after it" };
+    static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at" };
+    if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
+        return 0;
+    if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))
+        return 2;
+    if (!names_student_line(test))
+        return 0;
+    if (says_any(test->detail, causes, sizeof causes / sizeof causes[0]))
+        return 2;
+    if (!strstr(test->detail, "why: "))
+        return 0;
+    return says_any(test->detail, last_seen, sizeof last_seen / sizeof last_seen[0]) ? 1 : 2;
 }
 
 /* Whether line a is closer to the cause than line b (THE RULE, 0 to 4). */
 static bool closer_to_cause(const struct test_case *a, const struct test_case *b)
 {
-    if (diagnosed(a) != diagnosed(b))
-        return diagnosed(a);
+    if (diagnosis(a) != diagnosis(b))
+        return diagnosis(a) > diagnosis(b);
     if (failure_kind(a) != failure_kind(b))
         return failure_kind(a) < failure_kind(b);
     if (names_student_line(a) != names_student_line(b))
