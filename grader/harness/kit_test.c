@@ -379,7 +379,7 @@ int kit_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t 
 
 /* ---- assertions ---------------------------------------------------------- */
 
-static void say_where_the_value_came_from(const char *file, int line);
+static void say_where_the_value_came_from(const char *expr, const char *file, int line);
 
 void kit_assert_code(int got, int want, const char *expr, const char *file, int line)
 {
@@ -398,7 +398,7 @@ void kit_assert_code(int got, int want, const char *expr, const char *file, int 
     if (got == ENOSYS)
         kit_skip_caller_stack(); /* "not written yet" needs no stack */
     else
-        say_where_the_value_came_from(file, line);
+        say_where_the_value_came_from(expr, file, line);
     _fail(file, line);
 }
 
@@ -559,13 +559,33 @@ static int line_in_file(const char *place, const char *file)
     return atoi(place + length + 1);
 }
 
+/* Whether the check's words name another function of @p function's module
+ * ("msgq_put" where the last call was msgq_close): the value then came from
+ * that call, on another thread, not from the checking thread's last one. */
+static bool names_another_call(const char *words, const char *function)
+{
+    static const char identifier[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+    size_t prefix = strcspn(function, "_") + 1, length = strspn(function, identifier);
+    if (prefix > length)
+        return false; /* no module prefix ("msgq_") to look for */
+    for (const char *at = words; *at; at++) {
+        if (strncmp(at, function, prefix) != 0 || (at > words && strchr(identifier, at[-1]) != NULL && at[-1]))
+            continue;
+        size_t name = strspn(at, identifier);
+        if (name > prefix && (name != length || strncmp(at, function, length) != 0))
+            return true;
+    }
+    return false;
+}
+
 /* A failed check at file:line whose value came from a call into the student's
  * code on that line: name the function, and the last line of it that read or
  * wrote memory before it returned (where a wrong value is usually made). The
  * call must be on the check's line or just above it (a check written over a
- * few lines), or nothing is said: a guess that points the wrong way is worse
+ * few lines), and the check's words (@p expr) must not name another call of
+ * the module, or nothing is said: a guess that points the wrong way is worse
  * than none. */
-static void say_where_the_value_came_from(const char *file, int line)
+static void say_where_the_value_came_from(const char *expr, const char *file, int line)
 {
     kit_code_call_t call;
     if (!kit_last_call(&call) || call.touched == NULL)
@@ -575,7 +595,8 @@ static void say_where_the_value_came_from(const char *file, int line)
     kit_describe_places(pcs, 3, places);
     int call_line = line_in_file(places[0], file);
     const char *function = strstr(places[1], " in ");
-    if (call_line == 0 || call_line > line || call_line < line - 3 || function == NULL)
+    if (call_line == 0 || call_line > line || call_line < line - 3 || function == NULL ||
+        names_another_call(expr, function + 4))
         return;
     char touched[160];
     snprintf(touched, sizeof touched, "%.*s", (int)strcspn(places[2], " "), places[2]);
@@ -592,7 +613,7 @@ void kit_assert_truth(bool value, bool want, const char *expr, const char *file,
         print_error("this should hold, and does not: %s\n", expr);
     else
         print_error("this should not hold, and does: %s\n", expr);
-    say_where_the_value_came_from(file, line);
+    say_where_the_value_came_from(expr, file, line);
     _fail(file, line);
 }
 
@@ -604,7 +625,7 @@ void kit_assert_pointer(bool set, bool want_set, const char *expr, const char *f
         print_error("%s is NULL, expected a pointer\n", expr);
     else
         print_error("%s is a pointer, expected NULL\n", expr);
-    say_where_the_value_came_from(file, line);
+    say_where_the_value_came_from(expr, file, line);
     _fail(file, line);
 }
 
@@ -624,7 +645,7 @@ void kit_assert_values(LargestIntegralType a, LargestIntegralType b, bool want_e
         print_error("%s is one pointer, expected another (%s)\n", expr_a, expr_b);
     else
         print_error("%s is %s, expected %s\n", expr_a, got, expected);
-    say_where_the_value_came_from(file, line);
+    say_where_the_value_came_from(expr_a, file, line);
     _fail(file, line);
 }
 
