@@ -220,11 +220,13 @@ impl_objs = $(patsubst %.c,$(OUT)/obj/$(or $(2),impl)/$(1)/%.o,$(ch$(call number
 # reference, so that one unfinished chapter does not break the next: compiled
 # from solutions/ in the full kit, or taken already compiled from reference/
 # in the student kit (`make dist-student` ships the objects, not the source).
-# EARLIER=mine, or a kit that has neither, links the implementation's own.
+# EARLIER=mine, or a kit that has neither, links the implementation's own
+# (EARLIER=mine: of the chapters it has; one not handed out is the reference's).
 reference_dir = reference/$(if $(filter sched,$(1)),sched,$(if $(filter tsan asan,$(SAN)),$(SAN),plain))
 ref_objs = $(patsubst %.c,$(2)/$(1)/%.o,$(ch$(call number,$(1))_impl))
 used_objs = $(strip \
-  $(if $(or $(filter solutions,$(IMPL)),$(filter mine,$(EARLIER))),$(call impl_objs,$(1),$(2)), \
+  $(if $(or $(filter solutions,$(IMPL)),$(and $(filter mine,$(EARLIER)),$(wildcard $(IMPL)/$(1)))), \
+    $(call impl_objs,$(1),$(2)), \
   $(if $(wildcard solutions/$(1)),$(call ref_objs,$(1),$(COMMON)/ref$(if $(filter sched,$(2)),-sched)), \
   $(if $(wildcard $(call reference_dir,$(2))/$(1)),$(call ref_objs,$(1),$(call reference_dir,$(2))), \
   $(call impl_objs,$(1),$(2))))))
@@ -758,10 +760,11 @@ UNCONFINED ?=
 # admission (kit-admit stage); a file the submission lacks is the untouched stub.
 # GRADE_IMPL is where those files appear inside the confinement, and what
 # every message names: the student's own paths.
-# EARLIER=mine also stages the earlier chapters the graded ones build on:
-# their objects are then built from the submission's own files.
+# EARLIER=mine also stages the earlier chapters the graded ones build on
+# (those the kit hands out: it has their exercises): their objects are then
+# built from the submission's own files.
 stage_files = $(ch$(call number,$(1))_impl) $(notdir $(wildcard exercises/$(1)/*.h))
-STAGED = $(sort $(ACTIVE) $(if $(filter mine,$(EARLIER)),$(foreach c,$(ACTIVE),$(ch$(call number,$(c))_uses))))
+STAGED = $(sort $(ACTIVE) $(if $(filter mine,$(EARLIER)),$(foreach c,$(ACTIVE),$(foreach u,$(ch$(call number,$(c))_uses),$(if $(wildcard exercises/$(u)),$(u))))))
 STAGE_CHAPTERS = $(foreach c,$(STAGED),--chapter $(c) $(call stage_files,$(c)))
 # $(call stage_submission,report folder): stages what is graded there: the
 # exercises/ folder, or the SUBMISSION folder (whose own exercises/ admission
