@@ -513,7 +513,7 @@ static void let_go(struct sched_thread *t, enum sched_how how)
             sched_changes_timed_out(t->id, t->obj, t->obj2, t->where); /* where the time-out path leads */
         if (!t->harness)
             sched_changes_woke(t->id, t->obj2, t->where); /* the way out of the wait, in a report */
-        if (how == SPURIOUS && !t->harness)
+        if (how == SPURIOUS && !t->harness && sched_notes.paths)
             sched_recheck_woke(t->id, t->obj, t->where); /* does it look again at what it waits for? (a report's run) */
         if (how == SPURIOUS)
             sched.spurious_left--;

@@ -986,9 +986,20 @@ static void describe_chain(kit_text_t *t, void *pc, void *const *callers, int nc
     kit_describe_places(pcs, n, places);
     kit_describe_inlined_calls(pc, inlined, sizeof inlined);
     kit_text_put(t, "%s%s", places[0], inlined);
+    bool called = inlined[0] != '\0'; /* ", called from" said already */
     for (int i = 1; i < n && !kit_plumbing(places[i]); i++)
-        if (strcmp(places[i], "a place without a line") != 0 && strstr(places[i], ":? ") == NULL)
-            kit_text_put(t, "%s%s", i == 1 && inlined[0] == '\0' ? ", called from " : " <- ", places[i]);
+        if (strcmp(places[i], "a place without a line") != 0 && strstr(places[i], ":? ") == NULL) {
+            kit_text_put(t, "%s%s", called ? " <- " : ", called from ", places[i]);
+            called = true;
+        }
+}
+
+/* describe_chain of the running thread's access or call at @p pc. */
+static void describe_own_chain(kit_text_t *t, void *pc)
+{
+    void *callers[RACE_CALLERS];
+    int ncallers = tracked() ? open_call_sites(callers, RACE_CALLERS) : 0;
+    describe_chain(t, pc, callers, ncallers);
 }
 
 static void describe_free(kit_text_t *t, const struct freed_block *b)
@@ -1013,19 +1024,15 @@ bool kit_sched_who_freed(const void *addr, char *out, size_t size)
 
 void kit_sched_call_chain(void *where, char *out, size_t size)
 {
-    void *callers[RACE_CALLERS];
-    int ncallers = tracked() ? open_call_sites(callers, RACE_CALLERS) : 0;
     kit_text_t t = { out, size, 0 };
-    describe_chain(&t, where, callers, ncallers);
+    describe_own_chain(&t, where);
 }
 
 /* A memory error's first words: "WHAT: thread writes memory at place, called from ...". */
 static void access_words(kit_text_t *t, const char *what, const struct sched_thread *me, bool write, void *pc)
 {
-    void *callers[RACE_CALLERS];
-    int ncallers = open_call_sites(callers, RACE_CALLERS);
     kit_text_put(t, "%s: %s %s memory at ", what, me->name, write ? "writes" : "reads");
-    describe_chain(t, pc, callers, ncallers);
+    describe_own_chain(t, pc);
 }
 
 /* The bytes a freed block was allocated with, where this schedule allocated
@@ -1125,10 +1132,8 @@ static void double_free(const struct sched_thread *me, uintptr_t addr, void *pc)
 {
     static char text[2048];
     kit_text_t t = { text, sizeof text, 0 };
-    void *callers[RACE_CALLERS];
-    int ncallers = open_call_sites(callers, RACE_CALLERS);
     kit_text_put(&t, "DOUBLE FREE: %s frees at ", me->name);
-    describe_chain(&t, pc, callers, ncallers);
+    describe_own_chain(&t, pc);
     kit_text_put(&t, " a block that was freed already, on this schedule, by ");
     describe_free(&t, freed_block_at(addr));
     kit_text_put(&t, ". Each block is freed exactly once: when several threads share an object, the one that drops "

@@ -43,7 +43,7 @@ void sched_recheck_thread_begins(int thread)
 
 void sched_recheck_woke(int thread, int cond, void *where)
 {
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || !sched_notes.paths)
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
     struct after_spurious *t = &threads[thread];
     t->nreads = sched_changes_wait_reads(thread, t->reads, READS);

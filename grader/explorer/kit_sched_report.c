@@ -321,10 +321,6 @@ static bool students_code(void *pc)
            !kit_library(place);
 }
 
-/* Which of the race's two accesses to change: the one made with no mutex
- * held (the later one, if its thread held none; else the earlier, which
- * did not hold the mutex the later one held), the student's own code
- * before a test's or a reference's. */
 /* Whether the race's later access was made inside a call of a destroy
  * function (its own function's name, or a caller's, ends in "_destroy"):
  * the contract lets destroy touch the object alone - whoever else did so
@@ -341,6 +337,11 @@ static bool in_destroy(const struct sched_race *race)
     return false;
 }
 
+/* Which of the race's two accesses to change: the one made with no mutex
+ * held (the later one, if its thread held none; else the earlier, which
+ * did not hold the mutex the later one held), the student's own code
+ * before a test's or a reference's; the use, not the free or the destroy
+ * it raced with. */
 static int access_to_change(const struct sched_race *race)
 {
     if ((race->freeing || in_destroy(race)) && (students_code(race->pc[1]) || kit_library(place_of(race->pc[1]))))
@@ -1891,6 +1892,13 @@ static const struct sched_thread *stuck_sleeper(void)
     return best;
 }
 
+/* Whether the failure is told already: a deadlock's own story, or a "why:"
+ * an explainer before inserted - the explainers after it keep quiet. */
+static bool told_already(void)
+{
+    return sched.deadlocked || strstr(sched.message, "\n  why: ") != NULL;
+}
+
 /* The "why:" line after the failure message's first line (see explain_hang). */
 static void insert_why(const char *why, bool scheduled)
 {
@@ -1966,7 +1974,7 @@ static void explain_check(bool scheduled)
 {
     char field[64], code[100], there[160];
     struct sched_change changes[24];
-    if (!scheduled || sched.deadlocked || sched.failer < 0 || strstr(sched.message, "\n  why: ") ||
+    if (!scheduled || told_already() || sched.failer < 0 ||
         !checked_field(sched.message, field, sizeof field))
         return;
     int n = sched_changes_section_writers(sched.failer, changes, 24), found = -1;
@@ -2072,7 +2080,7 @@ static void explain_left_by_timeout(bool scheduled)
 {
     struct sched_change changes[24];
     void *path[AFTER_PLACES];
-    if (!scheduled || sched.deadlocked || sched.failer < 0 || strstr(sched.message, "\n  why: "))
+    if (!scheduled || told_already() || sched.failer < 0)
         return;
     int n = sched_changes_section_latest(sched.failer, changes, 24), which = -1;
     nplaces = 0;
@@ -2170,7 +2178,7 @@ static void explain_below_zero(bool scheduled)
 {
     struct sched_change change, before, after;
     char code[100], why[1800];
-    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+    if (told_already())
         return;
     nplaces = 0;
     for (int b = 0; sched_changes_below_zero(b, &change, &before, &after); b++) {
@@ -2205,7 +2213,7 @@ static void explain_below_zero(bool scheduled)
 static void explain_unlooked(bool scheduled)
 {
     struct sched_unlooked u;
-    if (sched.deadlocked || strstr(sched.message, "\n  why: ") || !sched_recheck_found(&u))
+    if (told_already() || !sched_recheck_found(&u))
         return;
     nplaces = 0;
     want_place(u.wait);
@@ -2233,7 +2241,7 @@ static void explain_unlooked(bool scheduled)
  * that should have woken fewer is the line to change. */
 static void explain_futile(bool scheduled)
 {
-    if (sched.deadlocked || strstr(sched.message, "\n  why: ") || !strstr(sched.message, "futile wake-up") ||
+    if (told_already() || !strstr(sched.message, "futile wake-up") ||
         sched.futile.thread < 0 || sched.futile.thread >= sched.nthreads)
         return;
     nplaces = 0;
@@ -2446,7 +2454,7 @@ static void explain_split(bool scheduled)
 {
     struct sched_split found[16];
     struct split_lines lines;
-    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+    if (told_already())
         return;
     int n = sched_split_found(found, 16);
     nplaces = 0;
@@ -2516,7 +2524,7 @@ static void explain_stall(bool scheduled)
     static struct sched_thread sleeper;
     int back = 0;
     long step = -1;
-    if (sched.deadlocked || strstr(sched.message, "\n  why: "))
+    if (told_already())
         return;
     nplaces = 0;
     for (int b = 0; b < STALLS_TOLD; b++)

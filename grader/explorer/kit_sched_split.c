@@ -8,7 +8,8 @@
  *        longer held when the second acted on it: a check-then-act race
  *        with every access under the mutex, which no race detector flags.
  *
- * Followed only while the paths are (sched_notes.paths: a failing
+ * Followed only while the paths are (sched_notes.paths, which every caller
+ * tests before it calls in, so that the calls cost nothing else: a failing
  * schedule run again for its report, and the runs reported anyway), so a
  * passing schedule pays nothing. kit_sched_report.c turns what is found
  * into the "why:" of a failure nothing else explained, naming the line
@@ -119,7 +120,7 @@ void sched_split_thread_begins(int thread)
 
 void sched_split_taken(int thread, int mutex, void *where, bool first)
 {
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || !sched_notes.paths)
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
     struct split_thread *t = &threads[thread];
     gap_closes(thread);
@@ -138,7 +139,7 @@ void sched_split_taken(int thread, int mutex, void *where, bool first)
 
 void sched_split_locking(int thread, void *where)
 {
-    if (thread >= 0 && thread < SCHED_MAX_THREADS && sched_notes.paths)
+    if (thread >= 0 && thread < SCHED_MAX_THREADS)
         threads[thread].locking = at_here(where);
 }
 
@@ -311,7 +312,7 @@ void sched_split_access(int thread, const void *addr, unsigned size, bool write,
 
 void sched_split_let_go(int thread, int mutex, void *where, bool last, bool wait)
 {
-    if (thread < 0 || thread >= SCHED_MAX_THREADS || !sched_notes.paths)
+    if (thread < 0 || thread >= SCHED_MAX_THREADS)
         return;
     struct split_thread *t = &threads[thread];
     t->narmed = 0;
