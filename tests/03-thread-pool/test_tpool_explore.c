@@ -297,11 +297,36 @@ static void keep_alive_exactly(void *ctx)
     kit_tally_destroy(&ran);
 }
 
+/* Two workers idle since the same instant reach their keep-alive together:
+ * each retirement is counted, however the two interleave (a count raised
+ * outside the lock loses one of them). */
+static void two_retire_together(void *ctx)
+{
+    (void)ctx;
+    kit_tally_t ran;
+    kit_tally_init(&ran);
+    tpool_t *p = make_pool(2, 100);
+    explore_ok(tpool_execute(p, count_task, &ran));
+    explore_ok(tpool_execute(p, count_task, &ran));
+    kit_tally_await(&ran, 2);
+    kit_sleep_ms(150); /* virtual: both idle past their 100 ms keep-alive */
+    tpool_stats_t stats = stats_of(p);
+    /* every worker started has retired: at least as many as were ever alive at once */
+    kit_explore_check(stats.threads == 0 && stats.retired >= stats.largest,
+                      "150 ms after their tasks, past a 100 ms keep-alive: %zu workers (expected 0), %zu retired, "
+                      "though %zu were alive at once (each retirement must be counted, under the pool's lock)",
+                      stats.threads, stats.retired, stats.largest);
+    tpool_destroy(p);
+    kit_tally_destroy(&ran);
+}
+
 static void test_tpool_explore_workers_retire_after_keep_alive(void **state)
 {
     (void)state;
     kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 600 };
     kit_explore(&options, keep_alive_exactly, NULL);
+    kit_explore_t together = { .strategy = "random:7", .schedules = 300 };
+    kit_explore(&together, two_retire_together, NULL);
 }
 
 static void shutdown_with_idle_workers(void *ctx)
