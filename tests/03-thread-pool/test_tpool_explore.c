@@ -325,8 +325,13 @@ static void test_tpool_explore_workers_retire_after_keep_alive(void **state)
     (void)state;
     kit_explore_t options = { .strategy = "dfs:2 random:5", .schedules = 600 };
     kit_explore(&options, keep_alive_exactly, NULL);
-    kit_explore_t together = { .strategy = "random:7", .schedules = 300 };
-    kit_explore(&together, two_retire_together, NULL);
+}
+
+static void test_tpool_explore_workers_retiring_together_are_all_counted(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "random:7", .schedules = 300 };
+    kit_explore(&options, two_retire_together, NULL);
 }
 
 static void shutdown_with_idle_workers(void *ctx)
@@ -429,6 +434,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tpool_explore_failed_task_keeps_its_worker),
     cmocka_unit_test(test_tpool_explore_stats_add_up_at_every_instant),
     cmocka_unit_test(test_tpool_explore_workers_retire_after_keep_alive),
+    cmocka_unit_test(test_tpool_explore_workers_retiring_together_are_all_counted),
     cmocka_unit_test(test_tpool_explore_shutdown_wakes_idle_workers),
     cmocka_unit_test(test_tpool_explore_termination_wakes_every_awaiter),
     cmocka_unit_test(test_tpool_explore_generated_scenarios),
