@@ -107,6 +107,12 @@ typedef struct kit_spec {
     void (*print_out)(const kit_call_t *call, char *text, size_t size);
     /** "the queue holds m1 and m2": the model's state, for a failure's message. */
     void (*print_state)(const void *state, char *text, size_t size);
+    /** Optional: for a call that never waits in @p state, whatever the others
+     *  do, the words that say why ("thread B reads already, ..."), and true; a
+     *  call still asleep there was never to begin its wait - its test let it
+     *  in wrongly, no wake-up was missed. False: it waits, or only should
+     *  have been woken. */
+    bool (*never_waits)(const void *state, const kit_call_t *call, char *text, size_t size);
     /** Optional: a check of the object itself once the scenario is quiet
      *  (every accepted task has run): NULL if it holds, else what is wrong. */
     const char *(*at_quiet)(void *object, const void *state);

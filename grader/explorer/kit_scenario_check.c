@@ -512,11 +512,31 @@ static void timeout_note(kit_text_t *t, const struct run *r, int timed, bool own
                      call);
 }
 
-static bool report_lost(struct run *r, struct check *k, const char *state, kit_text_t *t)
+/* A call still asleep that never was to wait (kit_spec_t.never_waits):
+ * "a wait that should not have begun", which explain_hang follows with the
+ * place of the wait and the call that began it. False if the spec does not
+ * say so of this call. */
+static bool report_never_waits(struct run *r, struct check *k, const void *model, kit_text_t *t)
+{
+    const kit_spec_t *spec = r->sc->spec;
+    const kit_call_t *c = &r->calls[k->lost_call];
+    char call[160], why[400];
+    if (spec->never_waits == NULL || !spec->never_waits(model, c, why, sizeof why))
+        return false;
+    spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
+    kit_text_put(t, "a wait that should not have begun: %s on thread %c still waits", call, thread_letter(c->thread));
+    describe_order(t, k);
+    kit_text_put(t, ", though %s.", why);
+    return true;
+}
+
+static bool report_lost(struct run *r, struct check *k, const char *state, const void *model, kit_text_t *t)
 {
     const kit_spec_t *spec = r->sc->spec;
     const kit_call_t *c = &r->calls[k->lost_call];
     char call[160];
+    if (report_never_waits(r, k, model, t))
+        return fail_check(r, k->lost_call, t);
     spec->print_call(c, spec->ops[c->op].name, call, sizeof call);
     bool told = given_up_text(t, r, gave_up_wakeup(r, k->lost_call));
     kit_text_put(t, "a lost wake-up: %s on thread %c still waits, though nothing else can move and %s", call,
@@ -612,7 +632,7 @@ bool scenario_check_quiet(struct run *r, kit_text_t *t)
     if (spec->print_state)
         spec->print_state(after, state, sizeof state);
     if (k.lost_call >= 0)
-        return report_lost(r, &k, state, t);
+        return report_lost(r, &k, state, after, t);
     return report_stuck(r, &k, state, t);
 }
 

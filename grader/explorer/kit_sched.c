@@ -1073,6 +1073,7 @@ int kit_sched_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, const stru
         switch_point();
     }
     at(me, WAITING, OP_WAIT, obj, where);
+    me->nwait_callers = sched_memory_call_sites(me->wait_callers, WAIT_CALLERS); /* a sleeper's story names them */
     me->obj2 = lock;
     me->deadline = deadline ? wait_deadline(cond, obj, deadline, clock) : -1;
     me->woken = false;

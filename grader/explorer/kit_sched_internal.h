@@ -108,6 +108,10 @@ struct sched_specific {
     void *value;
 };
 
+/* The calls a sleeper's story names beyond the wait's own function and
+ * those inlined into it: one, the call that decided to wait, most often. */
+#define WAIT_CALLERS 1
+
 struct sched_thread {
     int id;                           /* creation order in the schedule, 0 = the body */
     /* The model, changed only by the running thread (first: read at every switch point): */
@@ -128,6 +132,8 @@ struct sched_thread {
     uint64_t priority;                /* PCT */
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *woken_by;                   /* WAITING and woken: where that signal or broadcast was made */
+    void *wait_callers[WAIT_CALLERS]; /* WAITING: where its innermost open calls were made from */
+    int nwait_callers;                /* ... how many are known */
     /* The thread: */
     char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */
     bool renamed;                     /* its name changed since it was copied (pthread_setname_np, kit_thread.c) */

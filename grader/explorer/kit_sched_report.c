@@ -311,14 +311,26 @@ static bool kit_library(const struct place *place)
     return place && (strstr(place->path, "/lib/runtime/") != NULL || strstr(place->path, "/lib/program/") != NULL);
 }
 
+/* Whether a place is the tests': a test_*.c, or any file of a chapter's
+ * folder of tests (tests/06-keyed-executor/keyed_scenarios.c, which calls
+ * the code under test for a scenario). */
+static bool tests_file(const struct place *place)
+{
+    if (strncmp(place->text, "test_", 5) == 0)
+        return true;
+    for (const char *at = strstr(place->path, "/tests/"); at; at = strstr(at + 1, "/tests/"))
+        if (isdigit((unsigned char)at[7]) && isdigit((unsigned char)at[8]) && at[9] == '-')
+            return true;
+    return false;
+}
+
 /* Whether the code at @p pc is the student's: a line of it known, not a test's, not an earlier chapter's
  * reference, not the kit's library. */
 static bool students_code(void *pc)
 {
     const struct place *place = place_of(pc);
-    return place && strcmp(place->text, "?") != 0 && strstr(place->text, ":?") == NULL &&
-           strncmp(place->text, "test_", 5) != 0 && strstr(place->text, "(reference)") == NULL &&
-           !kit_library(place);
+    return place && strcmp(place->text, "?") != 0 && strstr(place->text, ":?") == NULL && !tests_file(place) &&
+           strstr(place->text, "(reference)") == NULL && !kit_library(place);
 }
 
 /* Whether the race's later access was made inside a call of a destroy
@@ -1221,7 +1233,7 @@ static void name_later_section(kit_text_t *x, const struct sched_thread *t, cons
         long end = section_end(held[h], step->op == OP_WAKE ? step->other : step->obj);
         struct sched_change last;
         if (step->thread == rival || !sched_changes_last_in(step->thread, held[h] + 1, end, &last) ||
-            !students_code(last.where))
+            !(students_code(last.where) || students_call(&last)))
             continue;
         section_text(held[h], there, sizeof there);
         kit_text_put(x, "; after that %s held %s at %s (step %ld)", sched.threads[step->thread]->name,
@@ -1296,6 +1308,23 @@ static void name_other_signal(kit_text_t *x, const struct sched_thread *t, const
     }
 }
 
+/* Where sleeper t waits, with the calls that led there: "rwl.c:157 in
+ * wait_to_read_locked, called from read_lock (rwl.c:200)". The caller
+ * often holds the test that sent it to sleep, where a wait that should not
+ * have begun is mended. */
+static void sleeper_place(const struct sched_thread *t, char *out, size_t size)
+{
+    where_text(t->where, out, size);
+    if (strchr(out, ':') == NULL)
+        return; /* no line to follow */
+    kit_text_t calls = { out + strlen(out), size - strlen(out), 0 };
+    inlined_callers(t->where, &calls, 1);
+    bool caller_known = t->state == WAITING && t->nwait_callers > 0 && students_code(t->wait_callers[0]);
+    if (calls.at == 0 && caller_known) { /* called, not inlined: the call, if it was the student's */
+        const struct place *site = place_of(t->wait_callers[0]);
+        kit_text_put(&calls, ", called from %s (%s)", site->function, site->text);
+    }
+}
 /* Why sleeper t on object t->obj was not woken, naming the line to change:
  * the change after which nobody signalled (unsignalled_change), or that it
  * was changed before it slept and never undone; or the signal since it
@@ -1303,8 +1332,8 @@ static void name_other_signal(kit_text_t *x, const struct sched_thread *t, const
  * mutex since (the places of their writes unknown). */
 static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
 {
-    char a[NAME_CHARS], b[NAME_CHARS], here[160], there[160];
-    where_text(t->where, here, sizeof here);
+    char a[NAME_CHARS], b[NAME_CHARS], here[480], there[160];
+    sleeper_place(t, here, sizeof here);
     const char *object = object_name(t->obj, a, sizeof a);
     long since = began_waiting(t), section;
     kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
@@ -1344,6 +1373,8 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
 static void want_sleeper_places(const struct sched_thread *t)
 {
     want_place(t->where);
+    for (int i = 0; t->state == WAITING && i < t->nwait_callers; i++)
+        want_place(t->wait_callers[i]);
     if (t->state != WAITING && t->state != SEMAPHORE)
         return;
     long wake = last_wake_of(t->obj);
@@ -1892,6 +1923,35 @@ static const struct sched_thread *stuck_sleeper(void)
     return best;
 }
 
+/* The sleeper a scenario's "a wait that should not have begun: ... on
+ * thread B still waits" names, or NULL. */
+static const struct sched_thread *named_sleeper(void)
+{
+    const char *at = strstr(sched.message, " on thread ");
+    if (at == NULL)
+        return NULL;
+    at += strlen(" on thread ");
+    size_t length = strcspn(at, " ");
+    for (int i = 0; i < sched.nlive; i++) {
+        const struct sched_thread *t = sched.threads[sched.live[i]];
+        if (t->state == WAITING && strlen(t->name) == length && strncmp(t->name, at, length) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* "B began to wait on l->readers_may_go at rwl.c:157 in
+ * wait_to_read_locked, called from read_lock (rwl.c:200) (step 24)": a wait
+ * the header says never begins for this call, named with the calls that led
+ * to it - where the condition that let it begin is. */
+static void explain_needless_wait(kit_text_t *x, const struct sched_thread *t)
+{
+    char a[NAME_CHARS], here[480];
+    sleeper_place(t, here, sizeof here);
+    kit_text_put(x, "%s began to wait on %s at %s (step %ld): the condition that sent it to sleep there must let "
+                 "this call through at once", t->name, object_name(t->obj, a, sizeof a), here, began_waiting(t) + 1);
+}
+
 /* Whether the failure is told already: a deadlock's own story, or a "why:"
  * an explainer before inserted - the explainers after it keep quiet. */
 static bool told_already(void)
@@ -1918,9 +1978,11 @@ static void insert_why(const char *why, bool scheduled)
  * own beside it, so the failure's first words hold it too. */
 static void explain_hang(bool scheduled)
 {
-    if (sched.deadlocked || (!strstr(sched.message, "still blocked after") && !strstr(sched.message, "lost wake-up")))
+    bool needless = strstr(sched.message, "a wait that should not have begun") != NULL;
+    if (sched.deadlocked ||
+        (!needless && !strstr(sched.message, "still blocked after") && !strstr(sched.message, "lost wake-up")))
         return;
-    const struct sched_thread *sleeper = stuck_sleeper();
+    const struct sched_thread *sleeper = needless ? named_sleeper() : stuck_sleeper();
     if (sleeper == NULL)
         return;
     nplaces = 0;
@@ -1929,7 +1991,10 @@ static void explain_hang(bool scheduled)
     char why[1400];
     kit_text_t x = { why, sizeof why, 0 };
     kit_text_put(&x, "why: ");
-    explain_sleeper(&x, sleeper);
+    if (needless)
+        explain_needless_wait(&x, sleeper);
+    else
+        explain_sleeper(&x, sleeper);
     insert_why(why, scheduled);
 }
 

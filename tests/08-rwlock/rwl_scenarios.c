@@ -305,6 +305,31 @@ static void print_state(const void *state, char *text, size_t size)
                  m->asleep_writers == 1 ? " is" : "s are");
 }
 
+/* A lock call of a thread that holds the lock already never waits: a read
+ * goes in at once (a writer waiting waits for this very thread), a write is
+ * refused. A call of such a thread still asleep began a wait it never
+ * should have: the words for the check's message. */
+static bool holder_never_waits(const void *state, const kit_call_t *call, char *text, size_t size)
+{
+    const struct lock_model *m = state;
+    bool locks = call->op == READ || call->op == READ_TIMED || call->op == WRITE || call->op == WRITE_TIMED;
+    if (!locks || !holds_any(m, call->thread))
+        return false;
+    char self = (char)('A' + call->thread - 1);
+    if (m->writer == call->thread + 1)
+        snprintf(text, size, "%c holds the write lock: the header refuses its lock call at once with EDEADLK (it "
+                 "would wait for itself)", self);
+    else if (call->op == READ || call->op == READ_TIMED)
+        snprintf(text, size, "%c reads already (it holds %d read lock%s), and the header lets a thread that reads "
+                 "already in at once, even while a writer waits: that writer waits for %c's own read locks to "
+                 "end, so neither can move", self, m->reads[call->thread], m->reads[call->thread] == 1 ? "" : "s",
+                 self);
+    else
+        snprintf(text, size, "%c reads: the header refuses its write lock at once with EDEADLK (it would wait "
+                 "for its own read lock to end)", self);
+    return true;
+}
+
 #define READ_RULE                                                                                          \
     "rwl_read_lock: 0 once no writer holds or waits (at once for a thread that reads already); EDEADLK for " \
     "a thread that writes; timed: ETIMEDOUT only if a writer still held or waited at the deadline"
@@ -362,6 +387,7 @@ const kit_spec_t lock_spec = {
     .print_call = print_call,
     .print_out = print_out,
     .print_state = print_state,
+    .never_waits = holder_never_waits,
     .ops = lock_ops,
     .nops = (int)(sizeof lock_ops / sizeof lock_ops[0]),
     .shapes = lock_shapes,
