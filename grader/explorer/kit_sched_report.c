@@ -311,12 +311,13 @@ static bool kit_library(const struct place *place)
     return place && (strstr(place->path, "/lib/runtime/") != NULL || strstr(place->path, "/lib/program/") != NULL);
 }
 
-/* Whether a place is the tests': a test_*.c, or any file of a chapter's
- * folder of tests (tests/06-keyed-executor/keyed_scenarios.c, which calls
- * the code under test for a scenario). */
+/* Whether a place is the tests' or the grader's: a test_*.c, any file of a
+ * chapter's folder of tests (tests/06-keyed-executor/keyed_scenarios.c,
+ * which calls the code under test for a scenario), or the grader's own
+ * kit_*.c (a scenario's threads start in kit_scenario_run.c). */
 static bool tests_file(const struct place *place)
 {
-    if (strncmp(place->text, "test_", 5) == 0)
+    if (strncmp(place->text, "test_", 5) == 0 || strncmp(place->text, "kit_", 4) == 0)
         return true;
     for (const char *at = strstr(place->path, "/tests/"); at; at = strstr(at + 1, "/tests/"))
         if (isdigit((unsigned char)at[7]) && isdigit((unsigned char)at[8]) && at[9] == '-')
@@ -2623,6 +2624,91 @@ static void explain_stall(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* The last thread the code under test created (at a line of the student's,
+ * or through the kit's library: kit_thread_create) that has ended, and the
+ * step it ended at (into @p ended), once every such thread has ended; else
+ * -1. The places of the creations must be resolved. */
+static int last_code_thread_ended(long *ended)
+{
+    bool by_code[SCHED_MAX_THREADS] = { false };
+    int last = -1;
+    for (long i = 0; i < sched.nsteps; i++) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->op == OP_CREATE && step->other >= 0 && step->other < SCHED_MAX_THREADS)
+            by_code[step->other] = students_code(step->where) || kit_library(place_of(step->where));
+        else if (step->op == OP_EXIT && step->thread >= 0 && step->thread < SCHED_MAX_THREADS &&
+                 by_code[step->thread]) {
+            last = step->thread;
+            *ended = i;
+        }
+    }
+    for (int i = 0; i < sched.nlive; i++)
+        if (sched.live[i] < SCHED_MAX_THREADS && by_code[sched.live[i]])
+            return -1; /* a thread of the code is still there: it did not end, it was not woken */
+    return last;
+}
+
+/* "tpool.c:146, tpool.c:150 in retire, tpool.c:204 in next_task": the last
+ * @p most distinct lines of the student's among @p places (oldest first),
+ * a function named where it changes. False if there is none. */
+static bool put_last_student_lines(kit_text_t *x, void *const *places, int n, int most)
+{
+    const struct place *kept[SCHED_RECENT_PLACES];
+    int nkept = 0;
+    for (int i = n - 1; i >= 0 && nkept < most; i--) {
+        const struct place *place = place_of(places[i]);
+        bool seen = false;
+        for (int k = 0; k < nkept && place; k++)
+            seen = seen || strcmp(kept[k]->text, place->text) == 0;
+        if (students_code(places[i]) && !seen)
+            kept[nkept++] = place;
+    }
+    for (int k = nkept - 1; k >= 0; k--) { /* oldest first */
+        kit_text_put(x, "%s%s", k == nkept - 1 ? "" : ", ", kept[k]->text);
+        if (k == 0 || strcmp(kept[k]->function, kept[k - 1]->function) != 0)
+            kit_text_put(x, " in %s", kept[k]->function);
+    }
+    return nkept > 0;
+}
+
+/* A task accepted that never ran, or still queued, once every thread the
+ * code made has ended (a scenario's check once the calls are quiet): no
+ * thread of the code is left to run it. "why: the last of the code's own
+ * threads to end was idle-2 (step 57), and the lines it ran last were
+ * tpool.c:146, tpool.c:151 in retire ...": the way out that thread took is
+ * where the code decided that nothing was left to do. Enough lines to reach
+ * back past its way out (a log line, the unlock, its callers' returns) to
+ * the decision. */
+enum { STRANDED_LINES = 14 };
+static void explain_stranded(bool scheduled)
+{
+    if (told_already() || (!strstr(sched.message, "never ran") && !strstr(sched.message, "no worker left")))
+        return;
+    nplaces = 0;
+    for (long i = 0; i < sched.nsteps; i++)
+        if (sched.steps[i].op == OP_CREATE)
+            want_place(sched.steps[i].where);
+    resolve_places();
+    long ended = -1;
+    int last = last_code_thread_ended(&ended);
+    void *places[SCHED_RECENT_PLACES];
+    int n = last >= 0 ? sched_changes_recent(last, places) : 0;
+    if (n == 0)
+        return;
+    for (int i = 0; i < n; i++)
+        want_place(places[i]);
+    resolve_places();
+    char why[1400];
+    kit_text_t x = { why, sizeof why, 0 };
+    kit_text_put(&x, "why: the last of the code's own threads to end was %s (step %ld), and the lines it ran last "
+                 "were ", sched.threads[last]->name, ended + 1);
+    if (!put_last_student_lines(&x, places, n, STRANDED_LINES))
+        return;
+    kit_text_put(&x, ": the way out it took left that task with no thread to run it - the test that let it end there "
+                     "must see the task still to come");
+    insert_why(why, scheduled);
+}
+
 void sched_report(const char *test, const char *strategy, long schedule)
 {
     sched_explain_deadlock();
@@ -2637,6 +2723,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_left_by_timeout(scheduled);
     explain_below_zero(scheduled);
+    explain_stranded(scheduled);
     const char *tag = scheduled ? "[ schedule ]" : "[ explore  ]";
     long shown = steps_to_show();
     long first = sched.nsteps > shown ? sched.nsteps - shown : 0;
