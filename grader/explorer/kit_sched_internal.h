@@ -133,6 +133,8 @@ struct sched_thread {
     long accesses;                    /* loads and stores since its last switch point: a spin shows here */
     void *woken_by;                   /* WAITING and woken: where that signal or broadcast was made */
     void *wait_callers[WAIT_CALLERS]; /* WAITING: where its innermost open calls were made from */
+    void *returned_from;              /* the function of its last outermost call of the code that returned */
+    long call_began;                  /* the steps recorded when that call (or the open one) began */
     int nwait_callers;                /* ... how many are known */
     /* The thread: */
     char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */

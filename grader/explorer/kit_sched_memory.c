@@ -488,6 +488,8 @@ void sched_call_entered(void *site, void *function)
     if (call_depth++ == 0) {
         call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
         call_serial++;
+        if (sched_running != NULL) /* a scheduled thread: its call, for a check another thread fails */
+            sched_running->call_began = sched.nsteps;
     }
 }
 
@@ -517,6 +519,8 @@ void sched_call_left(void)
     if (call_depth > 0 && --call_depth == 0) {
         call_last = call_now;
         call_returned = true;
+        if (sched_running != NULL)
+            sched_running->returned_from = call_now.function;
     }
 }
 

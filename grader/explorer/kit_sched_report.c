@@ -10,6 +10,7 @@
 #include "kit_test.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2068,6 +2069,79 @@ static void explain_check(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* Whether @p name is in @p text as a whole identifier. */
+static bool names_identifier(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *at = strstr(text, name); n > 0 && at; at = strstr(at + 1, name)) {
+        bool starts = at == text || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
+        if (starts && !isalnum((unsigned char)at[n]) && at[n] != '_')
+            return true;
+    }
+    return false;
+}
+
+/* The thread, other than the one that failed the check, whose last call of
+ * the code under test the check's words name ("the msgq_put blocked when
+ * the queue was closed returned 0") and waited: the value came from that
+ * call. Of several such calls (three putters, blocked alike), the last to
+ * begin. Its way out of its last wait into @p path, their number into @p n;
+ * -1 if there is none. */
+static int returning_thread(void **path, int *n)
+{
+    int found = -1;
+    for (int i = 0; i < sched.nthreads; i++) {
+        const struct sched_thread *t = sched.threads[i];
+        const struct place *function = t->returned_from ? place_of(t->returned_from) : NULL;
+        if (i == sched.failer || function == NULL || !students_code(t->returned_from) ||
+            !names_identifier(sched.message, function->function))
+            continue;
+        if (found >= 0 && sched.threads[found]->call_began > t->call_began)
+            continue;
+        int length = sched_changes_wait_after(i, t->call_began, path, AFTER_PLACES);
+        if (length >= 2) {
+            found = i;
+            *n = length;
+        }
+    }
+    return found;
+}
+
+/* A failed check of what another thread's call returned, where that call
+ * waited: "why: msgq_put on putter returned it; after its wait at msgq.c:92
+ * in msgq_put returned, it ran msgq.c:89, msgq.c:95, msgq.c:96 and let the
+ * mutex go at msgq.c:106 in msgq_put" - the way out of its wait, where what
+ * it returned was decided (a copy taken before the wait, read again after
+ * it, decides on the state as it was). */
+static void explain_returned(bool scheduled)
+{
+    if (told_already() || sched.failer < 0 || !strstr(sched.message, "returned"))
+        return;
+    nplaces = 0;
+    for (int i = 0; i < sched.nthreads; i++)
+        want_place(sched.threads[i]->returned_from);
+    resolve_places();
+    void *path[AFTER_PLACES];
+    int n = 0, who = returning_thread(path, &n);
+    if (who >= 0) /* (the path of the last thread found: found again) */
+        n = sched_changes_wait_after(who, sched.threads[who]->call_began, path, AFTER_PLACES);
+    for (int i = 0; i < n; i++)
+        want_place(path[i]);
+    resolve_places();
+    if (n < 2 || !students_code(path[0]) || !students_code(path[n - 1]))
+        return;
+    const struct sched_thread *t = sched.threads[who];
+    const struct place *wait = place_of(path[0]), *let_go = place_of(path[n - 1]);
+    char why[900];
+    kit_text_t x = { why, sizeof why, 0 };
+    kit_text_put(&x, "why: %s on %s returned it; after its wait at %s in %s returned, it ",
+                 place_of(t->returned_from)->function, t->name, wait->text, wait->function);
+    put_lines(&x, path + 1, n - 2, let_go, wait, NULL);
+    kit_text_put(&x, "let the mutex go at %s in %s: what it returned was decided on that way out (a value read before "
+                 "the wait is out of date after it)", let_go->text, let_go->function);
+    insert_why(why, scheduled);
+}
+
 /* Of the latest writes to what the failing thread read (@p n of @p
  * changes), the student's change that a timed wait's way out left in
  * place: after it its thread waited at that wait, the wait returned
@@ -2624,6 +2698,122 @@ static void explain_stall(bool scheduled)
     insert_why(why, scheduled);
 }
 
+/* The field a count raises - "completed" of "mw->count.completed++;" or
+ * "p->stats.done += n;" - into @p out; false if @p code raises none. */
+static bool raised_field(const char *code, char *out, size_t size)
+{
+    const char *op = strstr(code, "++");
+    if (op == NULL)
+        op = strstr(code, "+=");
+    if (op == NULL)
+        return false;
+    const char *end = op;
+    while (end > code && end[-1] == ' ')
+        end--;
+    const char *start = end;
+    while (start > code && (isalnum((unsigned char)start[-1]) || start[-1] == '_'))
+        start--;
+    if (start == end || isdigit((unsigned char)*start))
+        return false;
+    snprintf(out, size, "%.*s", (int)(end - start), start);
+    return true;
+}
+
+/* Whether @p line lowers @p field: "q->sleepers--", "mw->pending -= n". */
+static bool line_lowers(const char *line, const char *field)
+{
+    size_t n = strlen(field);
+    for (const char *at = strstr(line, field); at; at = strstr(at + 1, field)) {
+        bool member = at > line && (at[-1] == '.' || at[-1] == '>');
+        const char *after = at + n + strspn(at + n, " ");
+        if (member && (strncmp(after, "--", 2) == 0 || strncmp(after, "-=", 2) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the code in the folder of @p place's file lowers @p field
+ * anywhere: a count that goes down again is a gauge (the waiters, the tasks
+ * on their way), raised before a wait by design - not a total of things
+ * done, which a thread must not count before they are. */
+static bool folder_lowers(const struct place *place, const char *field)
+{
+    char folder[512], file[1024], line[300];
+    snprintf(folder, sizeof folder, "%s", place->path);
+    char *slash = strrchr(folder, '/');
+    DIR *dir = slash ? (*slash = '\0', opendir(folder)) : NULL;
+    bool lowers = false;
+    for (struct dirent *entry; dir && !lowers && (entry = readdir(dir)) != NULL;) {
+        size_t length = strlen(entry->d_name);
+        if (length < 3 || entry->d_name[length - 2] != '.' || strchr("ch", entry->d_name[length - 1]) == NULL)
+            continue;
+        snprintf(file, sizeof file, "%s/%s", folder, entry->d_name);
+        FILE *source = fopen(file, "r");
+        while (source && !lowers && fgets(line, sizeof line, source))
+            lowers = line_lowers(line, field);
+        if (source)
+            fclose(source);
+    }
+    if (dir)
+        closedir(dir);
+    return lowers;
+}
+
+/* Whether sleeper t held its wait's mutex from the step after @p step to
+ * its wait: a change then and the wait are one critical section. */
+static bool held_until_the_wait(const struct sched_thread *t, long step)
+{
+    long wait = began_waiting(t);
+    if (step < 0 || wait < step)
+        return false;
+    for (long i = step; i < wait; i++) {
+        const struct sched_step *s = &sched.steps[i];
+        if (s->thread == t->id && ((s->op == OP_UNLOCK && s->obj == t->obj2) || s->op == OP_WAIT))
+            return false; /* let go of it (a wait lets go too) */
+    }
+    return true;
+}
+
+/* A count the failed check read, raised by a thread that then began a wait
+ * in the same critical section and still waits - the thing counted has not happened
+ * yet: "why: `mw->count.completed++;` at mw_core.c:142 in publish_result
+ * (worker-1, after step 40) counted it before worker-1 waited at
+ * mw_core.c:113 ..., where it still waits". The check's words must name
+ * the field, so that a count of waiters, raised before a wait by design,
+ * is not told. */
+static void explain_early_count(bool scheduled)
+{
+    struct sched_change changes[24];
+    if (told_already() || sched.failer < 0)
+        return;
+    int n = sched_changes_section_writers(sched.failer, changes, 24);
+    nplaces = 0;
+    for (int i = 0; i < n; i++)
+        want_place(changes[i].where);
+    for (int i = 0; i < sched.nlive; i++)
+        want_sleeper_places(sched.threads[sched.live[i]]);
+    resolve_places();
+    for (int i = 0; i < n; i++) {
+        const struct sched_thread *t = sched.threads[changes[i].thread];
+        char code[100], field[64], here[480];
+        code_at(changes[i].where, code, sizeof code);
+        if (changes[i].thread == sched.failer || t->state != WAITING || t->harness || !students_code(t->where) ||
+            !held_until_the_wait(t, changes[i].step) || !students_code(changes[i].where) ||
+            !raised_field(code, field, sizeof field) || !names_identifier(sched.message, field) ||
+            folder_lowers(place_of(changes[i].where), field))
+            continue;
+        char why[1200];
+        kit_text_t x = { why, sizeof why, 0 };
+        kit_text_put(&x, "why: ");
+        name_write(&x, &changes[i]);
+        sleeper_place(t, here, sizeof here);
+        kit_text_put(&x, " counted it before %s waited at %s, where it still waits: what it counts has not happened "
+                     "yet - count it once the wait is over", t->name, here);
+        insert_why(why, scheduled);
+        return;
+    }
+}
+
 /* The last thread the code under test created (at a line of the student's,
  * or through the kit's library: kit_thread_create) that has ended, and the
  * step it ended at (into @p ended), once every such thread has ended; else
@@ -2720,7 +2910,9 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_unlooked(scheduled);
     explain_futile(scheduled);
     explain_split(scheduled);
+    explain_early_count(scheduled); /* a count made before a wait names the count and the wait, not the count alone */
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
+    explain_returned(scheduled);
     explain_left_by_timeout(scheduled);
     explain_below_zero(scheduled);
     explain_stranded(scheduled);

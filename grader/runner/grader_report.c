@@ -306,12 +306,14 @@ static bool says_any(const char *words, const char *const *phrases, size_t count
 /* How surely a test's words tell the cause, not only its symptom, at a line
  * of the student's code (THE RULE, 0): 2 the cause itself, or the bug's kind
  * outright (a wait that must loop); 1 the last change a lost wake-up or a
- * failed check saw, which may be only where the cause showed; 0 a symptom. */
+ * failed check saw, or the lines another thread's call ran on its way out
+ * of a wait, which may be only where the cause showed; 0 a symptom. */
 static int diagnosis(const struct test_case *test)
 {
     static const char *const causes[] = { "the likely cause: ", "which woke another sleeper", "must undo it too",
                                           " twice: it ", "came only after it" };
-    static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at" };
+    static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at",
+                                             "decided on that way out" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
         return 0;
     if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))

@@ -22,6 +22,7 @@ struct counter {
     bool ready;
     bool helper_joined;
     long takers; bool shut; /* counted while they wait to take; shut: they give up (counter_shut) */
+    long stored;            /* stores done (counter_store_counted_first) */
 };
 
 counter_t *counter_create(void)
@@ -422,6 +423,40 @@ int counter_take_one_counted_unless_shut(counter_t *c)
     c->value--;
     pthread_mutex_unlock(&c->lock);
     return 0;
+}
+
+int counter_take_one_unless_shut(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool shut = c->shut; /* BUG: a copy from before the wait decides after it */
+    while (c->value == 0 && !c->shut) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    int err = 0;
+    if (shut)
+        err = ECANCELED;
+    else
+        c->value--;
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+void counter_store_counted_first(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->stored++; /* BUG: counted before the wait for room, which may last */
+    while (c->value >= 1) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    c->value++;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+}
+
+long counter_stored(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    long stored = c->stored;
+    pthread_mutex_unlock(&c->lock);
+    return stored;
 }
 
 void counter_shut(counter_t *c)

@@ -86,6 +86,13 @@ void counter_add_waking_once_ready(counter_t *c, long n);
 int counter_take_one_counted_within(counter_t *c, long ms);
 /** @brief Takes one, counting itself while it waits; ECANCELED once shut - and a taker that gives up stays counted. */
 int counter_take_one_counted_unless_shut(counter_t *c);
+/** @brief Takes one, waiting while there is none; ECANCELED once shut - deciding on a copy of "shut" taken
+ *         before it waited. */
+int counter_take_one_unless_shut(counter_t *c);
+/** @brief Stores one, waiting while the counter holds one already, and counts the store - before it waited. */
+void counter_store_counted_first(counter_t *c);
+/** @brief The stores done (correct). */
+long counter_stored(counter_t *c);
 /** @brief Takers give up from now on (correct). */
 void counter_shut(counter_t *c);
 /** @brief Destroys the counter once no taker is counted: it waits for ever after a time-out left one counted. */

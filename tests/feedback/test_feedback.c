@@ -623,6 +623,55 @@ static void test_feedback_shut_taker_left_counted_is_named(void **state)
     counter_destroy_once_no_taker_waits(c);
 }
 
+static int shut_taker_result; /* what the taker asleep when the counter was shut returned */
+
+static void *take_one_unless_shut(void *raw)
+{
+    shut_taker_result = counter_take_one_unless_shut(raw);
+    return NULL;
+}
+
+/* A value another thread's call returned, decided on its way out of a wait:
+ * the lines that way out ran are named, the stale copy's test among them. */
+static void test_feedback_value_returned_after_a_wait_names_its_way_out(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    pthread_t taker;
+    shut_taker_result = -1;
+    assert_int_equal(pthread_create(&taker, NULL, take_one_unless_shut, c), 0);
+    kit_await_waiting_threads(1, "the taker");
+    counter_shut(c);
+    assert_int_equal(pthread_join(taker, NULL), 0);
+    assert_code_or_say(shut_taker_result, ECANCELED,
+                       "the counter_take_one_unless_shut asleep when the counter was shut");
+    counter_destroy(c);
+}
+
+static void *store_one(void *raw)
+{
+    counter_store_counted_first(raw);
+    return NULL;
+}
+
+/* A total counted by a thread that then waits for room, and still waits:
+ * the count and the wait are named. The store is let through at the end. */
+static void test_feedback_count_before_its_wait_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    pthread_t storer;
+    counter_put_one(c);
+    assert_int_equal(pthread_create(&storer, NULL, store_one, c), 0);
+    kit_await_waiting_threads(1, "the storer");
+    long stored = counter_stored(c);
+    if (stored != 0)
+        fail_msg("stored is %ld while the only store still waits for room: a store is counted once it is done", stored);
+    counter_take_one(c);
+    assert_int_equal(pthread_join(storer, NULL), 0);
+    counter_destroy(c);
+}
+
 /* The change nobody signalled is made in a helper the code calls: the call is named. */
 static void test_feedback_lost_wakeup_names_the_called_helpers_caller(void **state)
 {
@@ -768,6 +817,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_lines_after_the_change),
     cmocka_unit_test(test_feedback_timed_out_taker_left_counted_is_named),
     cmocka_unit_test(test_feedback_shut_taker_left_counted_is_named),
+    cmocka_unit_test(test_feedback_value_returned_after_a_wait_names_its_way_out),
+    cmocka_unit_test(test_feedback_count_before_its_wait_is_named),
     cmocka_unit_test(test_feedback_check_names_what_a_timeout_left),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
