@@ -637,12 +637,12 @@ static void test_feedback_value_returned_after_a_wait_names_its_way_out(void **s
 {
     (void)state;
     counter_t *c = make_counter();
-    pthread_t taker;
+    kit_worker_t taker;
     shut_taker_result = -1;
-    assert_int_equal(pthread_create(&taker, NULL, take_one_unless_shut, c), 0);
+    kit_worker_start(&taker, "taker", take_one_unless_shut, c);
     kit_await_waiting_threads(1, "the taker");
     counter_shut(c);
-    assert_int_equal(pthread_join(taker, NULL), 0);
+    assert_int_equal(kit_worker_join(&taker, KIT_HANG_MS, NULL), 0);
     assert_code_or_say(shut_taker_result, ECANCELED,
                        "the counter_take_one_unless_shut asleep when the counter was shut");
     counter_destroy(c);
@@ -660,15 +660,15 @@ static void test_feedback_count_before_its_wait_is_named(void **state)
 {
     (void)state;
     counter_t *c = make_counter();
-    pthread_t storer;
+    kit_worker_t storer;
     counter_put_one(c);
-    assert_int_equal(pthread_create(&storer, NULL, store_one, c), 0);
+    kit_worker_start(&storer, "storer", store_one, c);
     kit_await_waiting_threads(1, "the storer");
     long stored = counter_stored(c);
     if (stored != 0)
         fail_msg("stored is %ld while the only store still waits for room: a store is counted once it is done", stored);
     counter_take_one(c);
-    assert_int_equal(pthread_join(storer, NULL), 0);
+    assert_int_equal(kit_worker_join(&storer, KIT_HANG_MS, NULL), 0);
     counter_destroy(c);
 }
 
