@@ -247,10 +247,17 @@ static void inlined_frames(void *addr, kit_text_t *t, int most, bool place_first
 {
     char exe[512];
     uintptr_t bias = sched_load_bias();
-    if (!program_file(exe, sizeof exe) || addr == NULL)
+    if (addr == NULL)
         return;
+    if (is_foreign(addr)) { /* a place of another program: a judged subject's */
+        if (kit_sched_symbolizer.foreign == NULL)
+            return;
+        snprintf(exe, sizeof exe, "%s", kit_sched_symbolizer.foreign);
+    } else if (!program_file(exe, sizeof exe)) {
+        return;
+    }
     char command[700];
-    snprintf(command, sizeof command, "addr2line -f -i -e '%s' %#lx", exe, (unsigned long)((uintptr_t)addr - bias - 1));
+    snprintf(command, sizeof command, "addr2line -f -i -e '%s' %#lx", exe, file_address(addr, bias));
     FILE *pipe = run_tool(command);
     if (pipe == NULL)
         return;

@@ -648,8 +648,10 @@ void journal_describe(const journal_command_t *c, char *out, size_t size)
     }
     /* The kit's helper the code under test called, unless it is the plain call. */
     const char *helper = mine > 0 ? strstr(places[mine - 1], " in ") : NULL;
-    char caller[200];
-    code_caller(places, c->depth, mine, caller, sizeof caller);
+    char caller[480];
+    kit_describe_caller(stack[mine], caller, sizeof caller); /* a helper the compiler inlined: its call */
+    if (caller[0] == '\0')
+        code_caller(places, c->depth, mine, caller, sizeof caller);
     if (helper && strcmp(helper, " in dmw_redis_call") != 0 && strcmp(helper, " in dmw_redis_block") != 0 &&
         strcmp(helper, " in call") != 0)
         snprintf(out, size, "`%s` (%s, called at %s%s)", c->text, helper + 4, places[mine], caller);

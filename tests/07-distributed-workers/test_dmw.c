@@ -363,6 +363,22 @@ static void test_dmw_worker_waits_for_work_and_leaves_on_shutdown(void **state)
     assert_conserved(fx, 4);
 }
 
+/* " - `BRPOP queue 0.100` (dmw_worker.c:62 in take)": the last @p command @p role sent, or "". */
+static const char *sent_from(const char *role, const char *command)
+{
+    static char said[700];
+    said[0] = '\0';
+    for (long i = journal_command_count() - 1; i >= 0 && said[0] == '\0'; i--) {
+        const journal_command_t *c = journal_command(i);
+        size_t length = strlen(command);
+        if (c && strcmp(c->role, role) == 0 && strncasecmp(c->text, command, length) == 0 && c->text[length] == ' ') {
+            strcpy(said, " - ");
+            journal_describe(c, said + 3, sizeof said - 3);
+        }
+    }
+    return said;
+}
+
 /* Tasks submitted, then the shutdown, in the moment between a worker's empty
  * take and its look at the shutdown key: it must still run them. */
 static void submit_three_then_shut_down(void *ctx)
@@ -385,7 +401,8 @@ static void test_dmw_worker_drains_tasks_submitted_just_before_the_shutdown(void
     if (w.stats.completed != 4)
         fail_msg("the worker ran %ld of the 4 tasks and left: 3 were submitted, then the shutdown, after its "
                  "last empty take - a worker leaves only when a take begun after it saw the shutdown finds "
-                 "the queue empty", w.stats.completed);
+                 "the queue empty; it left after its look at the shutdown key%s", w.stats.completed,
+                 sent_from("worker late", "EXISTS"));
     assert_conserved(fx, 4);
 }
 
@@ -686,22 +703,6 @@ static long blocked_client(fixture_t *fx, const char *command, char *found, size
     }
     freeReplyObject(reply);
     return id;
-}
-
-/* " - `BRPOP queue 0.100` (dmw_worker.c:62 in take)": the last @p command @p role sent, or "". */
-static const char *sent_from(const char *role, const char *command)
-{
-    static char said[700];
-    said[0] = '\0';
-    for (long i = journal_command_count() - 1; i >= 0 && said[0] == '\0'; i--) {
-        const journal_command_t *c = journal_command(i);
-        size_t length = strlen(command);
-        if (c && strcmp(c->role, role) == 0 && strncasecmp(c->text, command, length) == 0 && c->text[length] == ' ') {
-            strcpy(said, " - ");
-            journal_describe(c, said + 3, sizeof said - 3);
-        }
-    }
-    return said;
 }
 
 /* The worker never blocked in BLMOVE: say what it blocks in instead, if anything. */
