@@ -2098,14 +2098,27 @@ static bool names_place(const char *text, const char *place)
     return false;
 }
 
+/* Whether two ways out of a wait ran the same lines (their places resolved). */
+static bool same_path(void *const *a, int na, void *const *b, int nb)
+{
+    if (na != nb)
+        return false;
+    for (int i = 0; i < na; i++)
+        if (!same_line(a[i], b[i]))
+            return false;
+    return true;
+}
+
 /* The thread, other than the one that failed the check, whose last call of
  * the code under test the check's words name ("the msgq_put blocked when
  * the queue was closed returned 0") and waited: the value came from that
- * call. Of several such calls (three putters, blocked alike), the last to
- * begin. Its way out of its last wait into @p path, their number into @p n;
- * -1 if there is none. */
+ * call. Several such calls (three putters, blocked alike) must have taken
+ * the same way out of their waits, or there is no telling which the check
+ * read. That way out into @p path, its length into @p n; -1 if there is
+ * none. Places are resolved (the calls' functions, then the paths). */
 static int returning_thread(void **path, int *n)
 {
+    void *other[AFTER_PLACES];
     int found = -1;
     for (int i = 0; i < sched.nthreads; i++) {
         const struct sched_thread *t = sched.threads[i];
@@ -2113,10 +2126,16 @@ static int returning_thread(void **path, int *n)
         if (i == sched.failer || function == NULL || !students_code(t->returned_from) ||
             !names_identifier(sched.message, function->function))
             continue;
-        if (found >= 0 && sched.threads[found]->call_began > t->call_began)
+        void **into = found < 0 ? path : other;
+        int length = sched_changes_wait_after(i, t->call_began, into, AFTER_PLACES);
+        if (length < 2)
             continue;
-        int length = sched_changes_wait_after(i, t->call_began, path, AFTER_PLACES);
-        if (length >= 2) {
+        for (int k = 0; k < length; k++)
+            want_place(into[k]);
+        resolve_places();
+        if (found >= 0 && !same_path(path, *n, other, length))
+            return -1; /* two ways out: no telling which made the value */
+        if (found < 0) {
             found = i;
             *n = length;
         }
@@ -2140,12 +2159,7 @@ static void explain_returned(bool scheduled)
     resolve_places();
     void *path[AFTER_PLACES];
     int n = 0, who = returning_thread(path, &n);
-    if (who >= 0) /* (the path of the last thread found: found again) */
-        n = sched_changes_wait_after(who, sched.threads[who]->call_began, path, AFTER_PLACES);
-    for (int i = 0; i < n; i++)
-        want_place(path[i]);
-    resolve_places();
-    if (n < 2 || !students_code(path[0]) || !students_code(path[n - 1]))
+    if (who < 0 || !students_code(path[0]) || !students_code(path[n - 1]))
         return;
     const struct sched_thread *t = sched.threads[who];
     const struct place *wait = place_of(path[0]), *let_go = place_of(path[n - 1]);
@@ -2156,8 +2170,8 @@ static void explain_returned(bool scheduled)
     kit_text_put(&x, "why: %s on %s returned it; after its wait at %s in %s returned, it ",
                  place_of(t->returned_from)->function, t->name, wait->text, wait->function);
     put_lines(&x, path + 1, n - 2, let_go, wait, NULL);
-    kit_text_put(&x, "let the mutex go at %s in %s: what it returned was decided on that way out (a value read before "
-                 "the wait is out of date after it)", let_go->text, let_go->function);
+    kit_text_put(&x, "let the mutex go at %s in %s: what it returned was decided on that way out, from what it read "
+                 "there or kept from before its wait", let_go->text, let_go->function);
     insert_why(why, scheduled);
 }
 
