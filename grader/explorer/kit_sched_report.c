@@ -2111,20 +2111,27 @@ static bool same_path(void *const *a, int na, void *const *b, int nb)
 
 /* The thread, other than the one that failed the check, whose last call of
  * the code under test the check's words name ("the msgq_put blocked when
- * the queue was closed returned 0") and waited: the value came from that
- * call. Several such calls (three putters, blocked alike) must have taken
+ * the queue was closed returned 0", the words before what else the
+ * message tells of) and waited: the value came from that call. Several such calls (three putters, blocked alike) must have taken
  * the same way out of their waits, or there is no telling which the check
  * read. That way out into @p path, its length into @p n; -1 if there is
  * none. Places are resolved (the calls' functions, then the paths). */
 static int returning_thread(void **path, int *n)
 {
     void *other[AFTER_PLACES];
+    char subject[600]; /* the words that name the call checked, before what else happened: ", but ...", " (after ..." */
+    snprintf(subject, sizeof subject, "%.*s", (int)strcspn(sched.message, "\n"), sched.message);
+    char *cut = strstr(subject, ", but ");
+    if (cut != NULL)
+        *cut = '\0';
+    if ((cut = strstr(subject, " (after ")) != NULL)
+        *cut = '\0';
     int found = -1;
     for (int i = 0; i < sched.nthreads; i++) {
         const struct sched_thread *t = sched.threads[i];
         const struct place *function = t->returned_from ? place_of(t->returned_from) : NULL;
         if (i == sched.failer || function == NULL || !students_code(t->returned_from) ||
-            !names_identifier(sched.message, function->function))
+            !names_identifier(subject, function->function))
             continue;
         void **into = found < 0 ? path : other;
         int length = sched_changes_wait_after(i, t->call_began, into, AFTER_PLACES);
