@@ -451,12 +451,18 @@ void counter_store_counted_first(counter_t *c)
     pthread_mutex_unlock(&c->lock);
 }
 
-long counter_stored(counter_t *c)
+/* One of the counter's counts, read under its lock (correct). */
+static long read_locked(counter_t *c, const long *count)
 {
     pthread_mutex_lock(&c->lock);
-    long stored = c->stored;
+    long value = *count;
     pthread_mutex_unlock(&c->lock);
-    return stored;
+    return value;
+}
+
+long counter_stored(counter_t *c)
+{
+    return read_locked(c, &c->stored);
 }
 
 void counter_shut(counter_t *c)
@@ -469,10 +475,7 @@ void counter_shut(counter_t *c)
 
 long counter_takers(counter_t *c)
 {
-    pthread_mutex_lock(&c->lock);
-    long takers = c->takers;
-    pthread_mutex_unlock(&c->lock);
-    return takers;
+    return read_locked(c, &c->takers);
 }
 
 void counter_destroy_once_no_taker_waits(counter_t *c)
