@@ -388,9 +388,13 @@ typedef struct {
     FILE *(*popen)(const char *command);
     int (*pclose)(FILE *stream);
     FILE *(*fopen)(const char *path);
+    FILE *(*folder)(const char *path); /* the names in a folder, a line each */
     const char *foreign; /* the program kit_sched_foreign_place()'s offsets are in, or NULL */
 } kit_sched_symbolizer_t;
 extern kit_sched_symbolizer_t kit_sched_symbolizer;
+/* The names in folder @p path, a line each, into @p out: their length
+ * (what kit_sched_symbolizer.folder answers). */
+size_t kit_sched_folder_names(const char *path, char *out, size_t size);
 /* A place in the program kit_sched_symbolizer.foreign names (a judged
  * test's judge: where the test made a call its stand-in makes here), given
  * as its offset in that program's file: an address that the reports name as

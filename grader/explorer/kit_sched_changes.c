@@ -132,6 +132,20 @@ enum { RECENT = SCHED_RECENT_PLACES };
 static void *recent[SCHED_MAX_THREADS][RECENT];
 static long nrecent[SCHED_MAX_THREADS];
 
+/* Per thread, while the paths are followed: its latest outermost calls of
+ * the code under test (the test's calls), each with the last CALL_PLACES
+ * places it ran, stamped with the writes noted before each - the lines a
+ * call ran after one of its writes, on its way out. calls[t][n % CALLS]
+ * the n-th. */
+enum { CALLS = 4, CALL_PLACES = 64 };
+static struct call_path {
+    long began, ended;    /* steps recorded then; ended -1 while it runs */
+    long nplaces;         /* places noted; the last CALL_PLACES kept */
+    void *places[CALL_PLACES];
+    long stamp[CALL_PLACES]; /* sched_notes.nwrites when the place was noted */
+} calls[SCHED_MAX_THREADS][CALLS];
+static long ncalls[SCHED_MAX_THREADS];
+
 /* Where the calls that led to each write were made, for the writes made
  * while the paths are followed: callers_of[n % WRITES] the n-th write's of
  * this schedule, if its seq is n and its schedule this one. */
@@ -169,6 +183,7 @@ void sched_changes_thread_begins(int thread)
     taken[thread] = (struct taken){ .open = false };
     nkept_out[thread] = 0;
     nrecent[thread] = 0;
+    ncalls[thread] = 0;
     running_after[thread].write = NULL;
     nkept[thread] = 0;
     running_wait[thread].open = false;
@@ -208,6 +223,55 @@ static bool overlap(const struct sched_span *a, const struct sched_span *b)
     return a->size > 0 && b->size > 0 && a->addr < b->addr + b->size && b->addr < a->addr + a->size;
 }
 
+/* A place @p thread ran, in its open call of the code under test. */
+static void note_in_call(int thread, void *where)
+{
+    if (ncalls[thread] == 0)
+        return;
+    struct call_path *call = &calls[thread][(ncalls[thread] - 1) % CALLS];
+    if (call->ended >= 0 || (call->nplaces > 0 && call->places[(call->nplaces - 1) % CALL_PLACES] == where))
+        return;
+    call->places[call->nplaces % CALL_PLACES] = where;
+    call->stamp[call->nplaces % CALL_PLACES] = sched_notes.nwrites;
+    call->nplaces++;
+}
+
+void sched_changes_call_began(int thread)
+{
+    if (!sched_notes.paths || thread < 0 || thread >= SCHED_MAX_THREADS)
+        return;
+    calls[thread][ncalls[thread]++ % CALLS] = (struct call_path){ .began = sched.nsteps, .ended = -1 };
+}
+
+void sched_changes_call_ended(int thread)
+{
+    if (sched_notes.paths && thread >= 0 && thread < SCHED_MAX_THREADS && ncalls[thread] > 0)
+        calls[thread][(ncalls[thread] - 1) % CALLS].ended = sched.nsteps;
+}
+
+int sched_changes_call_after(const struct sched_change *change, void **places, int most)
+{
+    if (change->thread < 0 || change->thread >= SCHED_MAX_THREADS)
+        return 0;
+    long kept = ncalls[change->thread] < CALLS ? ncalls[change->thread] : CALLS;
+    for (long k = ncalls[change->thread] - 1; k >= ncalls[change->thread] - kept; k--) {
+        const struct call_path *call = &calls[change->thread][k % CALLS];
+        if (call->began > change->step || call->ended < 0)
+            continue; /* a later call, or one still running */
+        if (call->ended < change->step)
+            return 0; /* the write was made between calls */
+        long first = call->nplaces > CALL_PLACES ? call->nplaces - CALL_PLACES : 0;
+        if (call->stamp[first % CALL_PLACES] > change->seq + 1)
+            return 0; /* the lines right after the write are no longer kept */
+        int n = 0;
+        for (long i = first; i < call->nplaces && n < most; i++)
+            if (call->stamp[i % CALL_PLACES] > change->seq)
+                places[n++] = call->places[i % CALL_PLACES];
+        return n;
+    }
+    return 0;
+}
+
 /* A place thread ran (a load, a store, a block): on the path after its
  * latest write, and on its timed wait's path. */
 static void note_place(int thread, void *where)
@@ -217,6 +281,7 @@ static void note_place(int thread, void *where)
         note_after_wait(thread, where);
         if (nrecent[thread] == 0 || recent[thread][(nrecent[thread] - 1) % RECENT] != where)
             recent[thread][nrecent[thread]++ % RECENT] = where;
+        note_in_call(thread, where);
     }
     struct taken *t = &taken[thread];
     if (!t->open)

@@ -665,6 +665,16 @@ bool sched_changes_still_below_zero(int back);
  * while the paths are followed; their number. */
 enum { SCHED_RECENT_PLACES = 32 };
 int sched_changes_recent(int thread, void **out);
+/* The running @p thread began an outermost call of the code under test
+ * (one the test made), or returned from it: while the paths are followed,
+ * the lines each call runs are kept. */
+void sched_changes_call_began(int thread);
+void sched_changes_call_ended(int thread);
+/* The places @p change's thread ran after that write, to the end of the
+ * call that made it, which has returned (at most @p most); 0 if that call
+ * is not among the last kept, still runs, or the lines right after the
+ * write are no longer kept. */
+int sched_changes_call_after(const struct sched_change *change, void **places, int most);
 /* After @p change its thread waited (before it let its mutex go otherwise)
  * at *@p wait, and its first time-out since that change took the path into
  * @p places: the timed wait, the lines after it, where it let go (at most

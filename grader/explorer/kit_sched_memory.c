@@ -488,8 +488,10 @@ void sched_call_entered(void *site, void *function)
     if (call_depth++ == 0) {
         call_now = (kit_code_call_t){ .site = site, .function = function, .touched = NULL };
         call_serial++;
-        if (sched_running != NULL) /* a scheduled thread: its call, for a check another thread fails */
+        if (sched_running != NULL) { /* a scheduled thread: its call, for a check another thread fails */
             sched_running->call_began = sched.nsteps;
+            sched_changes_call_began(sched_running->id);
+        }
     }
 }
 
@@ -519,8 +521,10 @@ void sched_call_left(void)
     if (call_depth > 0 && --call_depth == 0) {
         call_last = call_now;
         call_returned = true;
-        if (sched_running != NULL)
+        if (sched_running != NULL) {
             sched_running->returned_from = call_now.function;
+            sched_changes_call_ended(sched_running->id);
+        }
     }
 }
 

@@ -1065,6 +1065,7 @@ static void name_change(kit_text_t *x, const struct sched_change *change, const 
 }
 
 #define AFTER_PLACES 16
+#define CALL_AFTER_PLACES 64
 
 /* "ran rwl.c:126 in remove_reader_locked, rwl.c:235 and ": the student's
  * lines among @p places, each line once, leaving out those of @p skip and
@@ -1088,6 +1089,33 @@ static void put_lines(kit_text_t *x, void *const *places, int n, const struct pl
     if (last)
         kit_text_put(x, "%s%s and ", strcmp(last->function, let_go->function) != 0 ? " in " : "",
                      strcmp(last->function, let_go->function) != 0 ? last->function : "");
+}
+
+/* Lines enough of a way out to reach back past its end (a log line, the
+ * unlock, its callers' returns) to the decision. */
+enum { STRANDED_LINES = 14 };
+
+/* "tpool.c:146, tpool.c:150 in retire, tpool.c:204 in next_task": the last
+ * @p most distinct lines of the student's among @p places (oldest first),
+ * a function named where it changes. False if there is none. */
+static bool put_last_student_lines(kit_text_t *x, void *const *places, int n, int most)
+{
+    const struct place *kept[SCHED_RECENT_PLACES];
+    int nkept = 0;
+    for (int i = n - 1; i >= 0 && nkept < most; i--) {
+        const struct place *place = place_of(places[i]);
+        bool seen = false;
+        for (int k = 0; k < nkept && place; k++)
+            seen = seen || strcmp(kept[k]->text, place->text) == 0;
+        if (students_code(places[i]) && !seen)
+            kept[nkept++] = place;
+    }
+    for (int k = nkept - 1; k >= 0; k--) { /* oldest first */
+        kit_text_put(x, "%s%s", k == nkept - 1 ? "" : ", ", kept[k]->text);
+        if (k == 0 || strcmp(kept[k]->function, kept[k - 1]->function) != 0)
+            kit_text_put(x, " in %s", kept[k]->function);
+    }
+    return nkept > 0;
 }
 
 /* ", then ran rwl.c:235 and let the mutex go at rwl.c:238 in rwl_read_unlock":
@@ -1140,6 +1168,33 @@ static bool same_line(void *a, void *b)
 
 static const struct sched_undo_ask undo_ask = { asleep_in_wait, same_line };
 
+/* ": after it, that call ran tpool.c:364, tpool.c:310, tpool.c:316 in
+ * enqueue and returned without undoing it" - the rest of the call that
+ * made @p change, when it went on into the function of @p undo, another,
+ * where the other threads undid the same change, and left it out there.
+ * False if that call is not known, or did not. */
+static bool name_call_after(kit_text_t *x, const struct sched_change *change, void *undo)
+{
+    void *after[CALL_AFTER_PLACES];
+    int n = sched_changes_call_after(change, after, CALL_AFTER_PLACES);
+    for (int i = 0; i < n; i++)
+        want_place(after[i]);
+    resolve_places();
+    const struct place *undoing = place_of(undo), *made = place_of(change->where);
+    if (undoing == NULL || made == NULL || strcmp(undoing->function, made->function) == 0)
+        return false; /* undone in the function that made it: the section's way out tells it */
+    bool through = false;
+    for (int i = 0; i < n; i++)
+        through = through || (place_of(after[i]) && strcmp(place_of(after[i])->function, undoing->function) == 0);
+    if (!through)
+        return false;
+    kit_text_put(x, ": after it, that call ran ");
+    if (!put_last_student_lines(x, after, n, STRANDED_LINES))
+        return false;
+    kit_text_put(x, " and returned without undoing it");
+    return true;
+}
+
 /* ", and before it slept putter changed what it waits for: `q->sleepers++;`
  * at msgq.c:70 ..., and never undid it (the others' same change was undone
  * at msgq.c:75 in leave_wait_locked): after its wait at msgq.c:91 in
@@ -1169,7 +1224,7 @@ static bool explain_never_undone(kit_text_t *x, const struct sched_thread *t, lo
         kit_text_put(x, ": after %s's wait at %s in %s returned, it ", name, wait->text, wait->function);
         put_lines(x, path + 1, n - 2, let_go, wait, place_of(change.where));
         kit_text_put(x, "let the mutex go at %s in %s without undoing it", let_go->text, let_go->function);
-    } else {
+    } else if (!name_call_after(x, &change, undo)) {
         name_after(x, &change);
     }
     kit_text_put(x, ": that path must undo it too");
@@ -1961,11 +2016,14 @@ static void explain_needless_wait(kit_text_t *x, const struct sched_thread *t)
                  "this call through at once", t->name, object_name(t->obj, a, sizeof a), here, began_waiting(t) + 1);
 }
 
-/* Whether the failure is told already: a deadlock's own story, or a "why:"
- * an explainer before inserted - the explainers after it keep quiet. */
+/* Whether the failure is told already: a deadlock's own story, a "why:"
+ * an explainer before inserted, or a path the check's own words say must
+ * undo a change (a scenario's time-out that left its count raised) - the
+ * explainers after it keep quiet. */
 static bool told_already(void)
 {
-    return sched.deadlocked || strstr(sched.message, "\n  why: ") != NULL;
+    return sched.deadlocked || strstr(sched.message, "\n  why: ") != NULL ||
+           strstr(sched.message, "must undo it too") != NULL;
 }
 
 /* The "why:" line after the failure message's first line (see explain_hang). */
@@ -2040,17 +2098,15 @@ static bool writes_field(const char *code, const char *field)
     return false;
 }
 
-/* A failed check of a value on a scheduled test - "s.failed is 2, expected
- * 1" - after a call that read the code's memory: when exactly one line of
- * the code under test wrote that field among the latest writes to what the
- * failing thread read since it last took a mutex, the "why:" names it. */
-static void explain_check(bool scheduled)
+/* The write that made the value a failed check of a field read - "s.failed
+ * is 2, expected 1", on a scheduled test, after a call that read the code's
+ * memory: the one line of the code under test that wrote that field among
+ * the latest writes to what the failing thread read since it last took a
+ * mutex, into @p out (its place resolved); false if none, or two lines. */
+static bool checked_write(const char *field, struct sched_change *out)
 {
-    char field[64], code[100], there[160];
+    char code[100];
     struct sched_change changes[24];
-    if (!scheduled || told_already() || sched.failer < 0 ||
-        !checked_field(sched.message, field, sizeof field))
-        return;
     int n = sched_changes_section_writers(sched.failer, changes, 24), found = -1;
     nplaces = 0;
     for (int i = 0; i < n; i++)
@@ -2061,18 +2117,30 @@ static void explain_check(bool scheduled)
         if (!students_code(changes[i].where) || !writes_field(code, field))
             continue;
         if (found >= 0 && strcmp(place_of(changes[found].where)->text, place_of(changes[i].where)->text) != 0)
-            return; /* two lines write it: no telling which made the value */
+            return false; /* two lines write it: no telling which made the value */
         if (found < 0)
             found = i;
     }
-    if (found < 0)
+    if (found >= 0)
+        *out = changes[found];
+    return found >= 0;
+}
+
+/* A failed check of a value on a scheduled test: "why: the check read
+ * `failed`, which the code last wrote at ..." - the write that made it. */
+static void explain_check(bool scheduled)
+{
+    char field[64], code[100], there[160];
+    struct sched_change change;
+    if (!scheduled || told_already() || sched.failer < 0 || !checked_field(sched.message, field, sizeof field) ||
+        !checked_write(field, &change))
         return;
-    code_at(changes[found].where, code, sizeof code);
-    where_text(changes[found].where, there, sizeof there);
+    code_at(change.where, code, sizeof code);
+    where_text(change.where, there, sizeof there);
     char why[600];
     snprintf(why, sizeof why, "why: the check read `%s`, which the code last wrote at %s: %s(%s, after step %ld) - the "
              "wrong value was made there, or by what led there", field, there, code,
-             sched.threads[changes[found].thread]->name, changes[found].step);
+             sched.threads[change.thread]->name, change.step);
     insert_why(why, scheduled);
 }
 
@@ -2772,30 +2840,64 @@ static bool line_lowers(const char *line, const char *field)
     return false;
 }
 
+size_t kit_sched_folder_names(const char *path, char *out, size_t size)
+{
+    DIR *dir = opendir(path);
+    size_t n = 0;
+    for (struct dirent *entry; dir && (entry = readdir(dir)) != NULL;) {
+        size_t length = strlen(entry->d_name);
+        if (n + length + 1 > size)
+            break;
+        memcpy(out + n, entry->d_name, length);
+        out[n + length] = '\n';
+        n += length + 1;
+    }
+    if (dir)
+        closedir(dir);
+    return n;
+}
+
+/* The names in folder @p path, a line each, into @p out (ended): here, or
+ * from the helper of a subject behind its system-call filter. */
+static void folder_names(const char *path, char *out, size_t size)
+{
+    size_t n = 0;
+    FILE *names = kit_sched_symbolizer.folder ? kit_sched_symbolizer.folder(path) : NULL;
+    if (names != NULL) {
+        n = fread(out, 1, size - 1, names);
+        fclose(names); /* (read whole first: the helper's next answer takes its place) */
+    } else if (kit_sched_symbolizer.folder == NULL) {
+        n = kit_sched_folder_names(path, out, size - 1);
+    }
+    out[n] = '\0';
+}
+
 /* Whether the code in the folder of @p place's file lowers @p field
  * anywhere: a count that goes down again is a gauge (the waiters, the tasks
  * on their way), raised before a wait by design - not a total of things
  * done, which a thread must not count before they are. */
 static bool folder_lowers(const struct place *place, const char *field)
 {
-    char folder[512], file[1024], line[300];
+    static char names[16384];
+    char folder[512], file[1024], line[300], *rest = NULL;
     snprintf(folder, sizeof folder, "%s", place->path);
     char *slash = strrchr(folder, '/');
-    DIR *dir = slash ? (*slash = '\0', opendir(folder)) : NULL;
+    if (slash == NULL)
+        return false;
+    *slash = '\0';
+    folder_names(folder, names, sizeof names);
     bool lowers = false;
-    for (struct dirent *entry; dir && !lowers && (entry = readdir(dir)) != NULL;) {
-        size_t length = strlen(entry->d_name);
-        if (length < 3 || entry->d_name[length - 2] != '.' || strchr("ch", entry->d_name[length - 1]) == NULL)
+    for (char *name = strtok_r(names, "\n", &rest); name && !lowers; name = strtok_r(NULL, "\n", &rest)) {
+        size_t length = strlen(name);
+        if (length < 3 || name[length - 2] != '.' || strchr("ch", name[length - 1]) == NULL)
             continue;
-        snprintf(file, sizeof file, "%s/%s", folder, entry->d_name);
-        FILE *source = fopen(file, "r");
+        snprintf(file, sizeof file, "%s/%s", folder, name);
+        FILE *source = kit_sched_symbolizer.fopen ? kit_sched_symbolizer.fopen(file) : fopen(file, "r");
         while (source && !lowers && fgets(line, sizeof line, source))
             lowers = line_lowers(line, field);
         if (source)
             fclose(source);
     }
-    if (dir)
-        closedir(dir);
     return lowers;
 }
 
@@ -2878,27 +2980,48 @@ static int last_code_thread_ended(long *ended)
     return last;
 }
 
-/* "tpool.c:146, tpool.c:150 in retire, tpool.c:204 in next_task": the last
- * @p most distinct lines of the student's among @p places (oldest first),
- * a function named where it changes. False if there is none. */
-static bool put_last_student_lines(kit_text_t *x, void *const *places, int n, int most)
+/* Whether a failed check's value is above the one expected: "s.pending is 4, expected 2". */
+static bool above_expected(const char *message)
 {
-    const struct place *kept[SCHED_RECENT_PLACES];
-    int nkept = 0;
-    for (int i = n - 1; i >= 0 && nkept < most; i--) {
-        const struct place *place = place_of(places[i]);
-        bool seen = false;
-        for (int k = 0; k < nkept && place; k++)
-            seen = seen || strcmp(kept[k]->text, place->text) == 0;
-        if (students_code(places[i]) && !seen)
-            kept[nkept++] = place;
-    }
-    for (int k = nkept - 1; k >= 0; k--) { /* oldest first */
-        kit_text_put(x, "%s%s", k == nkept - 1 ? "" : ", ", kept[k]->text);
-        if (k == 0 || strcmp(kept[k]->function, kept[k - 1]->function) != 0)
-            kit_text_put(x, " in %s", kept[k]->function);
-    }
-    return nkept > 0;
+    const char *is = strstr(message, " is ");
+    long long found, expected;
+    return is != NULL && sscanf(is, " is %lld, expected %lld", &found, &expected) == 2 && found > expected;
+}
+
+/* A failed check of a count that is too high, on a scheduled test, whose
+ * last write was a raise by a call that has returned, the count one the
+ * code lowers elsewhere (a gauge: tasks on their way, waiters): "why: the
+ * check read `pending`, last raised by `mw->pending++;` at mw_core.c:466
+ * in admit ... and lowered by no thread since: after it, that call ran
+ * mw_core.c:484, ... and returned" - the way out of the call that raised
+ * it, where what it counted did not come to be (a refusal, a time-out) and
+ * the raise was not undone. */
+static void explain_left_raised(bool scheduled)
+{
+    char field[64], code[100];
+    struct sched_change change;
+    if (!scheduled || told_already() || sched.failer < 0 || !checked_field(sched.message, field, sizeof field) ||
+        !above_expected(sched.message) || !checked_write(field, &change))
+        return;
+    code_at(change.where, code, sizeof code);
+    void *after[CALL_AFTER_PLACES];
+    int n = sched_changes_call_after(&change, after, CALL_AFTER_PLACES);
+    if (!raises(code) || n == 0 || !folder_lowers(place_of(change.where), field))
+        return;
+    want_callers(&change);
+    for (int i = 0; i < n; i++)
+        want_place(after[i]);
+    resolve_places();
+    char why[1600];
+    kit_text_t x = { why, sizeof why, 0 };
+    kit_text_put(&x, "why: the check read `%s`, last raised by ", field);
+    name_write(&x, &change);
+    kit_text_put(&x, ", and lowered by no thread since: after the raise, that call ran ");
+    if (!put_last_student_lines(&x, after, n, STRANDED_LINES))
+        return;
+    kit_text_put(&x, " and returned. A call that raises a count must lower it again on each way out where what it "
+                     "counted does not come to be (a refusal, a time-out, a cancel)");
+    insert_why(why, scheduled);
 }
 
 /* A task accepted that never ran, or still queued, once every thread the
@@ -2909,7 +3032,6 @@ static bool put_last_student_lines(kit_text_t *x, void *const *places, int n, in
  * where the code decided that nothing was left to do. Enough lines to reach
  * back past its way out (a log line, the unlock, its callers' returns) to
  * the decision. */
-enum { STRANDED_LINES = 14 };
 static void explain_stranded(bool scheduled)
 {
     if (told_already() || (!strstr(sched.message, "never ran") && !strstr(sched.message, "no worker left")))
@@ -2951,6 +3073,7 @@ void sched_report(const char *test, const char *strategy, long schedule)
     explain_futile(scheduled);
     explain_split(scheduled);
     explain_early_count(scheduled); /* a count made before a wait names the count and the wait, not the count alone */
+    explain_left_raised(scheduled);
     explain_check(scheduled); /* a lost wake-up's story, when there is one, explains a wrong value better */
     explain_returned(scheduled);
     explain_left_by_timeout(scheduled);

@@ -313,7 +313,7 @@ static int diagnosis(const struct test_case *test)
     static const char *const causes[] = { "the likely cause: ", "which woke another sleeper", "must undo it too",
                                           " twice: it ", "came only after it" };
     static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at",
-                                             "decided on that way out" };
+                                             "decided on that way out", "and lowered by no thread since" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
         return 0;
     if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))

@@ -393,6 +393,7 @@ int kit_symbolizer_start(void);
 FILE *kit_symbolizer_popen(const char *command);
 int kit_symbolizer_pclose(FILE *stream);
 FILE *kit_symbolizer_fopen(const char *path);
+FILE *kit_symbolizer_folder(const char *path);
 bool kit_symbolizer_stacks(void);
 
 static void confine_calls(bool filtered)
@@ -401,7 +402,8 @@ static void confine_calls(bool filtered)
         return;
     if (kit_symbolizer_start() == 0) { /* addr2line, the sources and gdb, from a helper */
         kit_sched_symbolizer = (kit_sched_symbolizer_t){ kit_symbolizer_popen, kit_symbolizer_pclose,
-                                                         kit_symbolizer_fopen, kit_sched_symbolizer.foreign };
+                                                         kit_symbolizer_fopen, kit_symbolizer_folder,
+                                                         kit_sched_symbolizer.foreign };
         kit_stacks_helper = kit_symbolizer_stacks;
     }
     int err = kit_seccomp_install(KIT_WIRE_FD - 1, KIT_WIRE_CHANNELS + 1); /* the helper's, and the channels */

@@ -6,14 +6,17 @@
  *
  * The explorer's reports name each step's line (addr2line), quote the line a
  * race is on (the source file), and a crash prints every thread's stack
- * (gdb): each needs a call the filter refuses. The helper makes them for
- * the subject, and nothing else: it runs addr2line only on the subject's
- * own program with addresses, gdb only on the subject, and reads only a .c
- * or .h file. It stays within the confinement of the test, as the subject
+ * (gdb), and a report may look through a source's folder for a line (the
+ * names of its files): each needs a call the filter refuses. The helper
+ * makes them for the subject, and nothing else: it runs addr2line only on
+ * the subject's own program with addresses, gdb only on the subject, reads
+ * only a .c or .h file, and lists a folder's names, not in /proc, /sys or
+ * /dev. It stays within the confinement of the test, as the subject
  * does; the filter is the subject's alone.
  */
 #define _GNU_SOURCE
 #include "kit_serve.h"
+#include "kit_sched.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -66,17 +69,24 @@ static bool is_addr2line(const char *command)
     return true;
 }
 
+static bool outside_the_system(const char *path)
+{
+    return strncmp(path, "/proc", 5) != 0 && strncmp(path, "/sys", 4) != 0 && strncmp(path, "/dev", 4) != 0;
+}
+
 static bool is_source(const char *path)
 {
     size_t n = strlen(path);
-    return n > 2 && (strcmp(path + n - 2, ".c") == 0 || strcmp(path + n - 2, ".h") == 0) &&
-           strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/sys/", 5) != 0 && strncmp(path, "/dev/", 5) != 0;
+    return n > 2 && (strcmp(path + n - 2, ".c") == 0 || strcmp(path + n - 2, ".h") == 0) && outside_the_system(path);
 }
 
-/* What one request asks: the output of addr2line, a source file, or gdb's stacks (to stderr). */
+/* What one request asks: the output of addr2line, a source file, a folder's
+ * names, or gdb's stacks (to stderr). */
 static size_t answer(const char *request, char *out, size_t size, pid_t subject)
 {
     FILE *in = NULL;
+    if (request[0] == 'D')
+        return outside_the_system(request + 1) ? kit_sched_folder_names(request + 1, out, size) : 0;
     if (request[0] == 'A' && is_addr2line(request + 1))
         in = popen(request + 1, "r");
     else if (request[0] == 'S' && is_source(request + 1))
@@ -171,6 +181,11 @@ int kit_symbolizer_pclose(FILE *stream)
 FILE *kit_symbolizer_fopen(const char *path)
 {
     return helper >= 0 ? ask('S', path) : fopen(path, "r");
+}
+
+FILE *kit_symbolizer_folder(const char *path)
+{
+    return helper >= 0 ? ask('D', path) : NULL;
 }
 
 bool kit_symbolizer_stacks(void)

@@ -23,6 +23,8 @@ struct counter {
     bool helper_joined;
     long takers; bool shut; /* counted while they wait to take; shut: they give up (counter_shut) */
     long stored;            /* stores done (counter_store_counted_first) */
+    long offered;           /* offers made and not yet taken (counter_offer_refusable) */
+    long arriving;          /* offers on their way in (counter_offer_arriving) */
 };
 
 counter_t *counter_create(void)
@@ -478,13 +480,75 @@ long counter_takers(counter_t *c)
     return read_locked(c, &c->takers);
 }
 
-void counter_destroy_once_no_taker_waits(counter_t *c)
+int counter_offer_refusable(counter_t *c)
 {
     pthread_mutex_lock(&c->lock);
-    while (c->takers > 0) /* while: a wake-up may be spurious */
+    c->offered++;
+    int err = 0;
+    if (c->value >= 1)
+        err = EAGAIN; /* BUG: the refused offer stays counted (no c->offered-- on this way out) */
+    else
+        c->value++;
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+long counter_take_offered(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    long taken = c->value;
+    c->value = 0;
+    c->offered -= taken; /* what was taken is no longer on offer */
+    pthread_mutex_unlock(&c->lock);
+    return taken;
+}
+
+long counter_offered(counter_t *c)
+{
+    return read_locked(c, &c->offered);
+}
+
+/* Stores an arriving offer unless the counter holds one already. */
+static __attribute__((noinline)) int store_arriving_locked(counter_t *c)
+{
+    int err = c->value >= 1 ? EAGAIN : 0;
+    if (err == 0) {
+        c->value++;
+        c->arriving--; /* BUG: only a stored offer stops arriving; a refused one stays counted */
+    }
+    pthread_cond_broadcast(&c->changed);
+    return err;
+}
+
+int counter_offer_arriving(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->arriving++;
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&c->lock);
+    int err = store_arriving_locked(c);
+    pthread_mutex_unlock(&c->lock);
+    return err;
+}
+
+/* Destroys the counter once one of its counts is 0 (correct). */
+static void destroy_once_none(counter_t *c, const long *count)
+{
+    pthread_mutex_lock(&c->lock);
+    while (*count > 0) /* while: a wake-up may be spurious */
         pthread_cond_wait(&c->changed, &c->lock);
     pthread_mutex_unlock(&c->lock);
     counter_destroy(c);
+}
+
+void counter_destroy_once_none_arriving(counter_t *c)
+{
+    destroy_once_none(c, &c->arriving);
+}
+
+void counter_destroy_once_no_taker_waits(counter_t *c)
+{
+    destroy_once_none(c, &c->takers);
 }
 
 struct roster {

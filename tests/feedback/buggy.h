@@ -99,6 +99,18 @@ void counter_shut(counter_t *c);
 void counter_destroy_once_no_taker_waits(counter_t *c);
 /** @brief The takers counted now, under the lock (correct). */
 long counter_takers(counter_t *c);
+/** @brief Offers one: counted as offered, then refused with EAGAIN if the counter holds one already - and a
+ *         refused offer stays counted. */
+int counter_offer_refusable(counter_t *c);
+/** @brief Takes what was offered, no longer counted as offered (correct); how many. */
+long counter_take_offered(counter_t *c);
+/** @brief The offers counted now, under the lock (correct). */
+long counter_offered(counter_t *c);
+/** @brief Offers one, counted as arriving in one critical section and stored in the next (EAGAIN if the counter
+ *         holds one already) - and a refused offer stays counted. */
+int counter_offer_arriving(counter_t *c);
+/** @brief Destroys the counter once no offer is arriving: it waits for ever after a refusal left one counted. */
+void counter_destroy_once_none_arriving(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */
 /** Adds @p n through a helper it calls (not inlined), under the lock - and wakes nobody (a lost wake-up). */
 void counter_add_quietly_through_a_called_helper(counter_t *c, long n);

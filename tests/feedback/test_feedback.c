@@ -610,6 +610,31 @@ static void test_feedback_check_names_what_a_timeout_left(void **state)
     counter_destroy(c);
 }
 
+/* A check of a count left raised by a call that was refused: the raise
+ * and the lines that call ran on its way out are named. */
+static void test_feedback_count_a_refusal_left_raised_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_offer_refusable(c), 0);
+    assert_int_equal(counter_offer_refusable(c), EAGAIN);
+    long offered = counter_offered(c);
+    assert_int_equal(offered, 1);
+    assert_int_equal(counter_take_offered(c), 1);
+    counter_destroy(c);
+}
+
+/* A refusal that leaves out the undoing step in a helper of a later
+ * critical section: the rest of the call that made the change is named. */
+static void test_feedback_refused_offer_left_arriving_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    assert_int_equal(counter_offer_arriving(c), 0);
+    assert_int_equal(counter_offer_arriving(c), EAGAIN);
+    counter_destroy_once_none_arriving(c);
+}
+
 /* A path out that leaves out the undoing step, though every other undid it:
  * the change never undone and the lines that path ran are named. */
 static void test_feedback_shut_taker_left_counted_is_named(void **state)
@@ -820,6 +845,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_value_returned_after_a_wait_names_its_way_out),
     cmocka_unit_test(test_feedback_count_before_its_wait_is_named),
     cmocka_unit_test(test_feedback_check_names_what_a_timeout_left),
+    cmocka_unit_test(test_feedback_count_a_refusal_left_raised_is_named),
+    cmocka_unit_test(test_feedback_refused_offer_left_arriving_is_named),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
