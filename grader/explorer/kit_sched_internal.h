@@ -135,6 +135,7 @@ struct sched_thread {
     void *wait_callers[WAIT_CALLERS]; /* WAITING: where its innermost open calls were made from */
     void *returned_from;              /* the function of its last outermost call of the code that returned */
     long call_began;                  /* the steps recorded when that call (or the open one) began */
+    void *calling;                    /* the function of its open outermost call of the code, or NULL */
     int nwait_callers;                /* ... how many are known */
     /* The thread: */
     char name[KIT_THREAD_NAME_MAX];   /* kit_thread_name() as of its last step */

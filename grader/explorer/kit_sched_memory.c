@@ -490,6 +490,7 @@ void sched_call_entered(void *site, void *function)
         call_serial++;
         if (sched_running != NULL) { /* a scheduled thread: its call, for a check another thread fails */
             sched_running->call_began = sched.nsteps;
+            sched_running->calling = function;
             sched_changes_call_began(sched_running->id);
         }
     }
@@ -523,6 +524,7 @@ void sched_call_left(void)
         call_returned = true;
         if (sched_running != NULL) {
             sched_running->returned_from = call_now.function;
+            sched_running->calling = NULL;
             sched_changes_call_ended(sched_running->id);
         }
     }

@@ -1523,10 +1523,36 @@ static long latest_unsignalled_change(const struct sched_thread *t)
     return holders_since(t, t->obj2, signal >= 0 ? signal : since, held, 1) > 0 ? held[0] : -1;
 }
 
+/* Whether @p name is in @p text as a whole identifier. */
+static bool names_identifier(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *at = strstr(text, name); n > 0 && at; at = strstr(at + 1, name)) {
+        bool starts = at == text || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
+        if (starts && !isalnum((unsigned char)at[n]) && at[n] != '_')
+            return true;
+    }
+    return false;
+}
+
+/* Whether the failure's first line names the call of the code under test
+ * that thread t sleeps in ("one of two masters in mw_await ... still
+ * blocked"): the sleeper the check waited for. Its place must be resolved. */
+static bool in_named_call(const struct sched_thread *t)
+{
+    const struct place *call = t->calling ? place_of(t->calling) : NULL;
+    char first_line[600];
+    snprintf(first_line, sizeof first_line, "%.*s", (int)strcspn(sched.message, "\n"), sched.message);
+    return call != NULL && call->function[0] && names_identifier(first_line, call->function);
+}
+
 /* Of two sleepers, whether t's story says more of the lost wake-up than
- * u's: the latest change nobody signalled, then the longest asleep. */
+ * u's: the one in the call the failure names, then the latest change
+ * nobody signalled, then the longest asleep. */
 static bool explains_more(const struct sched_thread *t, const struct sched_thread *u)
 {
+    if (in_named_call(t) != in_named_call(u))
+        return in_named_call(t);
     long mine = latest_unsignalled_change(t), theirs = latest_unsignalled_change(u);
     return mine != theirs ? mine > theirs : began_waiting(t) < began_waiting(u);
 }
@@ -1978,6 +2004,10 @@ static void print_replay(const char *tag, const char *test, bool scheduled)
 static const struct sched_thread *stuck_sleeper(void)
 {
     const struct sched_thread *best = NULL;
+    nplaces = 0;
+    for (int i = 0; i < sched.nlive; i++)
+        want_place(sched.threads[sched.live[i]]->calling);
+    resolve_places();
     for (int i = 0; i < sched.nlive; i++) {
         const struct sched_thread *t = sched.threads[sched.live[i]];
         bool sleeper = (t->state == WAITING && !t->harness) || t->state == SEMAPHORE;
@@ -2142,18 +2172,6 @@ static void explain_check(bool scheduled)
              "wrong value was made there, or by what led there", field, there, code,
              sched.threads[change.thread]->name, change.step);
     insert_why(why, scheduled);
-}
-
-/* Whether @p name is in @p text as a whole identifier. */
-static bool names_identifier(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *at = strstr(text, name); n > 0 && at; at = strstr(at + 1, name)) {
-        bool starts = at == text || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
-        if (starts && !isalnum((unsigned char)at[n]) && at[n] != '_')
-            return true;
-    }
-    return false;
 }
 
 /* Whether @p text names the line @p place ("bq.c:168"), not a longer number. */
