@@ -574,6 +574,22 @@ static void add_one_to_a_waiter(void (*add)(counter_t *c, long n))
     counter_destroy(c);
 }
 
+/* Two sleepers, and what one of them waits for never comes: the one in the
+ * call the failure names is told, though the other has slept longer. */
+static void test_feedback_hang_tells_the_sleeper_in_the_named_call(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_worker_t ready_waiter, value_waiter;
+    kit_worker_start(&ready_waiter, "ready-waiter", wait_ready, c);
+    kit_await_waiting_threads(1, "the ready-waiter");
+    kit_worker_start(&value_waiter, "value-waiter", wait_for_one, c);
+    kit_await_waiting_threads(2, "both waiters");
+    kit_worker_must_finish(&value_waiter, "counter_wait_value");
+    kit_worker_must_finish(&ready_waiter, "counter_wait_ready");
+    counter_destroy(c);
+}
+
 /* The change nobody signalled is in an inlined helper: the call to it is named too. */
 static void test_feedback_lost_wakeup_names_the_helpers_caller(void **state)
 {
@@ -847,6 +863,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_check_names_what_a_timeout_left),
     cmocka_unit_test(test_feedback_count_a_refusal_left_raised_is_named),
     cmocka_unit_test(test_feedback_refused_offer_left_arriving_is_named),
+    cmocka_unit_test(test_feedback_hang_tells_the_sleeper_in_the_named_call),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
