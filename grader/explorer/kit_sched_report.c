@@ -321,15 +321,21 @@ static bool kit_library(const struct place *place)
 
 /* Whether a place is the tests' or the grader's: a test_*.c, any file of a
  * chapter's folder of tests (tests/06-keyed-executor/keyed_scenarios.c,
- * which calls the code under test for a scenario), or the grader's own
- * kit_*.c (a scenario's threads start in kit_scenario_run.c). */
+ * which calls the code under test for a scenario), a judged chapter's
+ * stand-ins (build/.../judged/04-starvation/serve.c, which makes the
+ * judge's calls in the subject), or the grader's own kit_*.c (a scenario's
+ * threads start in kit_scenario_run.c). */
 static bool tests_file(const struct place *place)
 {
     if (strncmp(place->text, "test_", 5) == 0 || strncmp(place->text, "kit_", 4) == 0)
         return true;
-    for (const char *at = strstr(place->path, "/tests/"); at; at = strstr(at + 1, "/tests/"))
-        if (isdigit((unsigned char)at[7]) && isdigit((unsigned char)at[8]) && at[9] == '-')
-            return true;
+    static const char *const folders[] = { "/tests/", "/judged/" }; /* a chapter's tests; a judged one's stand-ins */
+    for (size_t k = 0; k < sizeof folders / sizeof folders[0]; k++) {
+        size_t n = strlen(folders[k]);
+        for (const char *at = strstr(place->path, folders[k]); at; at = strstr(at + 1, folders[k]))
+            if (isdigit((unsigned char)at[n]) && isdigit((unsigned char)at[n + 1]) && at[n + 2] == '-')
+                return true;
+    }
     return false;
 }
 
@@ -2444,8 +2450,8 @@ static void explain_below_zero(bool scheduled)
 {
     struct sched_change change, before, after;
     char code[100], why[1800];
-    if (told_already())
-        return;
+    if (strstr(sched.message, "\n  why: ") != NULL)
+        return; /* (a deadlock's story too: a count below zero is a surer cause than where the threads stopped) */
     nplaces = 0;
     for (int b = 0; sched_changes_below_zero(b, &change, &before, &after); b++) {
         const struct sched_change *writes[] = { &change, &before, &after };
