@@ -230,6 +230,46 @@ static void test_bq_explore_destroy_wakes_every_sleeper(void **state)
     kit_explore(&options, destroy_against_sleepers, NULL);
 }
 
+/* A taker asleep on an empty queue and a putter on a full one, each then
+ * handed what it waits for (a put, a take) - and destroy, at once, before
+ * either has run: each sleeper still counted must tell destroy it left, on
+ * whichever way out it takes (the item it was handed, room, or the close),
+ * or destroy waits for ever. */
+static void destroy_right_after_the_wakeups(void *ctx)
+{
+    (void)ctx;
+    bq_t *empty = NULL, *full = NULL;
+    pthread_t taker, putter;
+    struct side took, put;
+    void *item = NULL;
+    explore_ok(bq_create(&empty, 1));
+    explore_ok(bq_create(&full, 1));
+    explore_ok(bq_put(full, item_of(9, 0)));
+    start(&taker, take_once, &took, empty, 0);
+    start(&putter, put_once, &put, full, 1);
+    kit_explore_await_sleepers(2);
+    explore_ok(bq_put(empty, item_of(8, 0)));
+    explore_ok(bq_take(full, &item));
+    bq_destroy(empty);
+    bq_destroy(full);
+    explore_ok(pthread_join(taker, NULL));
+    explore_ok(pthread_join(putter, NULL));
+    kit_explore_check(took.results[0] == 0 && took.got[0] == (intptr_t)item_of(8, 0),
+                      "a taker asleep when an item came, destroy begun before it ran, returned %s and %s: what is "
+                      "queued is still delivered", kit_errno_name(took.results[0]),
+                      took.got[0] == (intptr_t)item_of(8, 0) ? "the item" : "not the item");
+    kit_explore_check(put.results[0] == 0 || put.results[0] == ECANCELED,
+                      "a putter asleep when room came, destroy begun before it ran, returned %s: 0 or ECANCELED",
+                      kit_errno_name(put.results[0]));
+}
+
+static void test_bq_explore_destroy_right_after_the_wakeups(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "dfs:2", .schedules = 1000 };
+    kit_explore(&options, destroy_right_after_the_wakeups, NULL);
+}
+
 /* One taker asleep, and destroy, whose own wait may wake up for nothing:
  * woken while the taker has not yet left, it must wait again, or it frees
  * the queue under the taker's feet. Small enough to search every schedule. */
@@ -394,6 +434,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bq_explore_close_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_wakes_every_sleeper),
     cmocka_unit_test(test_bq_explore_destroy_waits_again_after_a_spurious_wakeup),
+    cmocka_unit_test(test_bq_explore_destroy_right_after_the_wakeups),
     cmocka_unit_test(test_bq_explore_poll_deadline_holds_despite_stolen_wakeups),
     cmocka_unit_test(test_bq_explore_a_put_wakes_one_sleeping_taker),
     cmocka_unit_test(test_bq_explore_a_take_wakes_one_sleeping_producer),

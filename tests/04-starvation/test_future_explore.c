@@ -249,6 +249,94 @@ static void test_future_explore_wait_behind_a_busy_worker(void **state)
     kit_explore(&options, two_rounds_behind_a_busy_worker, NULL);
 }
 
+/* ---- A timed wait on the own pool, its time-out racing the finish -------------------------- */
+
+/* On a worker: submit the cook task to the same pool and wait for it, 50 ms at most. */
+static void *take_order_within(void *raw)
+{
+    struct order *o = raw;
+    future_t *cook = NULL;
+    o->err = tpool_submit(o->kitchen, give_answer, NULL, &cook);
+    if (o->err == 0)
+        o->err = future_get_timed(cook, &o->served, 50);
+    future_release(cook);
+    return NULL;
+}
+
+/* Both workers of a pool of two take an order (they meet at @p arrived),
+ * then each waits for a dish only this pool could cook: one wait must get
+ * EDEADLK, the other its dish - the pool's count of blocked workers true. */
+struct starving_order {
+    struct order order;
+    kit_tally_t *arrived;
+};
+
+static void *take_order_once_both_arrived(void *raw)
+{
+    struct starving_order *s = raw;
+    kit_tally_add(s->arrived);
+    kit_tally_await(s->arrived, 2);
+    return take_order(&s->order);
+}
+
+static void starves_once(tpool_t *p)
+{
+    kit_tally_t arrived;
+    kit_tally_init(&arrived);
+    struct starving_order orders[2];
+    future_t *taken[2];
+    for (int i = 0; i < 2; i++) {
+        orders[i] = (struct starving_order){ { .kitchen = p, .err = -1 }, &arrived };
+        taken[i] = submit(p, take_order_once_both_arrived, &orders[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        explore_ok(future_get(taken[i], NULL));
+    int starved = (orders[0].order.err == EDEADLK) + (orders[1].order.err == EDEADLK);
+    int served = (orders[0].order.err == 0) + (orders[1].order.err == 0);
+    kit_explore_check(starved == 1 && served == 1, "after a worker's timed get on a task of its own pool ended: two "
+                      "orders on the pool of two, each waiting for a dish only the pool could cook, got %s and %s - "
+                      "expected one EDEADLK and one served (a wait is un-counted once when it ends, by the finisher or "
+                      "by the waiter, not both: future.h)", kit_errno_name(orders[0].order.err),
+                      kit_errno_name(orders[1].order.err));
+    for (int i = 0; i < 2; i++)
+        future_release(taken[i]);
+    kit_tally_destroy(&arrived);
+}
+
+/* A worker waits at most 50 ms for a task queued behind a busy colleague,
+ * which the colleague runs once let go: the wait ends with the result, or
+ * times out - also just as the task finished (POSIX lets a timed wait that
+ * was signalled return ETIMEDOUT; the header's get then still gives the
+ * result). Either way it was counted as a blocked worker once and must be
+ * un-counted once: a starvation on the pool afterwards is still seen. */
+static void timed_wait_racing_the_finish(void *ctx)
+{
+    (void)ctx;
+    tpool_t *p = make_pool(2);
+    kit_tally_t gate;
+    kit_tally_init(&gate);
+    struct order order = { .kitchen = p, .err = -1 };
+    future_t *busy = submit(p, wait_for_gate, &gate);
+    future_t *waiter = submit(p, take_order_within, &order);
+    kit_tally_add(&gate);
+    explore_ok(future_get(waiter, NULL));
+    explore_ok(future_get(busy, NULL));
+    kit_explore_check(order.err == 0 || order.err == ETIMEDOUT, "a worker's 50 ms get on a task queued behind a busy "
+                      "colleague returned %s: 0 or ETIMEDOUT", kit_errno_name(order.err));
+    future_release(waiter);
+    future_release(busy);
+    kit_tally_destroy(&gate);
+    starves_once(p);
+    tpool_destroy(p);
+}
+
+static void test_future_explore_timed_own_pool_wait_is_uncounted_once(void **state)
+{
+    (void)state;
+    kit_explore_t options = { .strategy = "pct:2:3 random:2", .schedules = 200, .timeouts_race = true };
+    kit_explore(&options, timed_wait_racing_the_finish, NULL);
+}
+
 /* The scenarios' spec: the model, the tasks, the calls and their printing (future_scenarios.c). */
 extern const kit_spec_t future_spec;
 
@@ -275,6 +363,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_explore_cancel_races_start),
     cmocka_unit_test(test_future_explore_dropped_task_cancels_its_future),
     cmocka_unit_test(test_future_explore_wait_behind_a_busy_worker),
+    cmocka_unit_test(test_future_explore_timed_own_pool_wait_is_uncounted_once),
     cmocka_unit_test(test_future_explore_generated_scenarios),
 };
 
