@@ -102,7 +102,8 @@ size_t msgq_size(msgq_t *q);
  * msgq_close() - puts fail with ECANCELED, takes get what is left, then
  * ECANCELED - and the memory is freed only after the last of them has left.
  * @pre No thread will *start* a msgq call on @p q any more (a call that
- *      begins while destroy runs would use freed memory). Bodies of messages
+ *      begins while destroy runs would use freed memory), and every call
+ *      made before has returned or sleeps in @p q. Bodies of messages
  *      still queued are not freed: drain them first if they own memory.
  * @see msgq_create
  */

@@ -196,7 +196,8 @@ int bq_close(bq_t *q);
  * is left, then ECANCELED), and the memory is freed only after the last of
  * them has left.
  * @pre No thread will *start* a bq call on @p q any more (one that begins
- *      while destroy runs would use freed memory). Items still queued are not freed.
+ *      while destroy runs would use freed memory), and every call made
+ *      before has returned or sleeps in @p q. Items still queued are not freed.
  * @see bq_create
  */
 void bq_destroy(bq_t *q);

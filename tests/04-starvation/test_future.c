@@ -1107,9 +1107,11 @@ static void test_tpool_block_begin_counts_the_caller_when_it_grows_the_pool(void
     assert_code_or_say(second_done, 0,
         "the wait for the second task, which needs the worker the first one's block added,");
     if (growth.second_err != EDEADLK)
-        fail_msg("tpool_block_begin on a second worker, the first one blocked: returned %s, expected EDEADLK - "
-                 "a block_begin that starts a worker must still count its caller as blocked (tpool.h)",
-                 kit_errno_name(growth.second_err));
+        fail_msg("tpool_block_begin on the second worker of a pool that cannot grow further, the first worker "
+                 "blocked: returned %s, expected EDEADLK - every other worker waits, so the caller is the last who "
+                 "could run the queue (tpool.h). Either the first block_begin, which started this worker, did not "
+                 "count its own caller as blocked, or the detector's comparison of the blocked workers with the "
+                 "workers alive is off by one", kit_errno_name(growth.second_err));
     future_release(first);
     future_release(second);
     tpool_destroy(p);
