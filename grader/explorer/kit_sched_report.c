@@ -400,9 +400,12 @@ static void print_access_to_change(const struct sched_race *race)
 {
     int which = access_to_change(race);
     const struct place *place = place_of(race->pc[which]);
-    const char *why = (race->freeing || in_destroy(race)) && which == 1
+    const char *why = in_destroy(race) && which == 1
                           ? "which nothing ordered before the destroy that freed its memory: that thread could still "
                             "reach the object when it was destroyed"
+                      : race->freeing && which == 1
+                          ? "which nothing ordered before the free of that memory: that thread could still reach it "
+                            "once it was freed"
                       : which == 0 && race->holding == 0 ? "made with no mutex held"
                       : which == 1 && race->holding > 0  ? "made without the mutex the other one held"
                                                          : "your code's side of the two";
