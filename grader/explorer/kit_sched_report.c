@@ -1398,6 +1398,53 @@ static void sleeper_place(const struct sched_thread *t, char *out, size_t size)
         kit_text_put(&calls, ", called from %s (%s)", site->function, site->text);
     }
 }
+/* The latest critical section of sleeper t's mutex that @p woken, which
+ * the signal at step @p signal woke, opened after it with a lock of its
+ * own (a later call: it went on past its wait), that wrote, ended in an
+ * unlock, and after which nobody signalled t's condition variable: the
+ * step that opened it, its last write into @p change; -1 if none. */
+static long baton_dropped(const struct sched_thread *t, long signal, int woken, struct sched_change *change)
+{
+    for (long i = sched.nsteps - 1; woken >= 0 && i > signal; i--) {
+        const struct sched_step *step = &sched.steps[i];
+        if (step->op == OP_SIGNAL && step->obj == t->obj)
+            return -1; /* signalled again after it */
+        if (step->thread != woken || step->op != OP_LOCK || step->obj != t->obj2)
+            continue;
+        long end = section_end(i, t->obj2);
+        if (end >= 0 && sched.steps[end].op == OP_UNLOCK && sched_changes_last_in(woken, i + 1, end, change))
+            return i;
+    }
+    return -1;
+}
+
+/* "; writer-0 signalled l->writer_may_go at rwl.c:289 ... (step 23), which
+ * woke writer-1: writer-1 went on, and later held l->lock at rwl.c:282-292
+ * in rwl_write_unlock (step 29), its last change there was ... and nobody
+ * signalled l->writer_may_go after it" - the wake-up was not wasted on a
+ * sleeper that could not go on: the one woken went on, and then did not
+ * pass the wake-up on. False (nothing written) if that is not so. */
+static bool explain_baton_dropped(kit_text_t *x, const struct sched_thread *t, long signal, const char *object)
+{
+    struct sched_change change;
+    int woken = signalled_thread(signal);
+    long section = baton_dropped(t, signal, woken, &change);
+    if (section < 0 || !students_code(change.where))
+        return false;
+    char signalled_at[160], there[160], m[NAME_CHARS];
+    const char *name = sched.threads[woken]->name;
+    where_text(sched.steps[signal].where, signalled_at, sizeof signalled_at);
+    section_text(section, there, sizeof there);
+    kit_text_put(x, "; %s signalled %s at %s (step %ld), which woke %s: %s went on, and later held %s at %s (step "
+                 "%ld)", sched.threads[sched.steps[signal].thread]->name, object, signalled_at, signal + 1, name,
+                 name, object_name(t->obj2, m, sizeof m), there, section + 1);
+    name_change(x, &change, ", its last change there was");
+    name_after(x, &change);
+    kit_text_put(x, ", and nobody signalled %s after it: that change needs a signal or broadcast of %s - the one "
+                 "woken passes the wake-up on", object, object);
+    return true;
+}
+
 /* Why sleeper t on object t->obj was not woken, naming the line to change:
  * the change after which nobody signalled (unsignalled_change), or that it
  * was changed before it slept and never undone; or the signal since it
@@ -1411,6 +1458,10 @@ static void explain_sleeper(kit_text_t *x, const struct sched_thread *t)
     long since = began_waiting(t), section;
     kit_text_put(x, "%s sleeps on %s at %s (since step %ld)", t->name, object, here, since + 1);
     long signal = t->state == WAITING ? signal_since(t->obj, since) : -1;
+    if (signal >= 0 && explain_baton_dropped(x, t, signal, object)) {
+        explain_last_wakeup(x, t, since);
+        return;
+    }
     if (signal >= 0)
         name_wrong_wakeup(x, signal, object);
     struct sched_change change;

@@ -25,6 +25,7 @@ struct counter {
     long stored;            /* stores done (counter_store_counted_first) */
     long offered;           /* offers made and not yet taken (counter_offer_refusable) */
     long arriving;          /* offers on their way in (counter_offer_arriving) */
+    bool busy; long queued; /* one thread at a time through counter_pass_through; those waiting their turn */
 };
 
 counter_t *counter_create(void)
@@ -506,6 +507,34 @@ long counter_take_offered(counter_t *c)
 long counter_offered(counter_t *c)
 {
     return read_locked(c, &c->offered);
+}
+
+void counter_pass_through(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->queued++;
+    while (c->busy) /* while: a wake-up may be spurious */
+        pthread_cond_wait(&c->changed, &c->lock);
+    c->queued--;
+    c->busy = true;
+    pthread_mutex_unlock(&c->lock);
+    counter_leave(c);
+}
+
+void counter_enter(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->busy = true;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void counter_leave(counter_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->busy = false;
+    if (c->queued > 1) /* BUG: > 0 - the last one waiting its turn is never woken */
+        pthread_cond_signal(&c->changed); /* one at a time: the one woken passes the turn on when it leaves */
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Stores an arriving offer unless the counter holds one already. */

@@ -111,6 +111,12 @@ long counter_offered(counter_t *c);
 int counter_offer_arriving(counter_t *c);
 /** @brief Destroys the counter once no offer is arriving: it waits for ever after a refusal left one counted. */
 void counter_destroy_once_none_arriving(counter_t *c);
+/** @brief Takes the counter's turn (one thread at a time) as soon as it is free, then leaves it. */
+void counter_pass_through(counter_t *c);
+/** @brief Takes the counter's turn at once (correct when nobody holds it). */
+void counter_enter(counter_t *c);
+/** @brief Leaves the turn and wakes one thread waiting for it - but only when two or more wait. */
+void counter_leave(counter_t *c);
 /** @brief A meter: a value and how many adds made it, under one mutex. */
 /** Adds @p n through a helper it calls (not inlined), under the lock - and wakes nobody (a lost wake-up). */
 void counter_add_quietly_through_a_called_helper(counter_t *c, long n);

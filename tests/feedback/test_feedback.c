@@ -574,6 +574,30 @@ static void add_one_to_a_waiter(void (*add)(counter_t *c, long n))
     counter_destroy(c);
 }
 
+static void *pass_through(void *raw)
+{
+    counter_pass_through(raw);
+    return NULL;
+}
+
+/* A turn handed on one thread at a time: the thread the signal woke went
+ * on, and did not hand the turn on when it left - its leaving is named, not
+ * a broadcast. */
+static void test_feedback_turn_not_handed_on_is_named(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_worker_t first, second;
+    counter_enter(c);
+    kit_worker_start(&first, "first", pass_through, c);
+    kit_worker_start(&second, "second", pass_through, c);
+    kit_await_waiting_threads(2, "both threads waiting their turn");
+    counter_leave(c);
+    kit_worker_must_finish(&first, "counter_pass_through");
+    kit_worker_must_finish(&second, "counter_pass_through");
+    counter_destroy(c);
+}
+
 /* Two sleepers, and what one of them waits for never comes: the one in the
  * call the failure names is told, though the other has slept longer. */
 static void test_feedback_hang_tells_the_sleeper_in_the_named_call(void **state)
@@ -864,6 +888,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_count_a_refusal_left_raised_is_named),
     cmocka_unit_test(test_feedback_refused_offer_left_arriving_is_named),
     cmocka_unit_test(test_feedback_hang_tells_the_sleeper_in_the_named_call),
+    cmocka_unit_test(test_feedback_turn_not_handed_on_is_named),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
