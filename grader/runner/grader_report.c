@@ -311,7 +311,7 @@ static bool says_any(const char *words, const char *const *phrases, size_t count
 static int diagnosis(const struct test_case *test)
 {
     static const char *const causes[] = { "the likely cause: ", "which woke another sleeper", "must undo it too",
-                                          " twice: it ", "came only after it" };
+                                          " twice: it ", "came only after it", "passes the wake-up on" };
     static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at",
                                              "decided on that way out", "and lowered by no thread since" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
