@@ -1422,15 +1422,23 @@ static long baton_dropped(const struct sched_thread *t, long signal, int woken, 
  * woke writer-1: writer-1 went on, and later held l->lock at rwl.c:282-292
  * in rwl_write_unlock (step 29), its last change there was ... and nobody
  * signalled l->writer_may_go after it" - the wake-up was not wasted on a
- * sleeper that could not go on: the one woken went on, and then did not
- * pass the wake-up on. False (nothing written) if that is not so. */
+ * sleeper that could not go on: the one woken went on, and later ran the
+ * function that had signalled it (the hand-off), which did not pass the
+ * wake-up on this time. False (nothing written) if that is not so. */
 static bool explain_baton_dropped(kit_text_t *x, const struct sched_thread *t, long signal, const char *object)
 {
     struct sched_change change;
     int woken = signalled_thread(signal);
     long section = baton_dropped(t, signal, woken, &change);
-    if (section < 0 || !students_code(change.where))
+    if (section < 0)
         return false;
+    want_place(sched.steps[section].where);
+    want_place(change.where);
+    resolve_places();
+    const struct place *signaller = place_of(sched.steps[signal].where), *held = place_of(sched.steps[section].where);
+    if (!students_code(change.where) || signaller == NULL || held == NULL ||
+        strcmp(signaller->function, held->function) != 0)
+        return false; /* not the code that hands the wake-up on (a reader's unlock never wakes readers) */
     char signalled_at[160], there[160], m[NAME_CHARS];
     const char *name = sched.threads[woken]->name;
     where_text(sched.steps[signal].where, signalled_at, sizeof signalled_at);
