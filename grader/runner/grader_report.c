@@ -304,27 +304,34 @@ static bool says_any(const char *words, const char *const *phrases, size_t count
 }
 
 /* How surely a test's words tell the cause, not only its symptom, at a line
- * of the student's code (THE RULE, 0): 2 the cause itself, or the bug's kind
- * outright (a wait that must loop); 1 the last change a lost wake-up or a
+ * of the student's code (THE RULE, 0): 3 the cause itself, or the bug's kind
+ * outright (a wait that must loop); 2 the last change a lost wake-up or a
  * failed check saw, or the lines another thread's call ran on its way out
- * of a wait, which may be only where the cause showed; 0 a symptom. */
+ * of a wait, which may be only where the cause showed; 1 a critical
+ * section that may have changed what a sleeper waits for ("if that section
+ * changed ..."): a guess where no change it read was seen; 0 a symptom. */
 static int diagnosis(const struct test_case *test)
 {
     static const char *const causes[] = { "the likely cause: ", "which woke another sleeper", "must undo it too",
                                           " twice: it ", "came only after it", "passes the wake-up on" };
     static const char *const last_seen[] = { "needs a signal or broadcast", "which the code last wrote at",
                                              "decided on that way out", "and lowered by no thread since" };
+    static const char *const guessed[] = { "if that section changed what it waits for", "whatever changed there for it" };
     if (failure_kind(test) == UNWRITTEN || failure_kind(test) == NOT_DEBUGGABLE)
         return 0;
     if (strstr(test->detail, "a wait must loop") || strstr(test->detail, "a wait without a while loop"))
-        return 2;
+        return 3;
     if (!names_student_line(test))
         return 0;
     if (says_any(test->detail, causes, sizeof causes / sizeof causes[0]))
-        return 2;
+        return 3;
     if (!strstr(test->detail, "why: "))
-        return 0;
-    return says_any(test->detail, last_seen, sizeof last_seen / sizeof last_seen[0]) ? 1 : 2;
+        return 0; /* (a deadlock's own story may name where the threads stopped, far from the cause) */
+    if (!says_any(test->detail, last_seen, sizeof last_seen / sizeof last_seen[0]))
+        return 3;
+    bool guess = says_any(test->detail, guessed, sizeof guessed / sizeof guessed[0]) &&
+                 !strstr(test->detail, "that change needs a signal or broadcast");
+    return guess ? 1 : 2;
 }
 
 /* Whether line a is closer to the cause than line b (THE RULE, 0 to 4). */

@@ -598,6 +598,21 @@ static void test_feedback_turn_not_handed_on_is_named(void **state)
     counter_destroy(c);
 }
 
+/* A waiter for a value, and a section that changes something else and
+ * wakes nobody: the section is named, as a guess (the wait never read what
+ * it changed). */
+static void test_feedback_lost_wakeup_guessed_at_a_section(void **state)
+{
+    (void)state;
+    counter_t *c = make_counter();
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait_for_one, c);
+    kit_await_waiting_threads(1, "the waiter");
+    counter_set_ready_quietly(c);
+    kit_worker_must_finish(&worker, "counter_wait_value");
+    counter_destroy(c);
+}
+
 /* Two sleepers, and what one of them waits for never comes: the one in the
  * call the failure names is told, though the other has slept longer. */
 static void test_feedback_hang_tells_the_sleeper_in_the_named_call(void **state)
@@ -889,6 +904,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_feedback_refused_offer_left_arriving_is_named),
     cmocka_unit_test(test_feedback_hang_tells_the_sleeper_in_the_named_call),
     cmocka_unit_test(test_feedback_turn_not_handed_on_is_named),
+    cmocka_unit_test(test_feedback_lost_wakeup_guessed_at_a_section),
     cmocka_unit_test(test_feedback_lost_wakeup_names_the_called_helpers_caller),
     cmocka_unit_test(test_feedback_lost_wakeup_names_a_later_section),
     cmocka_unit_test(test_feedback_count_lowered_twice_is_named),
