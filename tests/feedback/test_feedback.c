@@ -117,16 +117,23 @@ static void test_feedback_copy_after_the_unlock_is_seen(void **state)
 
 /* ---- A lost wake-up names the line that changed the state ------------------------ */
 
+/* A waiter in @p call (run by @p wait), then a quiet set of "ready": a lost
+ * wake-up, if the waiter waits for "ready". */
+static void ready_set_quietly_under(void *(*wait)(void *), const char *call)
+{
+    counter_t *c = make_counter();
+    kit_worker_t worker;
+    kit_worker_start(&worker, "waiter", wait, c);
+    kit_await_waiting_threads(1, "the waiter");
+    counter_set_ready_quietly(c);
+    kit_worker_must_finish(&worker, call);
+    counter_destroy(c);
+}
+
 static void test_feedback_lost_wakeup_names_the_change(void **state)
 {
     (void)state;
-    counter_t *c = make_counter();
-    kit_worker_t worker;
-    kit_worker_start(&worker, "waiter", wait_ready, c);
-    kit_await_waiting_threads(1, "the waiter");
-    counter_set_ready_quietly(c);
-    kit_worker_must_finish(&worker, "counter_wait_ready");
-    counter_destroy(c);
+    ready_set_quietly_under(wait_ready, "counter_wait_ready");
 }
 
 static void *wait_ready_for_an_hour(void *raw)
@@ -604,13 +611,7 @@ static void test_feedback_turn_not_handed_on_is_named(void **state)
 static void test_feedback_lost_wakeup_guessed_at_a_section(void **state)
 {
     (void)state;
-    counter_t *c = make_counter();
-    kit_worker_t worker;
-    kit_worker_start(&worker, "waiter", wait_for_one, c);
-    kit_await_waiting_threads(1, "the waiter");
-    counter_set_ready_quietly(c);
-    kit_worker_must_finish(&worker, "counter_wait_value");
-    counter_destroy(c);
+    ready_set_quietly_under(wait_for_one, "counter_wait_value");
 }
 
 /* Two sleepers, and what one of them waits for never comes: the one in the
