@@ -48,6 +48,7 @@ struct place {
     char text[96];      /* "msgq.c:98" */
     char function[96];  /* "msgq_take" */
     char path[512];     /* the file as compiled, and its line: "/kit/solutions/01-monitor-queue/msgq.c:98" */
+    bool looked_up;     /* addr2line was asked (it may not have known it: text "?") */
 };
 
 static struct place places[MAX_PLACES];
@@ -173,8 +174,8 @@ static void resolve_in(const char *exe, bool foreign)
     uintptr_t bias = sched_load_bias();
     int index[MAX_PLACES], n = 0;
     for (int i = 0; i < nplaces; i++)
-        if (is_foreign(places[i].addr) == foreign)
-            index[n++] = i;
+        if (is_foreign(places[i].addr) == foreign && !places[i].looked_up)
+            index[n++] = i; /* (the places wanted since the last look-up: an explainer may ask again) */
     size_t size = 600 + 24 * (size_t)n;
     char *command = n > 0 ? __real_malloc(size) : NULL;
     if (command == NULL)
@@ -203,6 +204,8 @@ static void resolve_in(const char *exe, bool foreign)
         placed = !system_header(places[index[k]].path);
     }
     end_tool(pipe);
+    for (int i = 0; i < n; i++)
+        places[index[i]].looked_up = true;
 }
 
 static void resolve_places(void)
@@ -220,7 +223,7 @@ static void want_place(void *addr)
         if (places[i].addr == addr)
             return;
     if (addr != NULL && nplaces < MAX_PLACES)
-        places[nplaces++] = (struct place){ addr, "?", "", "" };
+        places[nplaces++] = (struct place){ .addr = addr, .text = "?" };
 }
 
 static const struct place *place_of(void *addr)
